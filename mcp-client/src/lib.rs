@@ -1,0 +1,1 @@
+//! Placeholder: see ARCHITECTURE.md for what this crate will hold.

@@ -1,0 +1,1 @@
+//! What each MCP revision carries.

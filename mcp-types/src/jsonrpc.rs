@@ -1,0 +1,539 @@
+//! The JSON-RPC 2.0 envelope.
+//!
+//! Payloads (`params`, `result`) are kept as raw JSON text ([`RawValue`]) so a
+//! relay can route a message by its envelope and pass the payload on without
+//! decoding or re-encoding it. Typed views come from [`Request::params_as`] and
+//! [`Response::result_as`], or from [`crate::protocol`] by method.
+
+use std::fmt;
+
+use serde::de::{self, MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
+use serde_json::{Map, Number, Value};
+
+use crate::codes;
+
+/// Members of an object this crate does not model, kept verbatim.
+pub type Extra = Map<String, Value>;
+
+/// A request id: a string or a number, kept exactly as received.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RequestId {
+    /// A numeric id (kept as the exact JSON number).
+    Number(Number),
+    /// A string id.
+    String(String),
+}
+
+impl Default for RequestId {
+    fn default() -> Self {
+        RequestId::Number(0.into())
+    }
+}
+
+impl From<i64> for RequestId {
+    fn from(n: i64) -> Self {
+        RequestId::Number(n.into())
+    }
+}
+
+impl From<&str> for RequestId {
+    fn from(s: &str) -> Self {
+        RequestId::String(s.to_owned())
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// A request: expects exactly one response with the same id.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The id the response must echo.
+    pub id: RequestId,
+    /// The method name, e.g. `tools/call`.
+    pub method: String,
+    /// The raw params object, if any.
+    pub params: Option<Box<RawValue>>,
+    /// Envelope members JSON-RPC does not define, kept verbatim.
+    pub extra: Extra,
+}
+
+/// A notification: a request without an id, never answered.
+#[derive(Debug, Clone)]
+pub struct Notification {
+    /// The method name, e.g. `notifications/progress`.
+    pub method: String,
+    /// The raw params object, if any.
+    pub params: Option<Box<RawValue>>,
+    /// Envelope members JSON-RPC does not define, kept verbatim.
+    pub extra: Extra,
+}
+
+/// A successful response.
+#[derive(Debug, Clone)]
+pub struct Response {
+    /// The id of the request this answers.
+    pub id: RequestId,
+    /// The raw result. Which type it is depends on the method of the request it answers.
+    pub result: Box<RawValue>,
+    /// Envelope members JSON-RPC does not define, kept verbatim.
+    pub extra: Extra,
+}
+
+/// An error response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorResponse {
+    /// The id of the request this answers; `None` (written as `null`) when it could not be read.
+    pub id: Option<RequestId>,
+    /// The error.
+    pub error: ErrorObject,
+    /// Envelope members JSON-RPC does not define, kept verbatim.
+    pub extra: Extra,
+}
+
+/// The `error` member of an error response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorObject {
+    /// The error code; see [`crate::codes`].
+    pub code: i64,
+    /// A short description.
+    pub message: String,
+    /// Additional information, as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// Members JSON-RPC does not define, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl ErrorObject {
+    /// An error with a code and message and no data.
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        ErrorObject {
+            code,
+            message: message.into(),
+            data: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// Adds `data`.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+}
+
+/// Any one JSON-RPC message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// A request.
+    Request(Request),
+    /// A notification.
+    Notification(Notification),
+    /// A successful response.
+    Response(Response),
+    /// An error response.
+    Error(ErrorResponse),
+}
+
+/// What one transport frame carries: a single message or a batch (2025-03-26 allowed batches).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Frame {
+    /// One message.
+    Single(Message),
+    /// A JSON array of messages.
+    Batch(Vec<Message>),
+}
+
+/// Why bytes could not be read as a JSON-RPC frame.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvelopeError {
+    /// Not JSON at all (answer with [`codes::PARSE_ERROR`]).
+    #[error("parse error: {0}")]
+    Parse(serde_json::Error),
+    /// JSON, but not a JSON-RPC 2.0 message (answer with [`codes::INVALID_REQUEST`]).
+    #[error("invalid JSON-RPC message: {0}")]
+    Invalid(String),
+}
+
+impl EnvelopeError {
+    /// The JSON-RPC error code a peer should be answered with.
+    pub fn code(&self) -> i64 {
+        match self {
+            EnvelopeError::Parse(_) => codes::PARSE_ERROR,
+            EnvelopeError::Invalid(_) => codes::INVALID_REQUEST,
+        }
+    }
+}
+
+impl Frame {
+    /// Reads one frame from bytes.
+    pub fn parse(bytes: &[u8]) -> Result<Frame, EnvelopeError> {
+        // Two steps so that "not JSON" and "JSON but not JSON-RPC" get different codes.
+        let raw: &RawValue = serde_json::from_slice(bytes).map_err(EnvelopeError::Parse)?;
+        let text = raw.get();
+        let err = |e: serde_json::Error| EnvelopeError::Invalid(e.to_string());
+        if text.starts_with('[') {
+            let batch: Vec<Message> = serde_json::from_str(text).map_err(err)?;
+            if batch.is_empty() {
+                return Err(EnvelopeError::Invalid("empty batch".into()));
+            }
+            Ok(Frame::Batch(batch))
+        } else {
+            serde_json::from_str(text).map(Frame::Single).map_err(err)
+        }
+    }
+
+    /// The messages in this frame, in order.
+    pub fn into_messages(self) -> Vec<Message> {
+        match self {
+            Frame::Single(m) => vec![m],
+            Frame::Batch(v) => v,
+        }
+    }
+}
+
+impl Serialize for Frame {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Frame::Single(m) => m.serialize(s),
+            Frame::Batch(v) => v.serialize(s),
+        }
+    }
+}
+
+fn to_raw<T: Serialize + ?Sized>(value: &T) -> Result<Box<RawValue>, serde_json::Error> {
+    serde_json::value::to_raw_value(value)
+}
+
+impl Request {
+    /// A request with typed params.
+    pub fn new<P: Serialize>(
+        id: impl Into<RequestId>,
+        method: impl Into<String>,
+        params: &P,
+    ) -> Result<Self, serde_json::Error> {
+        Ok(Request {
+            id: id.into(),
+            method: method.into(),
+            params: Some(to_raw(params)?),
+            extra: Extra::new(),
+        })
+    }
+
+    /// Decodes the params as `T` (absent params decode as `{}`).
+    pub fn params_as<'a, T: Deserialize<'a>>(&'a self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(self.params.as_deref().map_or("{}", RawValue::get))
+    }
+}
+
+impl Notification {
+    /// A notification with typed params.
+    pub fn new<P: Serialize>(method: impl Into<String>, params: &P) -> Result<Self, serde_json::Error> {
+        Ok(Notification {
+            method: method.into(),
+            params: Some(to_raw(params)?),
+            extra: Extra::new(),
+        })
+    }
+
+    /// Decodes the params as `T` (absent params decode as `{}`).
+    pub fn params_as<'a, T: Deserialize<'a>>(&'a self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(self.params.as_deref().map_or("{}", RawValue::get))
+    }
+}
+
+impl Response {
+    /// A response with a typed result.
+    pub fn new<R: Serialize>(id: RequestId, result: &R) -> Result<Self, serde_json::Error> {
+        Ok(Response {
+            id,
+            result: to_raw(result)?,
+            extra: Extra::new(),
+        })
+    }
+
+    /// Decodes the result as `T`. Pick `T` by the method of the request this answers.
+    pub fn result_as<'a, T: Deserialize<'a>>(&'a self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(self.result.get())
+    }
+}
+
+impl ErrorResponse {
+    /// An error response to `id`.
+    pub fn new(id: Option<RequestId>, error: ErrorObject) -> Self {
+        ErrorResponse {
+            id,
+            error,
+            extra: Extra::new(),
+        }
+    }
+}
+
+impl Message {
+    /// The method of a request or notification.
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Message::Request(r) => Some(&r.method),
+            Message::Notification(n) => Some(&n.method),
+            _ => None,
+        }
+    }
+
+    /// The id of a request or response.
+    pub fn id(&self) -> Option<&RequestId> {
+        match self {
+            Message::Request(r) => Some(&r.id),
+            Message::Response(r) => Some(&r.id),
+            Message::Error(e) => e.id.as_ref(),
+            Message::Notification(_) => None,
+        }
+    }
+
+    /// Reads exactly one message (a batch is an error here; see [`Frame::parse`]).
+    pub fn parse(bytes: &[u8]) -> Result<Message, EnvelopeError> {
+        match Frame::parse(bytes)? {
+            Frame::Single(m) => Ok(m),
+            Frame::Batch(_) => Err(EnvelopeError::Invalid("expected one message, got a batch".into())),
+        }
+    }
+
+    /// Encodes the message as compact JSON.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        // Serializing a Message cannot fail: every member is already valid JSON.
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+}
+
+fn raw_eq(a: &RawValue, b: &RawValue) -> bool {
+    a.get() == b.get()
+}
+
+impl PartialEq for Request {
+    fn eq(&self, o: &Self) -> bool {
+        self.id == o.id
+            && self.method == o.method
+            && opt_raw_eq(&self.params, &o.params)
+            && self.extra == o.extra
+    }
+}
+
+impl PartialEq for Notification {
+    fn eq(&self, o: &Self) -> bool {
+        self.method == o.method && opt_raw_eq(&self.params, &o.params) && self.extra == o.extra
+    }
+}
+
+impl PartialEq for Response {
+    fn eq(&self, o: &Self) -> bool {
+        self.id == o.id && raw_eq(&self.result, &o.result) && self.extra == o.extra
+    }
+}
+
+fn opt_raw_eq(a: &Option<Box<RawValue>>, b: &Option<Box<RawValue>>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => raw_eq(a, b),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("jsonrpc", "2.0")?;
+        let extra = match self {
+            Message::Request(r) => {
+                m.serialize_entry("id", &r.id)?;
+                m.serialize_entry("method", &r.method)?;
+                if let Some(p) = &r.params {
+                    m.serialize_entry("params", p)?;
+                }
+                &r.extra
+            }
+            Message::Notification(n) => {
+                m.serialize_entry("method", &n.method)?;
+                if let Some(p) = &n.params {
+                    m.serialize_entry("params", p)?;
+                }
+                &n.extra
+            }
+            Message::Response(r) => {
+                m.serialize_entry("id", &r.id)?;
+                m.serialize_entry("result", &r.result)?;
+                &r.extra
+            }
+            Message::Error(e) => {
+                m.serialize_entry("id", &e.id)?;
+                m.serialize_entry("error", &e.error)?;
+                &e.extra
+            }
+        };
+        for (k, v) in extra {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(MessageVisitor)
+    }
+}
+
+struct MessageVisitor;
+
+impl<'de> Visitor<'de> for MessageVisitor {
+    type Value = Message;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC 2.0 message object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Message, A::Error> {
+        let mut version: Option<String> = None;
+        // Outer Option: was `id` present; inner: was it null.
+        let mut id: Option<Option<RequestId>> = None;
+        let mut method: Option<String> = None;
+        let mut params: Option<Box<RawValue>> = None;
+        let mut result: Option<Box<RawValue>> = None;
+        let mut error: Option<ErrorObject> = None;
+        let mut extra = Extra::new();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let dup = |k: &str| de::Error::custom(format!("duplicate member `{k}`"));
+            match key.as_ref() {
+                "jsonrpc" if version.is_none() => version = Some(map.next_value()?),
+                "id" if id.is_none() => id = Some(map.next_value()?),
+                "method" if method.is_none() => method = Some(map.next_value()?),
+                "params" if params.is_none() => params = Some(map.next_value()?),
+                "result" if result.is_none() => result = Some(map.next_value()?),
+                "error" if error.is_none() => error = Some(map.next_value()?),
+                k @ ("jsonrpc" | "id" | "method" | "params" | "result" | "error") => return Err(dup(k)),
+                _ => {
+                    extra.insert(key.into_owned(), map.next_value()?);
+                }
+            }
+        }
+        match version.as_deref() {
+            Some("2.0") => {}
+            Some(v) => return Err(de::Error::custom(format!("unsupported jsonrpc version {v:?}"))),
+            None => return Err(de::Error::missing_field("jsonrpc")),
+        }
+        if let Some(p) = &params {
+            let t = p.get().trim_start();
+            if !(t.starts_with('{') || t.starts_with('[')) {
+                return Err(de::Error::custom("params must be an object or array"));
+            }
+        }
+        match (method, id, result, error) {
+            (Some(method), Some(Some(id)), None, None) => Ok(Message::Request(Request {
+                id,
+                method,
+                params,
+                extra,
+            })),
+            (Some(_), Some(None), None, None) => Err(de::Error::custom("request id must not be null")),
+            (Some(method), None, None, None) => Ok(Message::Notification(Notification { method, params, extra })),
+            (None, Some(Some(id)), Some(result), None) if params.is_none() => {
+                Ok(Message::Response(Response { id, result, extra }))
+            }
+            (None, Some(id), None, Some(error)) if params.is_none() => {
+                Ok(Message::Error(ErrorResponse { id, error, extra }))
+            }
+            _ => Err(de::Error::custom(
+                "not a request, notification, response or error response",
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roundtrip(text: &str) -> Value {
+        let m = Message::parse(text.as_bytes()).expect("parses");
+        serde_json::from_slice(&m.to_bytes()).expect("json")
+    }
+
+    #[test]
+    fn ids_are_kept_exactly() {
+        for text in [
+            r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":"7","method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":18446744073709551615,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":-3,"result":{}}"#,
+        ] {
+            let expected: Value = serde_json::from_str(text).expect("json");
+            assert_eq!(roundtrip(text), expected);
+        }
+        let m = Message::parse(br#"{"jsonrpc":"2.0","id":"7","method":"ping"}"#).expect("parses");
+        assert_eq!(m.id(), Some(&RequestId::String("7".into())));
+        assert_ne!(m.id(), Some(&RequestId::from(7)));
+    }
+
+    #[test]
+    fn classifies_each_kind() {
+        let kinds = [
+            (r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#, "request"),
+            (r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, "notification"),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#, "response"),
+            (r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#, "error"),
+        ];
+        for (text, kind) in kinds {
+            let got = match Message::parse(text.as_bytes()).expect("parses") {
+                Message::Request(_) => "request",
+                Message::Notification(_) => "notification",
+                Message::Response(_) => "response",
+                Message::Error(_) => "error",
+            };
+            assert_eq!(got, kind, "{text}");
+        }
+    }
+
+    #[test]
+    fn parse_errors_and_invalid_requests_get_different_codes() {
+        assert_eq!(Frame::parse(b"{not json").unwrap_err().code(), codes::PARSE_ERROR);
+        for bad in [
+            r#"{"id":1,"method":"x"}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":1}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":{"a":1},"method":"x"}"#,
+            r#"[]"#,
+            r#"42"#,
+        ] {
+            assert_eq!(Frame::parse(bad.as_bytes()).unwrap_err().code(), codes::INVALID_REQUEST, "{bad}");
+        }
+    }
+
+    #[test]
+    fn batches_are_readable_and_unknown_envelope_members_survive() {
+        let text = r#"[{"jsonrpc":"2.0","id":1,"method":"ping","x-trace":"a"},{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":50}}]"#;
+        let frame = Frame::parse(text.as_bytes()).expect("batch");
+        let expected: Value = serde_json::from_str(text).expect("json");
+        assert_eq!(serde_json::to_value(&frame).expect("encode"), expected);
+        assert_eq!(frame.into_messages().len(), 2);
+    }
+
+    #[test]
+    fn payloads_pass_through_byte_for_byte() {
+        let text = r#"{"jsonrpc":"2.0","id":1,"result":{"b":1.50,"a":[ 1 ]}}"#;
+        let m = Message::parse(text.as_bytes()).expect("parses");
+        let Message::Response(r) = &m else { panic!("response") };
+        assert_eq!(r.result.get(), r#"{"b":1.50,"a":[ 1 ]}"#);
+    }
+}

@@ -1,0 +1,27 @@
+//! # mcp-types
+//!
+//! The bottom layer of the `mcp-*` crates: a lossless wire model of the Model
+//! Context Protocol.
+//!
+//! - [`Revision`] and [`Era`]: the five protocol revisions as values.
+//! - [`jsonrpc`]: the JSON-RPC 2.0 envelope, with payloads kept as raw JSON so a
+//!   relay can pass them on untouched.
+//! - [`protocol`]: typed models of every request, result and notification of every
+//!   revision. Each is the union of what the revisions define; unknown members
+//!   are kept in `extra` and written back, `_meta` is kept raw, and open enums keep
+//!   unknown values.
+//! - [`codes`]: error codes; [`meta`]: `_meta` keys and the reserved-key rule.
+//!
+//! What a given revision may carry, and translation between revisions, live in
+//! `mcp-revisions`.
+
+pub mod codes;
+pub mod jsonrpc;
+pub mod meta;
+mod model;
+pub mod protocol;
+mod revision;
+mod serde_util;
+
+pub use jsonrpc::{ErrorObject, ErrorResponse, Frame, Message, Notification, Request, RequestId, Response};
+pub use revision::{Era, Revision, UnknownRevision};
