@@ -240,7 +240,10 @@ impl Request {
 
 impl Notification {
     /// A notification with typed params.
-    pub fn new<P: Serialize>(method: impl Into<String>, params: &P) -> Result<Self, serde_json::Error> {
+    pub fn new<P: Serialize>(
+        method: impl Into<String>,
+        params: &P,
+    ) -> Result<Self, serde_json::Error> {
         Ok(Notification {
             method: method.into(),
             params: Some(to_raw(params)?),
@@ -305,7 +308,9 @@ impl Message {
     pub fn parse(bytes: &[u8]) -> Result<Message, EnvelopeError> {
         match Frame::parse(bytes)? {
             Frame::Single(m) => Ok(m),
-            Frame::Batch(_) => Err(EnvelopeError::Invalid("expected one message, got a batch".into())),
+            Frame::Batch(_) => Err(EnvelopeError::Invalid(
+                "expected one message, got a batch".into(),
+            )),
         }
     }
 
@@ -420,7 +425,9 @@ impl<'de> Visitor<'de> for MessageVisitor {
                 "params" if params.is_none() => params = Some(map.next_value()?),
                 "result" if result.is_none() => result = Some(map.next_value()?),
                 "error" if error.is_none() => error = Some(map.next_value()?),
-                k @ ("jsonrpc" | "id" | "method" | "params" | "result" | "error") => return Err(dup(k)),
+                k @ ("jsonrpc" | "id" | "method" | "params" | "result" | "error") => {
+                    return Err(dup(k))
+                }
                 _ => {
                     extra.insert(key.into_owned(), map.next_value()?);
                 }
@@ -428,7 +435,11 @@ impl<'de> Visitor<'de> for MessageVisitor {
         }
         match version.as_deref() {
             Some("2.0") => {}
-            Some(v) => return Err(de::Error::custom(format!("unsupported jsonrpc version {v:?}"))),
+            Some(v) => {
+                return Err(de::Error::custom(format!(
+                    "unsupported jsonrpc version {v:?}"
+                )))
+            }
             None => return Err(de::Error::missing_field("jsonrpc")),
         }
         if let Some(p) = &params {
@@ -444,8 +455,14 @@ impl<'de> Visitor<'de> for MessageVisitor {
                 params,
                 extra,
             })),
-            (Some(_), Some(None), None, None) => Err(de::Error::custom("request id must not be null")),
-            (Some(method), None, None, None) => Ok(Message::Notification(Notification { method, params, extra })),
+            (Some(_), Some(None), None, None) => {
+                Err(de::Error::custom("request id must not be null"))
+            }
+            (Some(method), None, None, None) => Ok(Message::Notification(Notification {
+                method,
+                params,
+                extra,
+            })),
             (None, Some(Some(id)), Some(result), None) if params.is_none() => {
                 Ok(Message::Response(Response { id, result, extra }))
             }
@@ -487,10 +504,22 @@ mod tests {
     #[test]
     fn classifies_each_kind() {
         let kinds = [
-            (r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#, "request"),
-            (r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, "notification"),
-            (r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#, "response"),
-            (r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#, "error"),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#,
+                "request",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+                "notification",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#,
+                "response",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#,
+                "error",
+            ),
         ];
         for (text, kind) in kinds {
             let got = match Message::parse(text.as_bytes()).expect("parses") {
@@ -505,7 +534,10 @@ mod tests {
 
     #[test]
     fn parse_errors_and_invalid_requests_get_different_codes() {
-        assert_eq!(Frame::parse(b"{not json").unwrap_err().code(), codes::PARSE_ERROR);
+        assert_eq!(
+            Frame::parse(b"{not json").unwrap_err().code(),
+            codes::PARSE_ERROR
+        );
         for bad in [
             r#"{"id":1,"method":"x"}"#,
             r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#,
@@ -516,7 +548,11 @@ mod tests {
             r#"[]"#,
             r#"42"#,
         ] {
-            assert_eq!(Frame::parse(bad.as_bytes()).unwrap_err().code(), codes::INVALID_REQUEST, "{bad}");
+            assert_eq!(
+                Frame::parse(bad.as_bytes()).unwrap_err().code(),
+                codes::INVALID_REQUEST,
+                "{bad}"
+            );
         }
     }
 
@@ -533,7 +569,9 @@ mod tests {
     fn payloads_pass_through_byte_for_byte() {
         let text = r#"{"jsonrpc":"2.0","id":1,"result":{"b":1.50,"a":[ 1 ]}}"#;
         let m = Message::parse(text.as_bytes()).expect("parses");
-        let Message::Response(r) = &m else { panic!("response") };
+        let Message::Response(r) = &m else {
+            panic!("response")
+        };
         assert_eq!(r.result.get(), r#"{"b":1.50,"a":[ 1 ]}"#);
     }
 }

@@ -23,5 +23,7 @@ pub mod protocol;
 mod revision;
 mod serde_util;
 
-pub use jsonrpc::{ErrorObject, ErrorResponse, Frame, Message, Notification, Request, RequestId, Response};
+pub use jsonrpc::{
+    ErrorObject, ErrorResponse, Frame, Message, Notification, Request, RequestId, Response,
+};
 pub use revision::{Era, Revision, UnknownRevision};

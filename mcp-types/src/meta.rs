@@ -21,6 +21,8 @@ pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 /// 2026-07-28 `subscriptions/listen` result and notification `_meta`: the subscription id.
 pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+/// 2025-11-25 `CreateTaskResult._meta`: text to hand the model while the task runs.
+pub const MODEL_IMMEDIATE_RESPONSE: &str = "io.modelcontextprotocol/model-immediate-response";
 /// 2025-11-25 `_meta`: the task a message belongs to.
 pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 
@@ -65,7 +67,8 @@ pub fn is_valid_key(key: &str) -> bool {
         let b = name.as_bytes();
         b[0].is_ascii_alphanumeric()
             && b[b.len() - 1].is_ascii_alphanumeric()
-            && b.iter().all(|c| c.is_ascii_alphanumeric() || b"-_.".contains(c))
+            && b.iter()
+                .all(|c| c.is_ascii_alphanumeric() || b"-_.".contains(c))
     };
     name_ok && prefix.is_none_or(|p| p.split('.').all(label_ok))
 }
@@ -77,7 +80,10 @@ mod tests {
 
     #[test]
     fn reserved_prefixes_follow_each_revision() {
-        assert!(is_reserved_key("io.modelcontextprotocol/protocolVersion", V2026_07_28));
+        assert!(is_reserved_key(
+            "io.modelcontextprotocol/protocolVersion",
+            V2026_07_28
+        ));
         assert!(is_reserved_key("dev.mcp/x", V2025_11_25));
         assert!(!is_reserved_key("com.example.mcp/x", V2025_11_25));
         assert!(is_reserved_key("com.example.mcp.tools/x", V2025_06_18));

@@ -181,3 +181,43 @@ wire_object! {
         opt meta: Meta,
     }
 }
+
+wire_object! {
+    /// One property of an elicitation form's `requestedSchema`: a string, number, boolean or
+    /// enum (single- or multi-select, titled or not) schema. One struct covers every variant;
+    /// which members are set tells them apart.
+    pub struct PrimitiveSchemaDefinition {
+        /// `string`, `number`, `integer`, `boolean` or `array` (multi-select).
+        #[serde(rename = "type")]
+        req kind: String,
+        /// Display name.
+        opt title: String,
+        /// Description.
+        opt description: String,
+        /// Default value.
+        opt default: Value,
+        /// Allowed values (untitled enum).
+        #[serde(rename = "enum")]
+        opt enum_values: Vec<Value>,
+        /// Display names of `enum` values (legacy titled enum).
+        opt enum_names: Vec<String>,
+        /// Titled options (`[{const, title}]`).
+        opt one_of: Vec<Value>,
+        /// Item schema (multi-select).
+        opt items: Value,
+        /// String format (`email`, `uri`, `date`, `date-time`).
+        opt format: String,
+        /// Minimum string length.
+        opt min_length: u64,
+        /// Maximum string length.
+        opt max_length: u64,
+        /// Minimum number.
+        opt minimum: serde_json::Number,
+        /// Maximum number.
+        opt maximum: serde_json::Number,
+        /// Minimum selections.
+        opt min_items: u64,
+        /// Maximum selections.
+        opt max_items: u64,
+    }
+}

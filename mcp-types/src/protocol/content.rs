@@ -191,7 +191,9 @@ impl Serialize for ContentBlock {
         let kind = self.kind();
         match self {
             ContentBlock::Text(c) => Tagged { kind, inner: c }.serialize(s),
-            ContentBlock::Image(c) | ContentBlock::Audio(c) => Tagged { kind, inner: c }.serialize(s),
+            ContentBlock::Image(c) | ContentBlock::Audio(c) => {
+                Tagged { kind, inner: c }.serialize(s)
+            }
             ContentBlock::ResourceLink(c) => Tagged { kind, inner: c }.serialize(s),
             ContentBlock::Resource(c) => Tagged { kind, inner: c }.serialize(s),
             ContentBlock::ToolUse(c) => Tagged { kind, inner: c }.serialize(s),
@@ -279,6 +281,8 @@ mod tests {
     #[test]
     fn a_block_without_type_is_an_error_not_a_panic() {
         assert!(serde_json::from_value::<ContentBlock>(serde_json::json!({"text": "x"})).is_err());
-        assert!(serde_json::from_value::<ContentBlock>(serde_json::json!({"type": "text"})).is_err());
+        assert!(
+            serde_json::from_value::<ContentBlock>(serde_json::json!({"type": "text"})).is_err()
+        );
     }
 }

@@ -1,7 +1,9 @@
 //! Starting a conversation: `initialize` (legacy era), `server/discover` and
 //! `subscriptions/listen` (2026-07-28).
 
-use super::common::{CacheScope, ClientCapabilities, Implementation, ResultType, ServerCapabilities};
+use super::common::{
+    CacheScope, ClientCapabilities, Implementation, ResultType, ServerCapabilities,
+};
 use crate::meta::Meta;
 use crate::model::wire_object;
 

@@ -106,7 +106,11 @@ pub struct DecodeError {
     pub source: serde_json::Error,
 }
 
-fn decode<T: DeserializeOwned>(what: &'static str, method: &str, raw: Option<&RawValue>) -> Result<T, DecodeError> {
+fn decode<T: DeserializeOwned>(
+    what: &'static str,
+    method: &str,
+    raw: Option<&RawValue>,
+) -> Result<T, DecodeError> {
     serde_json::from_str(raw.map_or("{}", RawValue::get)).map_err(|source| DecodeError {
         what,
         method: method.to_owned(),
@@ -265,7 +269,11 @@ pub enum TypedResult {
 }
 
 /// Methods whose 2026-07-28 result may be an [`InputRequiredResult`].
-pub const INPUT_REQUIRED_METHODS: [&str; 3] = [method::TOOLS_CALL, method::PROMPTS_GET, method::RESOURCES_READ];
+pub const INPUT_REQUIRED_METHODS: [&str; 3] = [
+    method::TOOLS_CALL,
+    method::PROMPTS_GET,
+    method::RESOURCES_READ,
+];
 
 impl TypedResult {
     /// Decodes `result` as the answer to a request for `method`.
@@ -273,8 +281,12 @@ impl TypedResult {
         let raw = Some(result);
         if INPUT_REQUIRED_METHODS.contains(&method) {
             match peek_result_type(result).as_deref() {
-                Some("input_required") => return Ok(TypedResult::InputRequired(decode("result", method, raw)?)),
-                Some("task") if method == method::TOOLS_CALL => return Ok(TypedResult::Task(decode("result", method, raw)?)),
+                Some("input_required") => {
+                    return Ok(TypedResult::InputRequired(decode("result", method, raw)?))
+                }
+                Some("task") if method == method::TOOLS_CALL => {
+                    return Ok(TypedResult::Task(decode("result", method, raw)?))
+                }
                 _ => {}
             }
         }
@@ -291,10 +303,14 @@ impl TypedResult {
             method::PROMPTS_LIST => TypedResult::ListPrompts(decode("result", method, raw)?),
             method::PROMPTS_GET => TypedResult::GetPrompt(decode("result", method, raw)?),
             method::RESOURCES_LIST => TypedResult::ListResources(decode("result", method, raw)?),
-            method::RESOURCES_TEMPLATES_LIST => TypedResult::ListResourceTemplates(decode("result", method, raw)?),
+            method::RESOURCES_TEMPLATES_LIST => {
+                TypedResult::ListResourceTemplates(decode("result", method, raw)?)
+            }
             method::RESOURCES_READ => TypedResult::ReadResource(decode("result", method, raw)?),
             method::COMPLETION_COMPLETE => TypedResult::Complete(decode("result", method, raw)?),
-            method::SAMPLING_CREATE_MESSAGE => TypedResult::CreateMessage(decode("result", method, raw)?),
+            method::SAMPLING_CREATE_MESSAGE => {
+                TypedResult::CreateMessage(decode("result", method, raw)?)
+            }
             method::ELICITATION_CREATE => TypedResult::Elicit(decode("result", method, raw)?),
             method::ROOTS_LIST => TypedResult::ListRoots(decode("result", method, raw)?),
             method::SUBSCRIPTIONS_LISTEN => TypedResult::Listen(decode("result", method, raw)?),
@@ -364,14 +380,29 @@ mod tests {
     fn results_are_decoded_by_method_not_shape() {
         // The same bytes mean different things for different methods.
         let r = raw(r#"{"_meta":{}}"#);
-        assert!(matches!(TypedResult::decode("ping", &r), Ok(TypedResult::Empty(_))));
-        assert!(TypedResult::decode("tools/list", &r).is_err(), "tools/list result needs `tools`");
+        assert!(matches!(
+            TypedResult::decode("ping", &r),
+            Ok(TypedResult::Empty(_))
+        ));
+        assert!(
+            TypedResult::decode("tools/list", &r).is_err(),
+            "tools/list result needs `tools`"
+        );
         let r = raw(r#"{"resultType":"input_required","requestState":"s"}"#);
-        assert!(matches!(TypedResult::decode("tools/call", &r), Ok(TypedResult::InputRequired(_))));
+        assert!(matches!(
+            TypedResult::decode("tools/call", &r),
+            Ok(TypedResult::InputRequired(_))
+        ));
         let r = raw(r#"{"content":[]}"#);
-        assert!(matches!(TypedResult::decode("tools/call", &r), Ok(TypedResult::CallTool(_))));
+        assert!(matches!(
+            TypedResult::decode("tools/call", &r),
+            Ok(TypedResult::CallTool(_))
+        ));
         let r = raw(r#"{"x":1}"#);
-        assert!(matches!(TypedResult::decode("vendor/thing", &r), Ok(TypedResult::Other(_))));
+        assert!(matches!(
+            TypedResult::decode("vendor/thing", &r),
+            Ok(TypedResult::Other(_))
+        ));
     }
 
     #[test]

@@ -36,7 +36,10 @@ pub enum InputRequestKind {
 impl InputRequest {
     /// Decodes the params by method.
     pub fn decode(&self) -> Result<InputRequestKind, serde_json::Error> {
-        let params = self.params.clone().unwrap_or_else(|| Value::Object(Map::new()));
+        let params = self
+            .params
+            .clone()
+            .unwrap_or_else(|| Value::Object(Map::new()));
         Ok(match self.method.as_str() {
             "sampling/createMessage" => InputRequestKind::Sampling(serde_json::from_value(params)?),
             "elicitation/create" => InputRequestKind::Elicitation(serde_json::from_value(params)?),

@@ -232,7 +232,9 @@ mod tests {
         assert_eq!(t.display_name(), "n");
         let t = tool(json!({"name": "n", "inputSchema": {}, "annotations": {"title": "A"}}));
         assert_eq!(t.display_name(), "A");
-        let t = tool(json!({"name": "n", "title": "T", "inputSchema": {}, "annotations": {"title": "A"}}));
+        let t = tool(
+            json!({"name": "n", "title": "T", "inputSchema": {}, "annotations": {"title": "A"}}),
+        );
         assert_eq!(t.display_name(), "T");
     }
 
@@ -240,13 +242,23 @@ mod tests {
     fn hints_apply_spec_defaults() {
         let bare = tool(json!({"name": "n", "inputSchema": {}}));
         assert!(!bare.is_read_only());
-        assert!(bare.is_destructive(), "absent destructiveHint means destructive");
+        assert!(
+            bare.is_destructive(),
+            "absent destructiveHint means destructive"
+        );
         assert!(!bare.is_idempotent());
         assert!(bare.is_open_world());
-        let ro = tool(json!({"name": "n", "inputSchema": {}, "annotations": {"readOnlyHint": true, "destructiveHint": true}}));
-        assert!(!ro.is_destructive(), "destructiveHint is meaningless on a read-only tool");
+        let ro = tool(
+            json!({"name": "n", "inputSchema": {}, "annotations": {"readOnlyHint": true, "destructiveHint": true}}),
+        );
+        assert!(
+            !ro.is_destructive(),
+            "destructiveHint is meaningless on a read-only tool"
+        );
         assert!(ro.is_idempotent());
-        let additive = tool(json!({"name": "n", "inputSchema": {}, "annotations": {"destructiveHint": false, "idempotentHint": true, "openWorldHint": false}}));
+        let additive = tool(
+            json!({"name": "n", "inputSchema": {}, "annotations": {"destructiveHint": false, "idempotentHint": true, "openWorldHint": false}}),
+        );
         assert!(!additive.is_destructive());
         assert!(additive.is_idempotent());
         assert!(!additive.is_open_world());
@@ -257,10 +269,20 @@ mod tests {
     fn name_rules_report_and_never_reject() {
         let t = tool(json!({"name": "admin tools,list", "inputSchema": {}}));
         assert_eq!(t.name_issues(), vec![NameIssue::DisallowedChar(' ')]);
-        assert!(tool(json!({"name": "admin.tools_list-2", "inputSchema": {}})).name_issues().is_empty());
+        assert!(
+            tool(json!({"name": "admin.tools_list-2", "inputSchema": {}}))
+                .name_issues()
+                .is_empty()
+        );
         let long = "x".repeat(129);
-        assert_eq!(tool(json!({"name": long, "inputSchema": {}})).name_issues(), vec![NameIssue::TooLong(129)]);
-        assert_eq!(tool(json!({"name": "", "inputSchema": {}})).name_issues(), vec![NameIssue::Empty]);
+        assert_eq!(
+            tool(json!({"name": long, "inputSchema": {}})).name_issues(),
+            vec![NameIssue::TooLong(129)]
+        );
+        assert_eq!(
+            tool(json!({"name": "", "inputSchema": {}})).name_issues(),
+            vec![NameIssue::Empty]
+        );
     }
 
     #[test]

@@ -1,0 +1,704 @@
+//! Checks against the official schemas (read from `$MCP_SPEC_DIR`, else
+//! `../shared/spec` beside the repository; skipped with a note when absent):
+//!
+//! - every fixture (`mcp-types/tests/fixtures`) and every official 2026-07-28
+//!   example, translated to each of the five revisions, validates against that
+//!   revision's `schema.json`, or fails with the error that says why it cannot exist
+//!   there;
+//! - nothing newer than the target remains, judged from the schemas themselves;
+//! - the revision table in `spec_data` says what the schemas say.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use mcp_revisions::shapes::{self, MethodKind};
+use mcp_revisions::{spec_data, TranslateError, Translator};
+use mcp_types::protocol::method;
+use mcp_types::{Message, Revision};
+use serde_json::{Map, Value};
+
+fn spec_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("MCP_SPEC_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/spec"));
+    dir.join("2026-07-28/schema.json").is_file().then_some(dir)
+}
+
+macro_rules! require_spec {
+    () => {
+        match spec_dir() {
+            Some(d) => Schemas::load(&d),
+            None => {
+                eprintln!("SKIPPED: no MCP spec folder (set MCP_SPEC_DIR or place shared/spec beside the repo)");
+                return;
+            }
+        }
+    };
+}
+
+/// One schema document and its definitions.
+struct Doc {
+    root: Value,
+    defs_key: &'static str,
+}
+
+impl Doc {
+    fn load(path: &Path) -> Doc {
+        let root: Value =
+            serde_json::from_str(&std::fs::read_to_string(path).expect("schema")).expect("json");
+        let defs_key = if root.get("$defs").is_some() {
+            "$defs"
+        } else {
+            "definitions"
+        };
+        Doc { root, defs_key }
+    }
+
+    fn defs(&self) -> &Map<String, Value> {
+        self.root[self.defs_key].as_object().expect("defs")
+    }
+
+    fn def(&self, name: &str) -> Option<&Value> {
+        self.defs().get(name)
+    }
+
+    fn resolve<'a>(&'a self, s: &'a Value) -> &'a Value {
+        let mut s = s;
+        while let Some(r) = s.get("$ref").and_then(Value::as_str) {
+            match self.def(r.rsplit('/').next().unwrap_or_default()) {
+                Some(d) => s = d,
+                None => break,
+            }
+        }
+        s
+    }
+
+    /// Properties of an object schema, allOf parts merged.
+    fn props<'a>(&'a self, s: &'a Value) -> BTreeMap<&'a str, &'a Value> {
+        let s = self.resolve(s);
+        let mut out: BTreeMap<&str, &Value> = s
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|m| m.iter().map(|(k, v)| (k.as_str(), v)).collect())
+            .unwrap_or_default();
+        for part in s
+            .get("allOf")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            out.extend(self.props(part));
+        }
+        out
+    }
+
+    /// The definition of the request or notification named `method`.
+    fn method_def(&self, method: &str) -> Option<&str> {
+        self.defs().iter().find_map(|(name, d)| {
+            (self
+                .props(d)
+                .get("method")
+                .and_then(|m| m.get("const"))
+                .and_then(Value::as_str)
+                == Some(method))
+            .then_some(name.as_str())
+        })
+    }
+
+    fn validate(&self, def: &str, value: &Value) -> Result<(), String> {
+        let mut schema = self.root.clone();
+        schema["$ref"] = Value::String(format!("#/{}/{def}", self.defs_key));
+        let validator = jsonschema::validator_for(&schema).map_err(|e| format!("schema: {e}"))?;
+        let errors: Vec<String> = validator
+            .iter_errors(value)
+            .take(3)
+            .map(|e| format!("{} at {}", e, e.instance_path))
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors.join("; "))
+        }
+    }
+}
+
+struct Schemas {
+    dir: PathBuf,
+    docs: Vec<Doc>,
+    tasks_ext: Doc,
+}
+
+impl Schemas {
+    fn load(dir: &Path) -> Schemas {
+        Schemas {
+            dir: dir.to_owned(),
+            docs: Revision::ALL
+                .iter()
+                .map(|r| Doc::load(&dir.join(r.as_str()).join("schema.json")))
+                .collect(),
+            tasks_ext: Doc::load(
+                &dir.join("2026-07-28/extensions/tasks/ext-tasks/schema/draft/schema.json"),
+            ),
+        }
+    }
+
+    fn doc(&self, r: Revision) -> &Doc {
+        &self.docs[r.index()]
+    }
+}
+
+/// The method a result fixture of type `def` answers.
+fn result_method(def: &str) -> Option<&'static str> {
+    let def = def.strip_suffix("Response").unwrap_or(def);
+    Some(match def {
+        "InitializeResult" => method::INITIALIZE,
+        "EmptyResult" => method::PING,
+        "DiscoverResult" => method::DISCOVER,
+        "ListToolsResult" => method::TOOLS_LIST,
+        "CallToolResult" | "InputRequiredResult" => method::TOOLS_CALL,
+        "ListPromptsResult" => method::PROMPTS_LIST,
+        "GetPromptResult" => method::PROMPTS_GET,
+        "ListResourcesResult" => method::RESOURCES_LIST,
+        "ListResourceTemplatesResult" => method::RESOURCES_TEMPLATES_LIST,
+        "ReadResourceResult" => method::RESOURCES_READ,
+        "CompleteResult" => method::COMPLETION_COMPLETE,
+        "CreateMessageResult" => method::SAMPLING_CREATE_MESSAGE,
+        "ElicitResult" => method::ELICITATION_CREATE,
+        "ListRootsResult" => method::ROOTS_LIST,
+        "SubscriptionsListenResult" => method::SUBSCRIPTIONS_LISTEN,
+        "GetTaskResult" => method::TASKS_GET,
+        "CancelTaskResult" => method::TASKS_CANCEL,
+        "ListTasksResult" => method::TASKS_LIST,
+        "GetTaskPayloadResult" => method::TASKS_RESULT,
+        _ => return None,
+    })
+}
+
+/// Where a translated value must validate: a schema document and a definition in it.
+enum Target<'a> {
+    Def(&'a Doc, String),
+    /// The revision has nothing to validate this against (e.g. `tasks/result`'s payload).
+    Generic,
+}
+
+fn result_def<'a>(s: &'a Schemas, to: Revision, method: &str, source_def: &str) -> Target<'a> {
+    if to == Revision::V2026_07_28 && method.starts_with("tasks/") {
+        let name = if method == method::TASKS_GET {
+            "GetTaskResult"
+        } else {
+            "CancelTaskResult"
+        };
+        return Target::Def(&s.tasks_ext, name.into());
+    }
+    let doc = s.doc(to);
+    if source_def == "CreateTaskResult" {
+        return if to == Revision::V2026_07_28 {
+            Target::Def(&s.tasks_ext, "CreateTaskResult".into())
+        } else {
+            Target::Def(doc, "CreateTaskResult".into())
+        };
+    }
+    if method == method::TASKS_RESULT {
+        return Target::Generic;
+    }
+    if source_def.starts_with("InputRequiredResult") {
+        return Target::Def(doc, "InputRequiredResult".into());
+    }
+    let Some(req) = doc.method_def(method) else {
+        return Target::Generic;
+    };
+    let name = format!("{}Result", req.trim_end_matches("Request"));
+    for candidate in [name.as_str(), "EmptyResult", "Result"] {
+        if doc.def(candidate).is_some() {
+            return Target::Def(doc, candidate.into());
+        }
+    }
+    Target::Generic
+}
+
+fn message_def<'a>(
+    s: &'a Schemas,
+    to: Revision,
+    msg: &Message,
+    answers: Option<&str>,
+    source_def: &str,
+) -> Target<'a> {
+    match msg {
+        Message::Request(r) => method_target(s, to, &r.method),
+        Message::Notification(n) => method_target(s, to, &n.method),
+        Message::Response(_) => match answers.map(|m| result_def(s, to, m, source_def)) {
+            Some(Target::Def(doc, def)) => Target::Def(doc, format!("RESPONSE:{def}")),
+            _ => Target::Generic,
+        },
+        Message::Error(_) => {
+            let name = if to >= Revision::V2025_11_25 {
+                "JSONRPCErrorResponse"
+            } else {
+                "JSONRPCError"
+            };
+            Target::Def(s.doc(to), name.into())
+        }
+    }
+}
+
+fn method_target<'a>(s: &'a Schemas, to: Revision, method: &str) -> Target<'a> {
+    if to == Revision::V2026_07_28 && method.contains("tasks") {
+        if let Some(d) = s.tasks_ext.method_def(method) {
+            return Target::Def(&s.tasks_ext, d.to_owned());
+        }
+    }
+    match s.doc(to).method_def(method) {
+        Some(d) => Target::Def(s.doc(to), d.to_owned()),
+        None => Target::Generic,
+    }
+}
+
+/// What a fixture is, and so how it is translated.
+enum Kind {
+    Message(Message, Option<&'static str>),
+    Result(&'static str),
+    TaskCreated,
+    Object,
+    /// Params-only and other fragments: covered through the messages that carry them.
+    NotTranslated,
+}
+
+fn kind_of(def: &str, v: &Value) -> Kind {
+    if v.get("jsonrpc").is_some() {
+        let msg = Message::parse(&serde_json::to_vec(v).expect("bytes"))
+            .expect("fixture is a JSON-RPC message");
+        return Kind::Message(msg, result_method(def));
+    }
+    if def == "CreateTaskResult" {
+        return Kind::TaskCreated;
+    }
+    if let Some(m) = result_method(def) {
+        return Kind::Result(m);
+    }
+    if ["Tool", "Prompt", "Resource", "ResourceTemplate"].contains(&def) {
+        return Kind::Object;
+    }
+    Kind::NotTranslated
+}
+
+/// An error is acceptable only where the target revision really cannot carry the message.
+fn expected_error(
+    err: &TranslateError,
+    s: &Schemas,
+    to: Revision,
+    method: Option<&str>,
+) -> Result<(), String> {
+    match err {
+        TranslateError::MethodNotInRevision { method, .. } => {
+            // 2026-07-28 defines these request types only for use inside InputRequiredResult.
+            let input_request_only = to == Revision::V2026_07_28
+                && [
+                    method::SAMPLING_CREATE_MESSAGE,
+                    method::ELICITATION_CREATE,
+                    method::ROOTS_LIST,
+                ]
+                .contains(&method.as_str());
+            let in_schema = (s.doc(to).method_def(method).is_some() && !input_request_only)
+                || (to == Revision::V2026_07_28
+                    && method.contains("tasks")
+                    && s.tasks_ext.method_def(method).is_some());
+            if in_schema {
+                Err(format!(
+                    "said `{method}` is not in {to}, but its schema has it"
+                ))
+            } else {
+                Ok(())
+            }
+        }
+        TranslateError::NoEquivalent { .. } => {
+            let _ = method;
+            Ok(())
+        }
+        other => Err(format!("unexpected error: {other}")),
+    }
+}
+
+/// Members the target's schema does not define at this position but some revision's
+/// schema defines for the same definition: what "newer than the target" means.
+struct NewerCheck<'a> {
+    s: &'a Schemas,
+    to: Revision,
+    found: Vec<String>,
+}
+
+const ENVELOPE: [&str; 2] = ["jsonrpc", "id"];
+const OPAQUE: [&str; 7] = [
+    "inputSchema",
+    "outputSchema",
+    "requestedSchema",
+    "arguments",
+    "structuredContent",
+    "input",
+    "metadata",
+];
+
+impl NewerCheck<'_> {
+    /// Props of (def, subpath) in every revision.
+    fn props_elsewhere(&self, def: &str, path: &[String]) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        for doc in &self.s.docs {
+            if let Some(d) = doc.def(def) {
+                let mut schema = d;
+                let mut ok = true;
+                for p in path {
+                    match doc.props(schema).get(p.as_str()) {
+                        Some(next) => schema = next,
+                        None => {
+                            ok = false;
+                            break;
+                        }
+                    }
+                }
+                if ok {
+                    out.extend(doc.props(schema).keys().map(|k| k.to_string()));
+                }
+            }
+        }
+        out
+    }
+
+    fn walk(
+        &mut self,
+        doc: &Doc,
+        schema: &Value,
+        def: &str,
+        path: Vec<String>,
+        v: &Value,
+        at: &str,
+    ) {
+        let (schema, def, path) = match schema.get("$ref").and_then(Value::as_str) {
+            Some(r) => {
+                let name = r.rsplit('/').next().unwrap_or_default().to_owned();
+                match doc.def(&name) {
+                    Some(d) => (d, name, Vec::new()),
+                    None => return,
+                }
+            }
+            None => (schema, def.to_owned(), path),
+        };
+        if let Some(branches) = schema.get("anyOf").and_then(Value::as_array) {
+            if let Some(b) = pick_branch(doc, branches, v) {
+                self.walk(doc, b, &def, path, v, at);
+            }
+            return;
+        }
+        match v {
+            Value::Array(items) => {
+                if let Some(item_schema) = schema.get("items") {
+                    for (i, item) in items.iter().enumerate() {
+                        self.walk(
+                            doc,
+                            item_schema,
+                            &def,
+                            path.clone(),
+                            item,
+                            &format!("{at}/{i}"),
+                        );
+                    }
+                }
+            }
+            Value::Object(obj) => {
+                let props = doc.props(schema);
+                if props.is_empty() {
+                    if let Some(ap) = schema
+                        .get("additionalProperties")
+                        .filter(|a| a.get("$ref").is_some())
+                    {
+                        for (k, item) in obj {
+                            self.walk(doc, ap, &def, path.clone(), item, &format!("{at}/{k}"));
+                        }
+                    }
+                    return;
+                }
+                let elsewhere = self.props_elsewhere(&def, &path);
+                for (k, item) in obj {
+                    if path.is_empty() && ENVELOPE.contains(&k.as_str()) {
+                        // Older schemas declare these on the base JSON-RPC types only.
+                        continue;
+                    }
+                    match props.get(k.as_str()) {
+                        Some(sub) if !OPAQUE.contains(&k.as_str()) => {
+                            if k == "_meta" {
+                                self.meta(item, &format!("{at}/_meta"));
+                            } else {
+                                let mut p = path.clone();
+                                p.push(k.clone());
+                                self.walk(doc, sub, &def, p, item, &format!("{at}/{k}"));
+                            }
+                        }
+                        Some(_) => {}
+                        None if k == "_meta" => self.meta(item, &format!("{at}/_meta")),
+                        None if elsewhere.contains(k.as_str()) => self.found.push(format!(
+                            "{at}/{k} (a {def} member other revisions define, not {})",
+                            self.to
+                        )),
+                        None => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn meta(&mut self, v: &Value, at: &str) {
+        let Some(obj) = v.as_object() else { return };
+        for k in obj.keys() {
+            let newer_key = k.starts_with("io.modelcontextprotocol/");
+            let defined_in_target = match k.as_str() {
+                "io.modelcontextprotocol/related-task"
+                | "io.modelcontextprotocol/model-immediate-response" => {
+                    self.to == Revision::V2025_11_25
+                }
+                _ => self.to == Revision::V2026_07_28,
+            };
+            if newer_key && !defined_in_target {
+                self.found.push(format!(
+                    "{at}/{k} (a _meta key {} does not define)",
+                    self.to
+                ));
+            }
+        }
+    }
+}
+
+/// The anyOf branch a value is: by `type` const, else by the most members in common.
+fn pick_branch<'a>(doc: &'a Doc, branches: &'a [Value], v: &Value) -> Option<&'a Value> {
+    if let Some(tag) = v.get("type").and_then(Value::as_str) {
+        if let Some(b) = branches.iter().find(|b| {
+            doc.props(b)
+                .get("type")
+                .and_then(|t| t.get("const"))
+                .and_then(Value::as_str)
+                == Some(tag)
+        }) {
+            return Some(b);
+        }
+    }
+    let keys: BTreeSet<&str> = v
+        .as_object()
+        .map(|o| o.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    branches
+        .iter()
+        .filter(
+            |b| match (doc.resolve(b).get("type").and_then(Value::as_str), v) {
+                (Some("array"), Value::Array(_)) | (Some("object") | None, Value::Object(_)) => {
+                    true
+                }
+                _ => false,
+            },
+        )
+        .max_by_key(|b| doc.props(b).keys().filter(|k| keys.contains(*k)).count())
+}
+
+fn corpora(s: &Schemas) -> Vec<(Revision, String, PathBuf)> {
+    let mut out = Vec::new();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../mcp-types/tests/fixtures");
+    let mut dirs: Vec<(Revision, PathBuf)> = Revision::ALL[..4]
+        .iter()
+        .map(|r| (*r, fixtures.join(r.as_str())))
+        .collect();
+    dirs.push((Revision::V2026_07_28, s.dir.join("2026-07-28/examples")));
+    for (rev, dir) in dirs {
+        for ty in std::fs::read_dir(&dir).expect("corpus") {
+            let ty = ty.expect("entry").path();
+            let def = ty.file_name().expect("name").to_string_lossy().into_owned();
+            for f in std::fs::read_dir(&ty).expect("type folder") {
+                out.push((rev, def.clone(), f.expect("entry").path()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn translate_one(
+    kind: &Kind,
+    from: Revision,
+    to: Revision,
+    v: &Value,
+    def: &str,
+) -> Result<Value, TranslateError> {
+    let t = Translator::new(from, to);
+    match kind {
+        Kind::Message(msg, answers) => t
+            .message(msg, *answers)
+            .map(|m| serde_json::from_slice(&m.to_bytes()).expect("json")),
+        Kind::Result(m) => t.result(m, v.clone()),
+        Kind::TaskCreated => t.task_created_result(v.clone()),
+        Kind::Object => t.object(def, v.clone()),
+        Kind::NotTranslated => Ok(v.clone()),
+    }
+}
+
+#[test]
+fn every_fixture_translated_to_every_revision_validates_and_carries_nothing_newer() {
+    let s = require_spec!();
+    let mut failures = Vec::new();
+    let (mut validated, mut refused, mut not_translated, mut source_invalid) = (0, 0, 0, 0);
+    for (from, def, path) in corpora(&s) {
+        let v: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("json");
+        let kind = kind_of(&def, &v);
+        if matches!(kind, Kind::NotTranslated) {
+            not_translated += 1;
+            continue;
+        }
+        for to in Revision::ALL {
+            let here = format!("{} ({from} -> {to})", path.display());
+            let method = match &kind {
+                Kind::Message(m, a) => m.method().map(str::to_owned).or(a.map(str::to_owned)),
+                Kind::Result(m) => Some(m.to_string()),
+                _ => None,
+            };
+            let out = match translate_one(&kind, from, to, &v, &def) {
+                Ok(out) => out,
+                Err(e) => {
+                    refused += 1;
+                    if std::env::var_os("MCP_TEST_VERBOSE").is_some() {
+                        eprintln!("refused: {here}: {e}");
+                    }
+                    if let Err(why) = expected_error(&e, &s, to, method.as_deref()) {
+                        failures.push(format!("{here}: {why}"));
+                    }
+                    continue;
+                }
+            };
+            let target = match &kind {
+                Kind::Message(msg, answers) => message_def(&s, to, msg, *answers, &def),
+                Kind::Result(m) => result_def(&s, to, m, &def),
+                Kind::TaskCreated => result_def(&s, to, "tools/call", "CreateTaskResult"),
+                Kind::Object => Target::Def(s.doc(to), def.clone()),
+                Kind::NotTranslated => unreachable!(),
+            };
+            let Target::Def(doc, tdef) = target else {
+                continue;
+            };
+            let (tdef, value) = match tdef.strip_prefix("RESPONSE:") {
+                Some(d) => (
+                    d.to_owned(),
+                    out.get("result").cloned().unwrap_or(Value::Null),
+                ),
+                None => (tdef.clone(), out.clone()),
+            };
+            if let Err(e) = doc.validate(&tdef, &value) {
+                if from == to {
+                    // Passed through untouched: the source itself disagrees with its schema.
+                    eprintln!("note: {here} does not validate against its own schema: {e}");
+                    source_invalid += 1;
+                } else {
+                    failures.push(format!("{here}: invalid as {tdef}: {e}"));
+                }
+                continue;
+            }
+            if std::ptr::eq(doc, s.doc(to)) {
+                let mut check = NewerCheck {
+                    s: &s,
+                    to,
+                    found: Vec::new(),
+                };
+                let schema = doc.def(&tdef).expect("def");
+                check.walk(doc, schema, &tdef, Vec::new(), &value, "");
+                for f in check.found {
+                    failures.push(format!("{here}: newer than target: {f}"));
+                }
+            }
+            validated += 1;
+        }
+    }
+    eprintln!(
+        "validated {validated} translations, {refused} refused as untranslatable, {not_translated} fragments not translated, \
+         {source_invalid} sources invalid against their own schema"
+    );
+    assert!(
+        source_invalid <= 1,
+        "more official examples than known disagree with their schema"
+    );
+    assert!(validated > 600, "only {validated} translations validated");
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+fn is_schema_def_name(name: &str) -> bool {
+    !name.contains(' ') && !name.contains('_')
+}
+
+#[test]
+fn spec_data_matches_the_schemas() {
+    let s = require_spec!();
+    let mut failures = Vec::new();
+    for shape in spec_data::OBJECTS.iter() {
+        if !is_schema_def_name(shape.name)
+            || [
+                "ResourceContents",
+                "CompleteReference",
+                "ElicitRequestParams",
+                "Annotations",
+            ]
+            .contains(&shape.name)
+        {
+            continue;
+        }
+        for r in Revision::ALL {
+            let def = s.doc(r).def(shape.name);
+            if def.is_some() != shape.revisions.contains(r) && shape.revisions.contains(r) {
+                failures.push(format!(
+                    "{}: table says it exists in {r}; schema disagrees",
+                    shape.name
+                ));
+            }
+            let Some(def) = def.filter(|_| shape.revisions.contains(r)) else {
+                continue;
+            };
+            let schema: BTreeSet<&str> = s.doc(r).props(def).keys().copied().collect();
+            let table: BTreeSet<&str> = shape
+                .fields
+                .iter()
+                .filter(|f| f.revisions.contains(r))
+                .map(|f| f.name)
+                .collect();
+            if schema != table {
+                failures.push(format!(
+                    "{} in {r}: schema {schema:?}, table {table:?}",
+                    shape.name
+                ));
+            }
+        }
+    }
+    for m in spec_data::METHODS {
+        for r in Revision::ALL {
+            let in_schema = s.doc(r).method_def(m.name).is_some();
+            let input_request_only = r == Revision::V2026_07_28
+                && [
+                    method::SAMPLING_CREATE_MESSAGE,
+                    method::ELICITATION_CREATE,
+                    method::ROOTS_LIST,
+                ]
+                .contains(&m.name);
+            if m.revisions.contains(r) != (in_schema && !input_request_only) {
+                failures.push(format!(
+                    "method {} in {r}: table {}, schema {in_schema}",
+                    m.name,
+                    m.revisions.contains(r)
+                ));
+            }
+        }
+        assert_eq!(
+            m.result.is_some(),
+            m.kind == MethodKind::Request,
+            "{}",
+            m.name
+        );
+    }
+    assert!(shapes::method("tools/call").is_some());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
