@@ -1,1 +1,76 @@
-//! Shared helpers for the examples.
+//! Shared code of the examples, kept here so tests can drive it.
+
+use std::io::{Read, Write};
+
+use mcp_revisions::Translator;
+use mcp_types::{Message, Revision};
+
+/// Usage of the `translate` example.
+pub const TRANSLATE_USAGE: &str =
+    "usage: translate --from REV --to REV [--answers METHOD] < message.json";
+
+/// The `translate` example: reads one JSON-RPC message on `input`, writes it translated
+/// from one revision to another on `out`. Any failure is one line on `err` and exit
+/// status 2, with nothing on `out`.
+pub fn translate_main(
+    args: &[String],
+    input: &mut dyn Read,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
+    match translate_run(args, input) {
+        Ok(bytes) => {
+            if out
+                .write_all(&bytes)
+                .and_then(|()| out.write_all(b"\n"))
+                .is_err()
+            {
+                return 2;
+            }
+            0
+        }
+        Err(e) => {
+            // A failed write to stderr leaves nothing better to do than the exit status.
+            let _ = writeln!(err, "translate: {e}");
+            2
+        }
+    }
+}
+
+fn translate_run(args: &[String], input: &mut dyn Read) -> Result<Vec<u8>, String> {
+    let (mut from, mut to, mut answers) = (None, None, None);
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let mut value = || {
+            it.next()
+                .cloned()
+                .ok_or(format!("{flag} needs a value; {TRANSLATE_USAGE}"))
+        };
+        match flag.as_str() {
+            "--from" => from = Some(value()?),
+            "--to" => to = Some(value()?),
+            "--answers" => answers = Some(value()?),
+            other => return Err(format!("unknown argument {other:?}; {TRANSLATE_USAGE}")),
+        }
+    }
+    let revision = |name: &str, v: Option<String>| -> Result<Revision, String> {
+        let v = v.ok_or(format!("{name} is required; {TRANSLATE_USAGE}"))?;
+        Revision::parse(&v).map_err(|e| {
+            format!(
+                "{e} (known: {})",
+                Revision::ALL.map(|r| r.as_str()).join(", ")
+            )
+        })
+    };
+    let from = revision("--from", from)?;
+    let to = revision("--to", to)?;
+    let mut bytes = Vec::new();
+    input
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("reading stdin: {e}"))?;
+    let msg = Message::parse(&bytes).map_err(|e| e.to_string())?;
+    let out = Translator::new(from, to)
+        .message(&msg, answers.as_deref())
+        .map_err(|e| e.to_string())?;
+    Ok(out.to_bytes())
+}

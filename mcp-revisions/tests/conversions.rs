@@ -8,10 +8,17 @@ use serde_json::{json, Map, Value};
 use Revision::*;
 
 fn result(from: Revision, to: Revision, method: &str, v: Value) -> Value {
-    Translator::new(from, to).result(method, v).expect("translates")
+    Translator::new(from, to)
+        .result(method, v)
+        .expect("translates")
 }
 
-fn message(from: Revision, to: Revision, v: Value, answers: Option<&str>) -> Result<Value, TranslateError> {
+fn message(
+    from: Revision,
+    to: Revision,
+    v: Value,
+    answers: Option<&str>,
+) -> Result<Value, TranslateError> {
     let msg = Message::parse(&serde_json::to_vec(&v).expect("bytes")).expect("message");
     translate(&msg, from, to, answers).map(|m| serde_json::from_slice(&m.to_bytes()).expect("json"))
 }
@@ -34,7 +41,10 @@ fn structured_content_becomes_a_json_text_block_before_2025_06_18() {
 fn an_equal_text_duplicate_is_not_added_twice() {
     let v = json!({"content": [{"type": "text", "text": "{\"t\": 22.5}"}], "structuredContent": {"t": 22.5}});
     let out = result(V2025_11_25, V2024_11_05, "tools/call", v);
-    assert_eq!(out, json!({"content": [{"type": "text", "text": "{\"t\": 22.5}"}]}));
+    assert_eq!(
+        out,
+        json!({"content": [{"type": "text", "text": "{\"t\": 22.5}"}]})
+    );
 }
 
 #[test]
@@ -45,7 +55,10 @@ fn non_object_structured_content_and_its_schema_are_wrapped_alike_for_2025_hosts
         "tools/call",
         json!({"resultType": "complete", "content": [], "structuredContent": [1, 2]}),
     );
-    assert_eq!(out, json!({"content": [], "structuredContent": {"value": [1, 2]}}));
+    assert_eq!(
+        out,
+        json!({"content": [], "structuredContent": {"value": [1, 2]}})
+    );
     let tool = Translator::new(V2026_07_28, V2025_11_25)
         .object("Tool", json!({"name": "n", "inputSchema": {"type": "object"}, "outputSchema": {"type": "array"}}))
         .expect("tool");
@@ -54,13 +67,23 @@ fn non_object_structured_content_and_its_schema_are_wrapped_alike_for_2025_hosts
         json!({"type": "object", "properties": {"value": {"type": "array"}}, "required": ["value"]})
     );
     // An object stays as it is.
-    let out = result(V2026_07_28, V2025_11_25, "tools/call", json!({"content": [], "structuredContent": {"a": 1}}));
+    let out = result(
+        V2026_07_28,
+        V2025_11_25,
+        "tools/call",
+        json!({"content": [], "structuredContent": {"a": 1}}),
+    );
     assert_eq!(out["structuredContent"], json!({"a": 1}));
 }
 
 #[test]
 fn null_structured_content_from_2026_is_kept_as_a_value() {
-    let out = result(V2026_07_28, V2025_06_18, "tools/call", json!({"content": [], "structuredContent": null}));
+    let out = result(
+        V2026_07_28,
+        V2025_06_18,
+        "tools/call",
+        json!({"content": [], "structuredContent": null}),
+    );
     assert_eq!(out["structuredContent"], json!({"value": null}));
 }
 
@@ -97,15 +120,30 @@ fn audio_becomes_an_embedded_resource_that_keeps_the_data_for_2024() {
 fn a_dropped_tool_title_moves_into_annotations_where_they_exist() {
     let tool = json!({"name": "n", "title": "Nice", "inputSchema": {"type": "object"}, "icons": [{"src": "data:,"}],
                       "execution": {"taskSupport": "optional"}, "_meta": {"a": 1}, "x-vendor": true});
-    let t = Translator::new(V2025_11_25, V2025_03_26).object("Tool", tool.clone()).expect("tool");
-    assert_eq!(t, json!({"name": "n", "annotations": {"title": "Nice"}, "inputSchema": {"type": "object"}, "x-vendor": true}));
-    let t = Translator::new(V2025_11_25, V2024_11_05).object("Tool", tool.clone()).expect("tool");
-    assert_eq!(t, json!({"name": "n", "inputSchema": {"type": "object"}, "x-vendor": true}));
+    let t = Translator::new(V2025_11_25, V2025_03_26)
+        .object("Tool", tool.clone())
+        .expect("tool");
+    assert_eq!(
+        t,
+        json!({"name": "n", "annotations": {"title": "Nice"}, "inputSchema": {"type": "object"}, "x-vendor": true})
+    );
+    let t = Translator::new(V2025_11_25, V2024_11_05)
+        .object("Tool", tool.clone())
+        .expect("tool");
+    assert_eq!(
+        t,
+        json!({"name": "n", "inputSchema": {"type": "object"}, "x-vendor": true})
+    );
     // An existing annotations.title wins.
     let mut with_title = tool;
     with_title["annotations"] = json!({"title": "Old", "readOnlyHint": true});
-    let t = Translator::new(V2025_11_25, V2025_03_26).object("Tool", with_title).expect("tool");
-    assert_eq!(t["annotations"], json!({"title": "Old", "readOnlyHint": true}));
+    let t = Translator::new(V2025_11_25, V2025_03_26)
+        .object("Tool", with_title)
+        .expect("tool");
+    assert_eq!(
+        t["annotations"],
+        json!({"title": "Old", "readOnlyHint": true})
+    );
 }
 
 #[test]
@@ -120,7 +158,12 @@ fn tasks_execution_does_not_reach_2026() {
 fn is_error_survives_every_revision() {
     for from in Revision::ALL {
         for to in Revision::ALL {
-            let out = result(from, to, "tools/call", json!({"content": [{"type": "text", "text": "boom"}], "isError": true}));
+            let out = result(
+                from,
+                to,
+                "tools/call",
+                json!({"content": [{"type": "text", "text": "boom"}], "isError": true}),
+            );
             assert_eq!(out["isError"], json!(true), "{from} -> {to}");
         }
     }
@@ -128,12 +171,25 @@ fn is_error_survives_every_revision() {
 
 #[test]
 fn going_up_fills_what_2026_requires() {
-    let out = result(V2025_11_25, V2026_07_28, "tools/call", json!({"content": []}));
+    let out = result(
+        V2025_11_25,
+        V2026_07_28,
+        "tools/call",
+        json!({"content": []}),
+    );
     assert_eq!(out, json!({"content": [], "resultType": "complete"}));
     let out = result(V2025_06_18, V2026_07_28, "tools/list", json!({"tools": []}));
-    assert_eq!(out, json!({"tools": [], "resultType": "complete", "ttlMs": 0, "cacheScope": "private"}));
+    assert_eq!(
+        out,
+        json!({"tools": [], "resultType": "complete", "ttlMs": 0, "cacheScope": "private"})
+    );
     // What the upstream said is not overwritten.
-    let out = result(V2025_06_18, V2026_07_28, "tools/list", json!({"tools": [], "ttlMs": 5}));
+    let out = result(
+        V2025_06_18,
+        V2026_07_28,
+        "tools/list",
+        json!({"tools": [], "ttlMs": 5}),
+    );
     assert_eq!(out["ttlMs"], json!(5));
 }
 
@@ -166,7 +222,10 @@ fn requests_going_down_lose_2026_meta_keys_but_keep_the_rest() {
         None,
     )
     .expect("translates");
-    assert_eq!(out["params"], json!({"name": "x", "_meta": {"progressToken": "p", "com.example/trace": 1}}));
+    assert_eq!(
+        out["params"],
+        json!({"name": "x", "_meta": {"progressToken": "p", "com.example/trace": 1}})
+    );
 }
 
 #[test]
@@ -174,31 +233,58 @@ fn same_revision_is_byte_for_byte() {
     let text = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"x":  1.50}}"#;
     let msg = Message::parse(text).expect("message");
     let out = translate(&msg, V2025_06_18, V2025_06_18, Some("tools/call")).expect("translates");
-    let Message::Response(r) = out else { panic!("response") };
+    let Message::Response(r) = out else {
+        panic!("response")
+    };
     assert_eq!(r.result.get(), r#"{"content":[],"x":  1.50}"#);
 }
 
 #[test]
 fn input_required_has_no_legacy_equivalent() {
     let err = Translator::new(V2026_07_28, V2025_11_25)
-        .result("tools/call", json!({"resultType": "input_required", "requestState": "s"}))
+        .result(
+            "tools/call",
+            json!({"resultType": "input_required", "requestState": "s"}),
+        )
         .unwrap_err();
     assert!(matches!(err, TranslateError::NoEquivalent { .. }), "{err}");
 }
 
 #[test]
 fn methods_missing_from_the_target_are_refused_by_name() {
-    let err = message(V2025_11_25, V2026_07_28, json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}), None).unwrap_err();
-    assert!(matches!(&err, TranslateError::MethodNotInRevision { method, revision } if method == "ping" && *revision == V2026_07_28));
-    let err = message(V2024_11_05, V2026_07_28, json!({"jsonrpc": "2.0", "id": 1, "result": {}}), None).unwrap_err();
+    let err = message(
+        V2025_11_25,
+        V2026_07_28,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+        None,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, TranslateError::MethodNotInRevision { method, revision } if method == "ping" && *revision == V2026_07_28)
+    );
+    let err = message(
+        V2024_11_05,
+        V2026_07_28,
+        json!({"jsonrpc": "2.0", "id": 1, "result": {}}),
+        None,
+    )
+    .unwrap_err();
     assert!(matches!(err, TranslateError::MissingMethod));
 }
 
 #[test]
 fn vendor_methods_and_members_pass_through() {
     let v = json!({"jsonrpc": "2.0", "id": 1, "method": "vendor/thing", "params": {"a": [1]}});
-    assert_eq!(message(V2026_07_28, V2024_11_05, v.clone(), None).expect("ok"), v);
-    let out = result(V2025_11_25, V2024_11_05, "tools/list", json!({"tools": [], "x-page": {"n": 1}}));
+    assert_eq!(
+        message(V2026_07_28, V2024_11_05, v.clone(), None).expect("ok"),
+        v
+    );
+    let out = result(
+        V2025_11_25,
+        V2024_11_05,
+        "tools/list",
+        json!({"tools": [], "x-page": {"n": 1}}),
+    );
     assert_eq!(out, json!({"tools": [], "x-page": {"n": 1}}));
 }
 
@@ -206,7 +292,9 @@ fn vendor_methods_and_members_pass_through() {
 fn tasks_map_between_2025_11_25_and_the_2026_extension() {
     let created = json!({"task": {"taskId": "t", "status": "working", "createdAt": "a", "lastUpdatedAt": "b",
                                   "ttl": 60000, "pollInterval": 500}, "_meta": {"com.example/x": 1}});
-    let up = Translator::new(V2025_11_25, V2026_07_28).task_created_result(created.clone()).expect("up");
+    let up = Translator::new(V2025_11_25, V2026_07_28)
+        .task_created_result(created.clone())
+        .expect("up");
     assert_eq!(
         up,
         json!({"resultType": "task", "taskId": "t", "status": "working", "createdAt": "a", "lastUpdatedAt": "b",
@@ -264,7 +352,10 @@ fn a_policy_can_swap_one_choice() {
     // The rest of the policy is still the default.
     let out = Translator::new(V2025_06_18, V2025_03_26)
         .with_policy(&DropStructured)
-        .result("tools/call", json!({"content": [{"type": "resource_link", "uri": "u", "name": "n"}]}))
+        .result(
+            "tools/call",
+            json!({"content": [{"type": "resource_link", "uri": "u", "name": "n"}]}),
+        )
         .expect("translates");
     assert_eq!(out["content"][0]["type"], json!("text"));
 }

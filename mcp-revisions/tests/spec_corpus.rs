@@ -485,14 +485,12 @@ fn pick_branch<'a>(doc: &'a Doc, branches: &'a [Value], v: &Value) -> Option<&'a
         .unwrap_or_default();
     branches
         .iter()
-        .filter(
-            |b| match (doc.resolve(b).get("type").and_then(Value::as_str), v) {
-                (Some("array"), Value::Array(_)) | (Some("object") | None, Value::Object(_)) => {
-                    true
-                }
-                _ => false,
-            },
-        )
+        .filter(|b| {
+            matches!(
+                (doc.resolve(b).get("type").and_then(Value::as_str), v),
+                (Some("array"), Value::Array(_)) | (Some("object") | None, Value::Object(_))
+            )
+        })
         .max_by_key(|b| doc.props(b).keys().filter(|k| keys.contains(*k)).count())
 }
 

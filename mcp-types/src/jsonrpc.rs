@@ -180,18 +180,22 @@ impl EnvelopeError {
 impl Frame {
     /// Reads one frame from bytes.
     pub fn parse(bytes: &[u8]) -> Result<Frame, EnvelopeError> {
-        // Two steps so that "not JSON" and "JSON but not JSON-RPC" get different codes.
-        let raw: &RawValue = serde_json::from_slice(bytes).map_err(EnvelopeError::Parse)?;
-        let text = raw.get();
-        let err = |e: serde_json::Error| EnvelopeError::Invalid(e.to_string());
-        if text.starts_with('[') {
-            let batch: Vec<Message> = serde_json::from_str(text).map_err(err)?;
-            if batch.is_empty() {
-                return Err(EnvelopeError::Invalid("empty batch".into()));
-            }
-            Ok(Frame::Batch(batch))
+        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+        let parsed = if first == Some(&b'[') {
+            serde_json::from_slice::<Vec<Message>>(bytes).map(Frame::Batch)
         } else {
-            serde_json::from_str(text).map(Frame::Single).map_err(err)
+            serde_json::from_slice::<Message>(bytes).map(Frame::Single)
+        };
+        match parsed {
+            Ok(Frame::Batch(b)) if b.is_empty() => {
+                Err(EnvelopeError::Invalid("empty batch".into()))
+            }
+            Ok(frame) => Ok(frame),
+            // Only on failure: tell "not JSON" from "JSON but not JSON-RPC", which answer with different codes.
+            Err(e) => match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+                Err(parse) => Err(EnvelopeError::Parse(parse)),
+                Ok(_) => Err(EnvelopeError::Invalid(e.to_string())),
+            },
         }
     }
 

@@ -22,19 +22,25 @@ fn json_value() -> impl Strategy<Value = Value> {
     leaf.prop_recursive(4, 32, 6, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
-            prop::collection::btree_map(".{0,8}", inner, 0..5).prop_map(|m| Value::Object(m.into_iter().collect())),
+            prop::collection::btree_map(".{0,8}", inner, 0..5)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })
 }
 
 /// Member names no MCP revision defines.
 fn extra_members() -> impl Strategy<Value = Map<String, Value>> {
-    prop::collection::btree_map("x-[a-zA-Z0-9_.-]{1,10}", json_value(), 0..4).prop_map(|m| m.into_iter().collect())
+    prop::collection::btree_map("x-[a-zA-Z0-9_.-]{1,10}", json_value(), 0..4)
+        .prop_map(|m| m.into_iter().collect())
 }
 
 fn meta() -> impl Strategy<Value = Map<String, Value>> {
-    prop::collection::btree_map("([a-z]{1,5}\\.){0,2}[a-z]{1,5}/[A-Za-z0-9]{1,6}|progressToken", json_value(), 0..4)
-        .prop_map(|m| m.into_iter().collect())
+    prop::collection::btree_map(
+        "([a-z]{1,5}\\.){0,2}[a-z]{1,5}/[A-Za-z0-9]{1,6}|progressToken",
+        json_value(),
+        0..4,
+    )
+    .prop_map(|m| m.into_iter().collect())
 }
 
 fn with(mut base: Value, extra: &Map<String, Value>, meta: Option<&Map<String, Value>>) -> Value {
@@ -50,7 +56,8 @@ fn with(mut base: Value, extra: &Map<String, Value>, meta: Option<&Map<String, V
 
 /// Through text, as on the wire: bytes → typed → bytes, compared as JSON values.
 fn identity<T: DeserializeOwned + Serialize>(v: &Value) -> Result<(), TestCaseError> {
-    let typed: T = serde_json::from_str(&v.to_string()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let typed: T =
+        serde_json::from_str(&v.to_string()).map_err(|e| TestCaseError::fail(e.to_string()))?;
     let text = serde_json::to_string(&typed).expect("encode");
     prop_assert_eq!(&serde_json::from_str::<Value>(&text).expect("json"), v);
     Ok(())

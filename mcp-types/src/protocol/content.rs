@@ -233,6 +233,8 @@ impl<'de> Deserialize<'de> for ContentBlock {
 }
 
 /// Sampling content: one block, or (2025-11-25+) an array of blocks.
+// Boxing the single block would cost an allocation on every sampling message.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum SamplingContent {

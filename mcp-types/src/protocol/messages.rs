@@ -130,6 +130,8 @@ macro_rules! typed_enum {
         }
     ) => {
         $(#[$m])*
+        // A decoded payload lives briefly; boxing variants would add an allocation per message.
+        #[allow(clippy::large_enum_variant)]
         #[derive(Debug, Clone, PartialEq)]
         pub enum $name {
             $( $(#[$vm])* $variant($ty), )*
@@ -222,6 +224,7 @@ typed_enum! {
 }
 
 /// A result, typed by the method of the request it answers.
+#[allow(clippy::large_enum_variant)] // short-lived, as above
 #[derive(Debug, Clone, PartialEq)]
 pub enum TypedResult {
     /// `initialize`
