@@ -24,3 +24,8 @@ mod translate;
 pub use policy::{DowngradePolicy, SpecPolicy};
 pub use shapes::RevisionSet;
 pub use translate::{translate, TranslateError, Translator};
+
+/// Compiles and runs the Rust examples in README.md.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

@@ -147,32 +147,9 @@ impl Schemas {
     }
 }
 
-/// The method a result fixture of type `def` answers.
-fn result_method(def: &str) -> Option<&'static str> {
-    let def = def.strip_suffix("Response").unwrap_or(def);
-    Some(match def {
-        "InitializeResult" => method::INITIALIZE,
-        "EmptyResult" => method::PING,
-        "DiscoverResult" => method::DISCOVER,
-        "ListToolsResult" => method::TOOLS_LIST,
-        "CallToolResult" | "InputRequiredResult" => method::TOOLS_CALL,
-        "ListPromptsResult" => method::PROMPTS_LIST,
-        "GetPromptResult" => method::PROMPTS_GET,
-        "ListResourcesResult" => method::RESOURCES_LIST,
-        "ListResourceTemplatesResult" => method::RESOURCES_TEMPLATES_LIST,
-        "ReadResourceResult" => method::RESOURCES_READ,
-        "CompleteResult" => method::COMPLETION_COMPLETE,
-        "CreateMessageResult" => method::SAMPLING_CREATE_MESSAGE,
-        "ElicitResult" => method::ELICITATION_CREATE,
-        "ListRootsResult" => method::ROOTS_LIST,
-        "SubscriptionsListenResult" => method::SUBSCRIPTIONS_LISTEN,
-        "GetTaskResult" => method::TASKS_GET,
-        "CancelTaskResult" => method::TASKS_CANCEL,
-        "ListTasksResult" => method::TASKS_LIST,
-        "GetTaskPayloadResult" => method::TASKS_RESULT,
-        _ => return None,
-    })
-}
+#[path = "../../mcp-types/tests/common/mod.rs"]
+mod common;
+use common::result_method;
 
 /// Where a translated value must validate: a schema document and a definition in it.
 enum Target<'a> {

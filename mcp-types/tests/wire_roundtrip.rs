@@ -19,32 +19,8 @@ fn roundtrip<T: DeserializeOwned + Serialize>(v: &Value) -> Result<Value, String
     serde_json::to_value(&typed).map_err(|e| e.to_string())
 }
 
-/// The method whose result a `<Type>` (or `<Type>Response`) fixture is.
-fn result_method(def: &str) -> Option<&'static str> {
-    let def = def.strip_suffix("Response").unwrap_or(def);
-    Some(match def {
-        "InitializeResult" => method::INITIALIZE,
-        "EmptyResult" => method::PING,
-        "DiscoverResult" => method::DISCOVER,
-        "ListToolsResult" => method::TOOLS_LIST,
-        "CallToolResult" | "InputRequiredResult" => method::TOOLS_CALL,
-        "ListPromptsResult" => method::PROMPTS_LIST,
-        "GetPromptResult" => method::PROMPTS_GET,
-        "ListResourcesResult" => method::RESOURCES_LIST,
-        "ListResourceTemplatesResult" => method::RESOURCES_TEMPLATES_LIST,
-        "ReadResourceResult" => method::RESOURCES_READ,
-        "CompleteResult" => method::COMPLETION_COMPLETE,
-        "CreateMessageResult" => method::SAMPLING_CREATE_MESSAGE,
-        "ElicitResult" => method::ELICITATION_CREATE,
-        "ListRootsResult" => method::ROOTS_LIST,
-        "SubscriptionsListenResult" => method::SUBSCRIPTIONS_LISTEN,
-        "GetTaskResult" => method::TASKS_GET,
-        "CancelTaskResult" => method::TASKS_CANCEL,
-        "ListTasksResult" => method::TASKS_LIST,
-        "GetTaskPayloadResult" => method::TASKS_RESULT,
-        _ => return None,
-    })
-}
+mod common;
+use common::result_method;
 
 /// Decodes `v` as the type the schema calls `def` and encodes it again.
 fn typed_roundtrip(def: &str, v: &Value) -> Result<Value, String> {

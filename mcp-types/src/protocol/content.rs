@@ -7,7 +7,8 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use super::common::{Annotations, Icon};
+use super::common::Annotations;
+use super::resources::Resource;
 use crate::meta::Meta;
 use crate::model::wire_object;
 
@@ -39,30 +40,9 @@ wire_object! {
     }
 }
 
-wire_object! {
-    /// `type: "resource_link"` (2025-06-18+): a resource the client may read, by URI.
-    pub struct ResourceLink {
-        /// The resource URI.
-        req uri: String,
-        /// Programmatic name.
-        req name: String,
-        /// Display name.
-        opt title: String,
-        /// Description.
-        opt description: String,
-        /// MIME type.
-        opt mime_type: String,
-        /// Size in bytes.
-        opt size: u64,
-        /// Display hints.
-        opt annotations: Annotations,
-        /// Icons (2025-11-25+).
-        opt icons: Vec<Icon>,
-        /// Metadata.
-        #[serde(rename = "_meta")]
-        opt meta: Meta,
-    }
-}
+/// `type: "resource_link"` (2025-06-18+): a resource the client may read, by URI. The spec
+/// defines it as a [`Resource`] with a `type`.
+pub type ResourceLink = Resource;
 
 wire_object! {
     /// The contents of a resource: `text` or base64 `blob`.
