@@ -11,6 +11,9 @@
 //!   are kept in `extra` and written back, `_meta` is kept raw, and open enums keep
 //!   unknown values.
 //! - [`codes`]: error codes; [`meta`]: `_meta` keys and the reserved-key rule.
+//! - [`transport`]: the one [`transport::Transport`] trait, an in-memory pair and
+//!   newline-delimited JSON over any byte stream; [`rpc::Peer`]: request/response
+//!   correlation over a transport, shared by client and server.
 //!
 //! What a given revision may carry, and translation between revisions, live in
 //! `mcp-revisions`.
@@ -21,7 +24,9 @@ pub mod meta;
 mod model;
 pub mod protocol;
 mod revision;
+pub mod rpc;
 mod serde_util;
+pub mod transport;
 
 pub use jsonrpc::{
     ErrorObject, ErrorResponse, Frame, Message, Notification, Request, RequestId, Response,

@@ -1,0 +1,372 @@
+//! A JSON-RPC peer over a [`Transport`]: the part client and server share.
+//!
+//! [`Peer::start`] runs the read loop. Responses are matched to the requests this side
+//! sent; requests and notifications from the other side go to an [`Inbound`] handler,
+//! each request on its own task so a slow one never holds up the rest. When the
+//! transport closes, every request still waiting fails with the reason.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::json;
+use serde_json::value::RawValue;
+use tokio::sync::oneshot;
+
+use crate::jsonrpc::{ErrorResponse, Frame, Message, Notification, Request, RequestId, Response};
+use crate::protocol::method;
+use crate::transport::{CloseReason, Closed, Incoming, Transport};
+use crate::ErrorObject;
+
+/// Why a request this side sent got no result.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RpcError {
+    /// The peer answered with an error.
+    #[error("peer error {}: {}", .0.code, .0.message)]
+    Error(ErrorObject),
+    /// The transport closed before the answer came.
+    #[error("connection closed before the answer: {0}")]
+    Closed(CloseReason),
+    /// No answer in time; a `notifications/cancelled` was sent.
+    #[error("no answer within {0:?}; the request was cancelled")]
+    Timeout(Duration),
+}
+
+/// Handles what the other side sends.
+#[async_trait]
+pub trait Inbound: Send + Sync + 'static {
+    /// Answers a request: return the response or error response to send.
+    async fn request(&self, peer: &Peer, request: Request) -> Message;
+
+    /// Takes a notification. Runs on the read loop: keep it short.
+    async fn notification(&self, peer: &Peer, notification: Notification);
+}
+
+type Pending = Mutex<HashMap<RequestId, oneshot::Sender<Result<Box<RawValue>, ErrorObject>>>>;
+
+struct Shared {
+    transport: Arc<dyn Transport>,
+    pending: Pending,
+    next_id: AtomicI64,
+    closed: Mutex<Option<CloseReason>>,
+}
+
+/// One side of a JSON-RPC connection. Cheap to clone.
+#[derive(Clone)]
+pub struct Peer {
+    shared: Arc<Shared>,
+}
+
+impl Peer {
+    /// Starts the read loop on `transport`. The returned handle ends, with the reason, when
+    /// the transport closes.
+    pub fn start(
+        transport: Arc<dyn Transport>,
+        inbound: Arc<dyn Inbound>,
+    ) -> (Peer, tokio::task::JoinHandle<CloseReason>) {
+        let peer = Peer {
+            shared: Arc::new(Shared {
+                transport,
+                pending: Mutex::new(HashMap::new()),
+                next_id: AtomicI64::new(1),
+                closed: Mutex::new(None),
+            }),
+        };
+        let reader = peer.clone();
+        let handle = tokio::spawn(async move { reader.read_loop(inbound).await });
+        (peer, handle)
+    }
+
+    /// The transport under this peer.
+    pub fn transport(&self) -> &Arc<dyn Transport> {
+        &self.shared.transport
+    }
+
+    /// Why the connection closed, once it has.
+    pub fn close_reason(&self) -> Option<CloseReason> {
+        self.shared.closed.lock().ok().and_then(|g| g.clone())
+    }
+
+    /// A fresh request id.
+    pub fn next_id(&self) -> RequestId {
+        RequestId::from(self.shared.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Sends a request and waits for its answer. On `timeout`, sends `notifications/cancelled`.
+    pub async fn request(
+        &self,
+        method_name: &str,
+        params: Option<Box<RawValue>>,
+        timeout: Option<Duration>,
+    ) -> Result<Box<RawValue>, RpcError> {
+        let id = self.next_id();
+        self.request_with_id(id, method_name, params, timeout).await
+    }
+
+    /// [`Peer::request`] with a caller-chosen id (to tie progress or cancellation to it).
+    pub async fn request_with_id(
+        &self,
+        id: RequestId,
+        method_name: &str,
+        params: Option<Box<RawValue>>,
+        timeout: Option<Duration>,
+    ) -> Result<Box<RawValue>, RpcError> {
+        let (tx, rx) = oneshot::channel();
+        if let Some(reason) = self.close_reason() {
+            return Err(RpcError::Closed(reason));
+        }
+        if let Ok(mut p) = self.shared.pending.lock() {
+            p.insert(id.clone(), tx);
+        }
+        let msg = Message::Request(Request {
+            id: id.clone(),
+            method: method_name.to_owned(),
+            params,
+            extra: Default::default(),
+        });
+        if let Err(Closed(reason)) = self.send(&msg).await {
+            self.forget(&id);
+            return Err(RpcError::Closed(reason));
+        }
+        let answer = match timeout {
+            Some(t) => match tokio::time::timeout(t, rx).await {
+                Ok(a) => a,
+                Err(_) => {
+                    self.forget(&id);
+                    self.cancel(&id, "timed out").await;
+                    return Err(RpcError::Timeout(t));
+                }
+            },
+            None => rx.await,
+        };
+        match answer {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(e)) => Err(RpcError::Error(e)),
+            Err(_) => Err(RpcError::Closed(
+                self.close_reason().unwrap_or(CloseReason::PeerClosed),
+            )),
+        }
+    }
+
+    /// Sends `notifications/cancelled` for a request this side sent.
+    pub async fn cancel(&self, id: &RequestId, reason: &str) {
+        self.forget(id);
+        let params = json!({"requestId": id, "reason": reason});
+        let _ = self
+            .notify(
+                method::CANCELLED,
+                serde_json::value::to_raw_value(&params).ok(),
+            )
+            .await;
+    }
+
+    fn forget(&self, id: &RequestId) {
+        if let Ok(mut p) = self.shared.pending.lock() {
+            p.remove(id);
+        }
+    }
+
+    /// Sends a notification.
+    pub async fn notify(
+        &self,
+        method_name: &str,
+        params: Option<Box<RawValue>>,
+    ) -> Result<(), Closed> {
+        self.send(&Message::Notification(Notification {
+            method: method_name.to_owned(),
+            params,
+            extra: Default::default(),
+        }))
+        .await
+    }
+
+    /// Sends one message.
+    pub async fn send(&self, msg: &Message) -> Result<(), Closed> {
+        // The frame owns its message; a clone of the envelope is cheap next to the I/O.
+        self.shared
+            .transport
+            .send(&Frame::Single(msg.clone()))
+            .await
+    }
+
+    /// Closes the transport.
+    pub async fn close(&self) {
+        self.shared.transport.close().await;
+    }
+
+    fn resolve(&self, id: &RequestId, answer: Result<Box<RawValue>, ErrorObject>) {
+        let tx = self
+            .shared
+            .pending
+            .lock()
+            .ok()
+            .and_then(|mut p| p.remove(id));
+        match tx {
+            Some(tx) => {
+                let _ = tx.send(answer);
+            }
+            None => tracing::debug!(%id, "answer to a request that is no longer waiting"),
+        }
+    }
+
+    async fn read_loop(self, inbound: Arc<dyn Inbound>) -> CloseReason {
+        let reason = loop {
+            match self.shared.transport.recv().await {
+                Ok(Incoming::Frame(Frame::Single(msg))) => self.take(msg, &inbound).await,
+                Ok(Incoming::Frame(Frame::Batch(msgs))) => self.take_batch(msgs, &inbound).await,
+                Ok(Incoming::Invalid { error }) => {
+                    tracing::warn!(code = error.code, data = ?error.data, "invalid message from peer");
+                    let _ = self
+                        .send(&Message::Error(ErrorResponse::new(None, error)))
+                        .await;
+                }
+                Err(Closed(reason)) => break reason,
+            }
+        };
+        if let Ok(mut c) = self.shared.closed.lock() {
+            c.get_or_insert(reason.clone());
+        }
+        // Dropping the senders wakes every waiting request with the close reason.
+        if let Ok(mut p) = self.shared.pending.lock() {
+            p.clear();
+        }
+        reason
+    }
+
+    async fn take(&self, msg: Message, inbound: &Arc<dyn Inbound>) {
+        match msg {
+            Message::Request(r) => {
+                let peer = self.clone();
+                let inbound = inbound.clone();
+                tokio::spawn(async move {
+                    let answer = inbound.request(&peer, r).await;
+                    let _ = peer.send(&answer).await;
+                });
+            }
+            Message::Notification(n) => inbound.notification(self, n).await,
+            Message::Response(r) => self.resolve(&r.id, Ok(r.result)),
+            Message::Error(e) => match e.id {
+                Some(id) => self.resolve(&id, Err(e.error)),
+                None => {
+                    tracing::warn!(code = e.error.code, message = %e.error.message, "peer reported an error")
+                }
+            },
+        }
+    }
+
+    async fn take_batch(&self, msgs: Vec<Message>, inbound: &Arc<dyn Inbound>) {
+        let mut requests = Vec::new();
+        for msg in msgs {
+            match msg {
+                Message::Request(r) => requests.push(r),
+                other => Box::pin(self.take(other, inbound)).await,
+            }
+        }
+        if requests.is_empty() {
+            return;
+        }
+        let peer = self.clone();
+        let inbound = inbound.clone();
+        tokio::spawn(async move {
+            let mut answers = Vec::with_capacity(requests.len());
+            let handles: Vec<_> = requests
+                .into_iter()
+                .map(|r| {
+                    let (peer, inbound) = (peer.clone(), inbound.clone());
+                    tokio::spawn(async move { inbound.request(&peer, r).await })
+                })
+                .collect();
+            for h in handles {
+                if let Ok(a) = h.await {
+                    answers.push(a);
+                }
+            }
+            let _ = peer.shared.transport.send(&Frame::Batch(answers)).await;
+        });
+    }
+}
+
+/// A success response to `id` with a raw result.
+pub fn response(id: RequestId, result: Box<RawValue>) -> Message {
+    Message::Response(Response {
+        id,
+        result,
+        extra: Default::default(),
+    })
+}
+
+/// An error response to `id`.
+pub fn error_response(id: RequestId, error: ErrorObject) -> Message {
+    Message::Error(ErrorResponse::new(Some(id), error))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::memory_pair;
+
+    struct Echo;
+
+    #[async_trait]
+    impl Inbound for Echo {
+        async fn request(&self, _peer: &Peer, r: Request) -> Message {
+            if r.method == "slow" {
+                tokio::time::sleep(Duration::from_secs(60)).await;
+            }
+            match r.method.as_str() {
+                "fail" => error_response(r.id, ErrorObject::new(-32000, "nope")),
+                _ => response(
+                    r.id,
+                    r.params
+                        .unwrap_or_else(|| RawValue::from_string("{}".into()).expect("raw")),
+                ),
+            }
+        }
+        async fn notification(&self, _peer: &Peer, _n: Notification) {}
+    }
+
+    fn raw(s: &str) -> Option<Box<RawValue>> {
+        Some(RawValue::from_string(s.into()).expect("raw"))
+    }
+
+    #[tokio::test]
+    async fn concurrent_requests_are_correlated_and_errors_and_timeouts_reported() {
+        let (a, b) = memory_pair(16);
+        let (client, _) = Peer::start(Arc::new(a), Arc::new(Echo));
+        let (_server, _) = Peer::start(Arc::new(b), Arc::new(Echo));
+        let (x, y) = tokio::join!(
+            client.request("x", raw(r#"{"n":1}"#), None),
+            client.request("y", raw(r#"{"n":2}"#), None)
+        );
+        assert_eq!(x.expect("x").get(), r#"{"n":1}"#);
+        assert_eq!(y.expect("y").get(), r#"{"n":2}"#);
+        assert!(
+            matches!(client.request("fail", None, None).await, Err(RpcError::Error(e)) if e.code == -32000)
+        );
+        let t = Duration::from_millis(50);
+        assert_eq!(
+            client.request("slow", None, Some(t)).await.unwrap_err(),
+            RpcError::Timeout(t)
+        );
+    }
+
+    #[tokio::test]
+    async fn closing_fails_requests_in_flight() {
+        let (a, b) = memory_pair(16);
+        let (client, _) = Peer::start(Arc::new(a), Arc::new(Echo));
+        let (server, _) = Peer::start(Arc::new(b), Arc::new(Echo));
+        let call = tokio::spawn({
+            let client = client.clone();
+            async move { client.request("slow", None, None).await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        server.close().await;
+        let got = tokio::time::timeout(Duration::from_secs(5), call)
+            .await
+            .expect("no hang")
+            .expect("join");
+        assert_eq!(got.unwrap_err(), RpcError::Closed(CloseReason::PeerClosed));
+    }
+}
