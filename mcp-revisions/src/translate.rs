@@ -63,6 +63,8 @@ pub enum TranslateError {
 pub struct Translator<'p> {
     from: Revision,
     to: Revision,
+    /// Walk even when `from == to`: the input may hold members of any revision.
+    canonical: bool,
     policy: &'p dyn DowngradePolicy,
     client_capabilities: Option<Value>,
 }
@@ -85,8 +87,18 @@ impl Translator<'static> {
         Translator {
             from,
             to,
+            canonical: false,
             policy: &DEFAULT,
             client_capabilities: None,
+        }
+    }
+
+    /// A translator for values built from `mcp-types`' union model (a server's own results),
+    /// which may hold members of any revision: it always walks, even to the newest revision.
+    pub fn canonical_to(to: Revision) -> Self {
+        Translator {
+            canonical: true,
+            ..Translator::new(Revision::LATEST, to)
         }
     }
 }
@@ -97,6 +109,7 @@ impl<'p> Translator<'p> {
         Translator {
             from: self.from,
             to: self.to,
+            canonical: self.canonical,
             policy,
             client_capabilities: self.client_capabilities,
         }
@@ -111,7 +124,7 @@ impl<'p> Translator<'p> {
 
     /// Translates a whole message.
     pub fn message(&self, msg: &Message, answers: Option<&str>) -> Result<Message, TranslateError> {
-        if self.from == self.to {
+        if self.from == self.to && !self.canonical {
             return Ok(msg.clone());
         }
         Ok(match msg {
@@ -244,7 +257,7 @@ impl<'p> Translator<'p> {
 
     /// Translates the result of a request for `method`.
     pub fn result(&self, method: &str, result: Value) -> Result<Value, TranslateError> {
-        if self.from == self.to {
+        if self.from == self.to && !self.canonical {
             return Ok(result);
         }
         self.method_name(method)?;
@@ -290,7 +303,7 @@ impl<'p> Translator<'p> {
     /// Translates the answer to a 2025-11-25 task-augmented request (`CreateTaskResult`)
     /// or a 2026-07-28 extension `resultType: "task"` answer.
     pub fn task_created_result(&self, mut result: Value) -> Result<Value, TranslateError> {
-        if self.from == self.to {
+        if self.from == self.to && !self.canonical {
             return Ok(result);
         }
         let Value::Object(obj) = &mut result else {

@@ -1,4 +1,105 @@
 //! # mcp-server
 //!
-//! Planned: a dual-era MCP server over any `Transport` (issue 3). Nothing is implemented
-//! yet; see `ARCHITECTURE.md` for where it fits.
+//! A dual-era MCP server. One [`Server`] serves, on the same transport, hosts that open
+//! with `initialize` (2024-11-05 … 2025-11-25) and 2026-07-28 hosts that send their
+//! version and capabilities in every request's `_meta`. Every result and notification is
+//! translated down to the revision of the request it answers before it is written, so
+//! nothing newer than the host's revision leaks.
+//!
+//! Implement [`ServerHandler`], or use [`ToolRegistry`] for tools whose schemas come from
+//! Rust types. Serve with [`Server::serve`] on any [`mcp_types::transport::Transport`],
+//! e.g. [`stdio`].
+
+mod handler;
+mod session;
+pub mod tools;
+pub mod validation;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use handler::{method_not_found, Outcome, RequestContext, ServerHandler};
+use mcp_types::protocol::{CacheScope, Implementation};
+use mcp_types::rpc::Peer;
+use mcp_types::transport::{CloseReason, LineTransport, Transport};
+use mcp_types::Revision;
+pub use tools::{NoArgs, ToolError, ToolRegistry};
+
+/// How a [`Server`] presents itself and what it accepts.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// `serverInfo`.
+    pub info: Implementation,
+    /// Guidance for the model, sent at `initialize` / `server/discover`.
+    pub instructions: Option<String>,
+    /// The revisions served (default: all five).
+    pub supported: Vec<Revision>,
+    /// 2026-07-28 `ttlMs` of list results (default 0: re-fetch every time).
+    pub list_ttl_ms: u64,
+    /// 2026-07-28 `cacheScope` of list results (default private).
+    pub list_cache_scope: CacheScope,
+    /// How long a legacy client may take to answer a server→client request.
+    pub client_request_timeout: Duration,
+    /// Most input rounds bridged for a legacy client before giving up.
+    pub max_input_rounds: usize,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            info: Implementation {
+                name: env!("CARGO_PKG_NAME").into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                ..Default::default()
+            },
+            instructions: None,
+            supported: Revision::ALL.to_vec(),
+            list_ttl_ms: 0,
+            list_cache_scope: CacheScope::Private,
+            client_request_timeout: Duration::from_secs(300),
+            max_input_rounds: 8,
+        }
+    }
+}
+
+/// A dual-era MCP server around a [`ServerHandler`].
+#[derive(Clone)]
+pub struct Server {
+    handler: Arc<dyn ServerHandler>,
+    options: Arc<ServerOptions>,
+}
+
+impl Server {
+    /// A server with default options.
+    pub fn new(handler: impl ServerHandler) -> Self {
+        Server::with_options(handler, ServerOptions::default())
+    }
+
+    /// A server with `options`.
+    pub fn with_options(handler: impl ServerHandler, options: ServerOptions) -> Self {
+        Server {
+            handler: Arc::new(handler),
+            options: Arc::new(options),
+        }
+    }
+
+    /// Serves one connection until it closes, and says why it closed.
+    pub async fn serve(&self, transport: impl Transport) -> CloseReason {
+        let session = Arc::new(session::Session::new(
+            self.handler.clone(),
+            self.options.clone(),
+        ));
+        let (_peer, reader): (Peer, _) = Peer::start(Arc::new(transport), session);
+        reader
+            .await
+            .unwrap_or_else(|e| CloseReason::Io(e.to_string()))
+    }
+}
+
+/// The process's own stdin and stdout as a transport (the server side of stdio).
+pub fn stdio() -> LineTransport<tokio::io::BufReader<tokio::io::Stdin>, tokio::io::Stdout> {
+    LineTransport::new(
+        tokio::io::BufReader::new(tokio::io::stdin()),
+        tokio::io::stdout(),
+    )
+}

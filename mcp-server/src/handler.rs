@@ -1,0 +1,260 @@
+//! What a server implements: [`ServerHandler`], and the [`RequestContext`] every
+//! handler method gets.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use mcp_revisions::Translator;
+use mcp_types::protocol::*;
+use mcp_types::rpc::Peer;
+use mcp_types::{codes, ErrorObject, Revision};
+use serde_json::{Map, Value};
+
+/// A final result, or (2026-07-28 style) a request for more input.
+///
+/// Handlers are written once, multi-round-trip style: return [`Outcome::InputRequired`]
+/// and read the answers from [`RequestContext::input_response`] when called again. A
+/// 2026-07-28 client receives the `InputRequiredResult` and retries; for a legacy client
+/// the server sends the input requests as real server→client requests and calls the
+/// handler again with the answers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome<T> {
+    /// The final result.
+    Complete(T),
+    /// More input is needed.
+    InputRequired(InputRequiredResult),
+}
+
+impl<T> From<T> for Outcome<T> {
+    fn from(t: T) -> Self {
+        Outcome::Complete(t)
+    }
+}
+
+/// The error for a method the handler does not implement.
+pub fn method_not_found(method_name: &str) -> ErrorObject {
+    ErrorObject::new(
+        codes::METHOD_NOT_FOUND,
+        format!("Method not found: {method_name}"),
+    )
+}
+
+/// What an MCP server does. Every method has a default: lists are empty, and a request
+/// for something the server does not offer is answered with the spec's error.
+#[async_trait]
+pub trait ServerHandler: Send + Sync + 'static {
+    /// What the server offers (tools, prompts, resources, logging, completions, …).
+    fn capabilities(&self) -> ServerCapabilities;
+
+    /// `tools/list`.
+    async fn list_tools(
+        &self,
+        _ctx: &RequestContext,
+        _params: PaginatedRequestParams,
+    ) -> Result<ListToolsResult, ErrorObject> {
+        Ok(ListToolsResult::default())
+    }
+
+    /// `tools/call`. An unknown tool is a `-32602` error; a tool that fails is a result
+    /// with `isError: true`.
+    async fn call_tool(
+        &self,
+        _ctx: &RequestContext,
+        params: CallToolRequestParams,
+    ) -> Result<Outcome<CallToolResult>, ErrorObject> {
+        Err(ErrorObject::new(
+            codes::INVALID_PARAMS,
+            format!("Unknown tool: {}", params.name),
+        ))
+    }
+
+    /// `prompts/list`.
+    async fn list_prompts(
+        &self,
+        _ctx: &RequestContext,
+        _params: PaginatedRequestParams,
+    ) -> Result<ListPromptsResult, ErrorObject> {
+        Ok(ListPromptsResult::default())
+    }
+
+    /// `prompts/get`.
+    async fn get_prompt(
+        &self,
+        _ctx: &RequestContext,
+        params: GetPromptRequestParams,
+    ) -> Result<Outcome<GetPromptResult>, ErrorObject> {
+        Err(ErrorObject::new(
+            codes::INVALID_PARAMS,
+            format!("Unknown prompt: {}", params.name),
+        ))
+    }
+
+    /// `resources/list`.
+    async fn list_resources(
+        &self,
+        _ctx: &RequestContext,
+        _params: PaginatedRequestParams,
+    ) -> Result<ListResourcesResult, ErrorObject> {
+        Ok(ListResourcesResult::default())
+    }
+
+    /// `resources/templates/list`.
+    async fn list_resource_templates(
+        &self,
+        _ctx: &RequestContext,
+        _params: PaginatedRequestParams,
+    ) -> Result<ListResourceTemplatesResult, ErrorObject> {
+        Ok(ListResourceTemplatesResult::default())
+    }
+
+    /// `resources/read`.
+    async fn read_resource(
+        &self,
+        _ctx: &RequestContext,
+        params: ResourceRequestParams,
+    ) -> Result<Outcome<ReadResourceResult>, ErrorObject> {
+        Err(
+            ErrorObject::new(codes::RESOURCE_NOT_FOUND, "Resource not found")
+                .with_data(serde_json::json!({"uri": params.uri})),
+        )
+    }
+
+    /// `resources/subscribe` / `resources/unsubscribe` (legacy era).
+    async fn subscribe(
+        &self,
+        _ctx: &RequestContext,
+        _params: ResourceRequestParams,
+        _subscribe: bool,
+    ) -> Result<(), ErrorObject> {
+        Err(method_not_found("resources/subscribe"))
+    }
+
+    /// `completion/complete`.
+    async fn complete(
+        &self,
+        _ctx: &RequestContext,
+        _params: CompleteRequestParams,
+    ) -> Result<CompleteResult, ErrorObject> {
+        Err(method_not_found("completion/complete"))
+    }
+}
+
+/// Sends notifications to the client that made a request, in its revision.
+#[derive(Clone)]
+pub(crate) struct Notifier {
+    pub(crate) peer: Peer,
+    pub(crate) revision: Revision,
+}
+
+impl Notifier {
+    pub(crate) async fn notify(&self, method_name: &str, params: Value) {
+        let params = match Translator::canonical_to(self.revision).params(method_name, params) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::debug!(method = method_name, revision = %self.revision, "notification not sent: {e}");
+                return;
+            }
+        };
+        let raw = serde_json::value::to_raw_value(&params).ok();
+        if self.peer.notify(method_name, raw).await.is_err() {
+            tracing::debug!(
+                method = method_name,
+                "notification not sent: connection closed"
+            );
+        }
+    }
+}
+
+/// What a handler knows about the request it is serving, and how it talks back.
+#[derive(Clone)]
+pub struct RequestContext {
+    pub(crate) revision: Revision,
+    pub(crate) client_capabilities: ClientCapabilities,
+    pub(crate) client_info: Option<Implementation>,
+    pub(crate) input_responses: Map<String, Value>,
+    pub(crate) request_state: Option<String>,
+    pub(crate) progress_token: Option<ProgressToken>,
+    pub(crate) log_level: Option<LoggingLevel>,
+    pub(crate) notifier: Notifier,
+    pub(crate) cancelled: Arc<AtomicBool>,
+}
+
+fn severity(level: &LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+        LoggingLevel::Other(_) => 1,
+    }
+}
+
+impl RequestContext {
+    /// The revision this request is served in.
+    pub fn revision(&self) -> Revision {
+        self.revision
+    }
+
+    /// The capabilities the client declared (at `initialize`, or on this 2026 request).
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        &self.client_capabilities
+    }
+
+    /// The client's self-description, if it gave one.
+    pub fn client_info(&self) -> Option<&Implementation> {
+        self.client_info.as_ref()
+    }
+
+    /// The client's answer to the input request named `key`, on a retry.
+    pub fn input_response(&self, key: &str) -> Option<&Value> {
+        self.input_responses.get(key)
+    }
+
+    /// The `requestState` of this round, on a retry.
+    pub fn request_state(&self) -> Option<&str> {
+        self.request_state.as_deref()
+    }
+
+    /// Whether the client cancelled this request.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+
+    /// Reports progress, if the client asked for it (a `progressToken`).
+    pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let Some(token) = &self.progress_token else {
+            return;
+        };
+        let mut params = serde_json::json!({"progressToken": token, "progress": progress});
+        if let Some(t) = total {
+            params["total"] = t.into();
+        }
+        if let Some(m) = message {
+            params["message"] = m.into();
+        }
+        self.notifier.notify(method::PROGRESS, params).await;
+    }
+
+    /// Sends a log message if the client wants this level (legacy: `logging/setLevel`;
+    /// 2026-07-28: the request's `logLevel`, and nothing when it has none).
+    pub async fn log(&self, level: LoggingLevel, logger: Option<&str>, data: Value) {
+        let wanted = match (&self.log_level, self.revision) {
+            (Some(min), _) => severity(&level) >= severity(min),
+            (None, Revision::V2026_07_28) => false,
+            (None, _) => true,
+        };
+        if !wanted {
+            return;
+        }
+        let mut params = serde_json::json!({"level": level, "data": data});
+        if let Some(l) = logger {
+            params["logger"] = l.into();
+        }
+        self.notifier.notify(method::LOGGING_MESSAGE, params).await;
+    }
+}

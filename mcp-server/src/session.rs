@@ -1,0 +1,454 @@
+//! One connection: tells each request's era, negotiates, dispatches to the handler,
+//! bridges input requests for legacy clients, and translates every answer down to the
+//! revision of the request it answers.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use mcp_revisions::negotiate::{
+    answer_initialize, check_request_version, unsupported_version_error,
+};
+use mcp_revisions::shapes::{self, Direction};
+use mcp_revisions::Translator;
+use mcp_types::protocol::*;
+use mcp_types::rpc::{error_response, response, Inbound, Peer, RpcError};
+use mcp_types::{
+    codes, meta, Era, ErrorObject, Message, Notification, Request, RequestId, Revision,
+};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+
+use crate::handler::{Notifier, Outcome, RequestContext, ServerHandler};
+use crate::ServerOptions;
+
+/// What a legacy client settled at `initialize`.
+#[derive(Clone)]
+struct LegacyState {
+    revision: Revision,
+    capabilities: ClientCapabilities,
+    info: Implementation,
+    log_level: Option<LoggingLevel>,
+}
+
+pub(crate) struct Session {
+    handler: Arc<dyn ServerHandler>,
+    options: Arc<ServerOptions>,
+    legacy: Mutex<Option<LegacyState>>,
+    in_flight: Mutex<HashMap<RequestId, Arc<AtomicBool>>>,
+}
+
+fn invalid_params(method_name: &str, e: impl std::fmt::Display) -> ErrorObject {
+    ErrorObject::new(
+        codes::INVALID_PARAMS,
+        format!("Invalid params for {method_name}: {e}"),
+    )
+}
+
+fn decode<T: DeserializeOwned>(
+    method_name: &str,
+    params: Option<&RawValue>,
+) -> Result<T, ErrorObject> {
+    serde_json::from_str(params.map_or("{}", RawValue::get))
+        .map_err(|e| invalid_params(method_name, e))
+}
+
+fn internal(e: impl std::fmt::Display) -> ErrorObject {
+    ErrorObject::new(codes::INTERNAL_ERROR, format!("Internal error: {e}"))
+}
+
+fn to_value<T: Serialize>(t: &T) -> Result<Value, ErrorObject> {
+    serde_json::to_value(t).map_err(internal)
+}
+
+/// The `_meta` of a request's params, if any.
+fn request_meta(params: Option<&RawValue>) -> Map<String, Value> {
+    #[derive(serde::Deserialize)]
+    struct P {
+        #[serde(rename = "_meta")]
+        meta: Option<Map<String, Value>>,
+    }
+    params
+        .and_then(|p| serde_json::from_str::<P>(p.get()).ok())
+        .and_then(|p| p.meta)
+        .unwrap_or_default()
+}
+
+/// The client capability an input request needs.
+fn capability_for(method_name: &str) -> Option<&'static str> {
+    match method_name {
+        method::SAMPLING_CREATE_MESSAGE => Some("sampling"),
+        method::ELICITATION_CREATE => Some("elicitation"),
+        method::ROOTS_LIST => Some("roots"),
+        _ => None,
+    }
+}
+
+fn has_capability(caps: &ClientCapabilities, key: &str) -> bool {
+    match key {
+        "sampling" => caps.sampling.is_some(),
+        "elicitation" => caps.elicitation.is_some(),
+        "roots" => caps.roots.is_some(),
+        _ => false,
+    }
+}
+
+impl Session {
+    pub(crate) fn new(handler: Arc<dyn ServerHandler>, options: Arc<ServerOptions>) -> Self {
+        Session {
+            handler,
+            options,
+            legacy: Mutex::new(None),
+            in_flight: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn legacy_state(&self) -> Option<LegacyState> {
+        self.legacy.lock().ok().and_then(|g| g.clone())
+    }
+
+    async fn dispatch(
+        &self,
+        peer: &Peer,
+        req: Request,
+        cancelled: Arc<AtomicBool>,
+    ) -> Result<Value, ErrorObject> {
+        let params = req.params.as_deref();
+        let m = req.method.as_str();
+        let meta_obj = request_meta(params);
+        if m == method::INITIALIZE && !meta_obj.contains_key(meta::PROTOCOL_VERSION) {
+            return self.initialize(params);
+        }
+        // Era of this request: per-request `_meta` (modern) or the session's handshake (legacy).
+        let (revision, caps, info, log_level) = match meta_obj.get(meta::PROTOCOL_VERSION) {
+            Some(v) => {
+                let rev = check_request_version(v.as_str(), &self.modern_supported())?;
+                let caps: ClientCapabilities = meta_obj
+                    .get(meta::CLIENT_CAPABILITIES)
+                    .map(|c| serde_json::from_value(c.clone()).map_err(|e| invalid_params(m, e)))
+                    .transpose()?
+                    .unwrap_or_default();
+                let info = meta_obj
+                    .get(meta::CLIENT_INFO)
+                    .and_then(|i| serde_json::from_value(i.clone()).ok());
+                let level = meta_obj
+                    .get(meta::LOG_LEVEL)
+                    .and_then(|l| serde_json::from_value(l.clone()).ok());
+                (rev, caps, info, level)
+            }
+            None => match self.legacy_state() {
+                Some(s) => (s.revision, s.capabilities, Some(s.info), s.log_level),
+                None if m == method::DISCOVER || m == method::PING => {
+                    (Revision::LATEST, ClientCapabilities::default(), None, None)
+                }
+                None => {
+                    return Err(ErrorObject::new(
+                        codes::INVALID_REQUEST,
+                        "Not initialized: send `initialize` first, or (2026-07-28) put \
+                         io.modelcontextprotocol/protocolVersion in the request's _meta",
+                    ))
+                }
+            },
+        };
+        let spec = shapes::method(m)
+            .filter(|s| s.revisions.contains(revision) && s.direction != Direction::ServerToClient);
+        if spec.is_none() && m != method::DISCOVER {
+            return Err(ErrorObject::new(
+                codes::METHOD_NOT_FOUND,
+                format!("Method not found: {m} (in MCP {revision})"),
+            ));
+        }
+        let ctx = RequestContext {
+            revision,
+            client_capabilities: caps,
+            client_info: info,
+            input_responses: Map::new(),
+            request_state: None,
+            progress_token: meta_obj
+                .get(meta::PROGRESS_TOKEN)
+                .and_then(|t| serde_json::from_value(t.clone()).ok()),
+            log_level,
+            notifier: Notifier {
+                peer: peer.clone(),
+                revision,
+            },
+            cancelled,
+        };
+        let result = self.route(peer, m, params, ctx).await?;
+        self.finish(m, revision, result)
+    }
+
+    fn modern_supported(&self) -> Vec<Revision> {
+        self.options.supported.clone()
+    }
+
+    fn initialize(&self, params: Option<&RawValue>) -> Result<Value, ErrorObject> {
+        let p: InitializeRequestParams = decode(method::INITIALIZE, params)?;
+        let Some(revision) = answer_initialize(&p.protocol_version, &self.options.supported) else {
+            // A modern-only server names what it speaks: legacy clients cannot fall forward.
+            return Err(unsupported_version_error(
+                Some(&p.protocol_version),
+                &self.options.supported,
+            ));
+        };
+        if let Ok(mut g) = self.legacy.lock() {
+            *g = Some(LegacyState {
+                revision,
+                capabilities: p.capabilities,
+                info: p.client_info,
+                log_level: None,
+            });
+        }
+        let result = InitializeResult {
+            protocol_version: revision.as_str().to_owned(),
+            capabilities: self.handler.capabilities(),
+            server_info: self.options.info.clone(),
+            instructions: self.options.instructions.clone(),
+            ..Default::default()
+        };
+        self.finish(method::INITIALIZE, revision, to_value(&result)?)
+    }
+
+    async fn route(
+        &self,
+        peer: &Peer,
+        m: &str,
+        params: Option<&RawValue>,
+        ctx: RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        let h = &self.handler;
+        let list = |p: Option<&RawValue>| decode::<PaginatedRequestParams>(m, p);
+        match m {
+            method::DISCOVER => {
+                let mut versions = self.options.supported.clone();
+                versions.sort_unstable_by(|a, b| b.cmp(a));
+                to_value(&DiscoverResult {
+                    supported_versions: versions.iter().map(|r| r.as_str().to_owned()).collect(),
+                    capabilities: h.capabilities(),
+                    instructions: self.options.instructions.clone(),
+                    ..Default::default()
+                })
+            }
+            method::PING => Ok(json!({})),
+            method::LOGGING_SET_LEVEL => {
+                let p: SetLevelRequestParams = decode(m, params)?;
+                if let Ok(mut g) = self.legacy.lock() {
+                    if let Some(s) = g.as_mut() {
+                        s.log_level = Some(p.level);
+                    }
+                }
+                Ok(json!({}))
+            }
+            method::TOOLS_LIST => to_value(&h.list_tools(&ctx, list(params)?).await?),
+            method::PROMPTS_LIST => to_value(&h.list_prompts(&ctx, list(params)?).await?),
+            method::RESOURCES_LIST => to_value(&h.list_resources(&ctx, list(params)?).await?),
+            method::RESOURCES_TEMPLATES_LIST => {
+                to_value(&h.list_resource_templates(&ctx, list(params)?).await?)
+            }
+            method::RESOURCES_SUBSCRIBE | method::RESOURCES_UNSUBSCRIBE => {
+                let p: ResourceRequestParams = decode(m, params)?;
+                h.subscribe(&ctx, p, m == method::RESOURCES_SUBSCRIBE)
+                    .await?;
+                Ok(json!({}))
+            }
+            method::COMPLETION_COMPLETE => to_value(&h.complete(&ctx, decode(m, params)?).await?),
+            method::TOOLS_CALL => {
+                let p: CallToolRequestParams = decode(m, params)?;
+                let ctx = with_retry_input(ctx, p.input_responses.clone(), p.request_state.clone());
+                let out = self
+                    .with_input(peer, ctx, |ctx| {
+                        let (h, p) = (h.clone(), p.clone());
+                        async move { h.call_tool(&ctx, p).await }
+                    })
+                    .await?;
+                outcome_value(out)
+            }
+            method::PROMPTS_GET => {
+                let p: GetPromptRequestParams = decode(m, params)?;
+                let ctx = with_retry_input(ctx, p.input_responses.clone(), p.request_state.clone());
+                let out = self
+                    .with_input(peer, ctx, |ctx| {
+                        let (h, p) = (h.clone(), p.clone());
+                        async move { h.get_prompt(&ctx, p).await }
+                    })
+                    .await?;
+                outcome_value(out)
+            }
+            method::RESOURCES_READ => {
+                let p: ResourceRequestParams = decode(m, params)?;
+                let ctx = with_retry_input(ctx, p.input_responses.clone(), p.request_state.clone());
+                let out = self
+                    .with_input(peer, ctx, |ctx| {
+                        let (h, p) = (h.clone(), p.clone());
+                        async move { h.read_resource(&ctx, p).await }
+                    })
+                    .await?;
+                outcome_value(out)
+            }
+            other => Err(ErrorObject::new(
+                codes::METHOD_NOT_FOUND,
+                format!("Method not found: {other}"),
+            )),
+        }
+    }
+
+    /// Runs a handler that may ask for input. A 2026-07-28 client gets the
+    /// `InputRequiredResult`; for a legacy client the input requests are sent as real
+    /// server→client requests and the handler runs again with the answers.
+    async fn with_input<T, F, Fut>(
+        &self,
+        peer: &Peer,
+        mut ctx: RequestContext,
+        run: F,
+    ) -> Result<Outcome<T>, ErrorObject>
+    where
+        F: Fn(RequestContext) -> Fut,
+        Fut: Future<Output = Result<Outcome<T>, ErrorObject>>,
+    {
+        let mut rounds = 0;
+        loop {
+            let out = run(ctx.clone()).await?;
+            let Outcome::InputRequired(mut ir) = out else {
+                return Ok(out);
+            };
+            let requests = ir.requests().map_err(internal)?;
+            for (_, r) in &requests {
+                if let Some(cap) = capability_for(&r.method) {
+                    if !has_capability(&ctx.client_capabilities, cap) {
+                        return Err(ErrorObject::new(
+                            codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                            format!("Missing required client capability: {cap}"),
+                        )
+                        .with_data(json!({"requiredCapabilities": {cap: {}}})));
+                    }
+                }
+            }
+            if ctx.revision.era() == Era::Modern {
+                ir.result_type = Some(ResultType::InputRequired);
+                return Ok(Outcome::InputRequired(ir));
+            }
+            rounds += 1;
+            if rounds > self.options.max_input_rounds {
+                return Err(internal(format!(
+                    "gave up after {} rounds of input requests",
+                    self.options.max_input_rounds
+                )));
+            }
+            let mut answers = Map::new();
+            for (key, r) in requests {
+                let params = Translator::canonical_to(ctx.revision)
+                    .params(&r.method, r.params.clone().unwrap_or_else(|| json!({})))
+                    .map_err(|e| {
+                        internal(format!(
+                            "cannot ask a {} client for {}: {e}",
+                            ctx.revision, r.method
+                        ))
+                    })?;
+                let raw = serde_json::value::to_raw_value(&params).map_err(internal)?;
+                let answer = peer
+                    .request(
+                        &r.method,
+                        Some(raw),
+                        Some(self.options.client_request_timeout),
+                    )
+                    .await
+                    .map_err(|e| match e {
+                        RpcError::Error(e) => e,
+                        other => internal(format!("client did not answer {}: {other}", r.method)),
+                    })?;
+                answers.insert(key, serde_json::from_str(answer.get()).map_err(internal)?);
+            }
+            ctx.input_responses = answers;
+            ctx.request_state = ir.request_state.take();
+        }
+    }
+
+    /// Translates a result to the revision it goes to, with what 2026-07-28 results carry.
+    fn finish(&self, m: &str, revision: Revision, mut value: Value) -> Result<Value, ErrorObject> {
+        if revision == Revision::V2026_07_28 {
+            if let Value::Object(o) = &mut value {
+                if o.contains_key("ttlMs")
+                    || shapes::method(m)
+                        .and_then(|s| s.result)
+                        .is_some_and(|r| r.has("ttlMs", revision))
+                {
+                    o.entry("ttlMs")
+                        .or_insert_with(|| json!(self.options.list_ttl_ms));
+                    o.entry("cacheScope")
+                        .or_insert_with(|| json!(self.options.list_cache_scope));
+                }
+                let meta = o.entry("_meta").or_insert_with(|| json!({}));
+                if let Value::Object(mo) = meta {
+                    mo.entry(meta::SERVER_INFO)
+                        .or_insert_with(|| to_value(&self.options.info).unwrap_or_default());
+                }
+            }
+        }
+        Translator::canonical_to(revision)
+            .result(m, value)
+            .map_err(internal)
+    }
+}
+
+fn with_retry_input(
+    mut ctx: RequestContext,
+    responses: Option<Map<String, Value>>,
+    state: Option<String>,
+) -> RequestContext {
+    ctx.input_responses = responses.unwrap_or_default();
+    ctx.request_state = state;
+    ctx
+}
+
+fn outcome_value<T: Serialize>(out: Outcome<T>) -> Result<Value, ErrorObject> {
+    match out {
+        Outcome::Complete(t) => to_value(&t),
+        Outcome::InputRequired(ir) => to_value(&ir),
+    }
+}
+
+#[async_trait]
+impl Inbound for Session {
+    async fn request(&self, peer: &Peer, req: Request) -> Message {
+        let id = req.id.clone();
+        let method_name = req.method.clone();
+        let cancelled = Arc::new(AtomicBool::new(false));
+        if let Ok(mut f) = self.in_flight.lock() {
+            f.insert(id.clone(), cancelled.clone());
+        }
+        let out = self.dispatch(peer, req, cancelled).await;
+        if let Ok(mut f) = self.in_flight.lock() {
+            f.remove(&id);
+        }
+        match out.and_then(|v| serde_json::value::to_raw_value(&v).map_err(internal)) {
+            Ok(raw) => response(id, raw),
+            Err(e) => {
+                tracing::info!(method = %method_name, code = e.code, "request failed: {}", e.message);
+                error_response(id, e)
+            }
+        }
+    }
+
+    async fn notification(&self, _peer: &Peer, n: Notification) {
+        match n.method.as_str() {
+            method::CANCELLED => {
+                let Ok(p) = n.params_as::<CancelledNotificationParams>() else {
+                    tracing::warn!("malformed notifications/cancelled");
+                    return;
+                };
+                let flag = p
+                    .request_id
+                    .and_then(|id| self.in_flight.lock().ok().and_then(|f| f.get(&id).cloned()));
+                if let Some(flag) = flag {
+                    flag.store(true, Ordering::Relaxed);
+                }
+            }
+            method::INITIALIZED | method::ROOTS_LIST_CHANGED | method::PROGRESS => {}
+            other => tracing::debug!(method = other, "notification ignored"),
+        }
+    }
+}
