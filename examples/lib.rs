@@ -1,5 +1,8 @@
 //! Shared code of the examples, kept here so tests can drive it.
 
+mod echo_tools;
+pub use echo_tools::*;
+
 use std::io::{Read, Write};
 
 use mcp_revisions::Translator;

@@ -8,21 +8,14 @@
 //! - nothing newer than the target remains, judged from the schemas themselves;
 //! - the revision table in `spec_data` says what the schemas say.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use mcp_revisions::shapes::{self, MethodKind};
 use mcp_revisions::{spec_data, TranslateError, Translator};
 use mcp_types::protocol::method;
 use mcp_types::{Message, Revision};
-use serde_json::{Map, Value};
-
-fn spec_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("MCP_SPEC_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/spec"));
-    dir.join("2026-07-28/schema.json").is_file().then_some(dir)
-}
+use serde_json::Value;
 
 macro_rules! require_spec {
     () => {
@@ -36,116 +29,9 @@ macro_rules! require_spec {
     };
 }
 
-/// One schema document and its definitions.
-struct Doc {
-    root: Value,
-    defs_key: &'static str,
-}
-
-impl Doc {
-    fn load(path: &Path) -> Doc {
-        let root: Value =
-            serde_json::from_str(&std::fs::read_to_string(path).expect("schema")).expect("json");
-        let defs_key = if root.get("$defs").is_some() {
-            "$defs"
-        } else {
-            "definitions"
-        };
-        Doc { root, defs_key }
-    }
-
-    fn defs(&self) -> &Map<String, Value> {
-        self.root[self.defs_key].as_object().expect("defs")
-    }
-
-    fn def(&self, name: &str) -> Option<&Value> {
-        self.defs().get(name)
-    }
-
-    fn resolve<'a>(&'a self, s: &'a Value) -> &'a Value {
-        let mut s = s;
-        while let Some(r) = s.get("$ref").and_then(Value::as_str) {
-            match self.def(r.rsplit('/').next().unwrap_or_default()) {
-                Some(d) => s = d,
-                None => break,
-            }
-        }
-        s
-    }
-
-    /// Properties of an object schema, allOf parts merged.
-    fn props<'a>(&'a self, s: &'a Value) -> BTreeMap<&'a str, &'a Value> {
-        let s = self.resolve(s);
-        let mut out: BTreeMap<&str, &Value> = s
-            .get("properties")
-            .and_then(Value::as_object)
-            .map(|m| m.iter().map(|(k, v)| (k.as_str(), v)).collect())
-            .unwrap_or_default();
-        for part in s
-            .get("allOf")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            out.extend(self.props(part));
-        }
-        out
-    }
-
-    /// The definition of the request or notification named `method`.
-    fn method_def(&self, method: &str) -> Option<&str> {
-        self.defs().iter().find_map(|(name, d)| {
-            (self
-                .props(d)
-                .get("method")
-                .and_then(|m| m.get("const"))
-                .and_then(Value::as_str)
-                == Some(method))
-            .then_some(name.as_str())
-        })
-    }
-
-    fn validate(&self, def: &str, value: &Value) -> Result<(), String> {
-        let mut schema = self.root.clone();
-        schema["$ref"] = Value::String(format!("#/{}/{def}", self.defs_key));
-        let validator = jsonschema::validator_for(&schema).map_err(|e| format!("schema: {e}"))?;
-        let errors: Vec<String> = validator
-            .iter_errors(value)
-            .take(3)
-            .map(|e| format!("{} at {}", e, e.instance_path))
-            .collect();
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(errors.join("; "))
-        }
-    }
-}
-
-struct Schemas {
-    dir: PathBuf,
-    docs: Vec<Doc>,
-    tasks_ext: Doc,
-}
-
-impl Schemas {
-    fn load(dir: &Path) -> Schemas {
-        Schemas {
-            dir: dir.to_owned(),
-            docs: Revision::ALL
-                .iter()
-                .map(|r| Doc::load(&dir.join(r.as_str()).join("schema.json")))
-                .collect(),
-            tasks_ext: Doc::load(
-                &dir.join("2026-07-28/extensions/tasks/ext-tasks/schema/draft/schema.json"),
-            ),
-        }
-    }
-
-    fn doc(&self, r: Revision) -> &Doc {
-        &self.docs[r.index()]
-    }
-}
+#[path = "common/schemas.rs"]
+mod schemas;
+use schemas::{spec_dir, Doc, Schemas};
 
 #[path = "../../mcp-types/tests/common/mod.rs"]
 mod common;

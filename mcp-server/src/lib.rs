@@ -13,7 +13,6 @@
 mod handler;
 mod session;
 pub mod tools;
-pub mod validation;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +20,7 @@ use std::time::Duration;
 pub use handler::{method_not_found, Outcome, RequestContext, ServerHandler};
 use mcp_types::protocol::{CacheScope, Implementation};
 use mcp_types::rpc::Peer;
+pub use mcp_types::schema as validation;
 use mcp_types::transport::{CloseReason, LineTransport, Transport};
 use mcp_types::Revision;
 pub use tools::{NoArgs, ToolError, ToolRegistry};

@@ -119,7 +119,16 @@ impl Session {
     ) -> Result<Value, ErrorObject> {
         let params = req.params.as_deref();
         let m = req.method.as_str();
-        let meta_obj = request_meta(params);
+        let mut meta_obj = request_meta(params);
+        if !self
+            .options
+            .supported
+            .iter()
+            .any(|r| r.era() == Era::Modern)
+        {
+            // A legacy-only server does not know per-request versions: it answers as one.
+            meta_obj.remove(meta::PROTOCOL_VERSION);
+        }
         if m == method::INITIALIZE && !meta_obj.contains_key(meta::PROTOCOL_VERSION) {
             return self.initialize(params);
         }
@@ -142,9 +151,12 @@ impl Session {
             }
             None => match self.legacy_state() {
                 Some(s) => (s.revision, s.capabilities, Some(s.info), s.log_level),
-                None if m == method::DISCOVER || m == method::PING => {
-                    (Revision::LATEST, ClientCapabilities::default(), None, None)
-                }
+                None if m == method::PING => (
+                    Revision::LATEST_LEGACY,
+                    ClientCapabilities::default(),
+                    None,
+                    None,
+                ),
                 None => {
                     return Err(ErrorObject::new(
                         codes::INVALID_REQUEST,

@@ -14,6 +14,8 @@
 //! - [`transport`]: the one [`transport::Transport`] trait, an in-memory pair and
 //!   newline-delimited JSON over any byte stream; [`rpc::Peer`]: request/response
 //!   correlation over a transport, shared by client and server.
+//! - [`schema`] (feature `validation`): bounded JSON Schema validation of tool arguments
+//!   and results, 2020-12 by default, no network `$ref`.
 //!
 //! What a given revision may carry, and translation between revisions, live in
 //! `mcp-revisions`.
@@ -25,6 +27,8 @@ mod model;
 pub mod protocol;
 mod revision;
 pub mod rpc;
+#[cfg(feature = "validation")]
+pub mod schema;
 mod serde_util;
 pub mod transport;
 

@@ -7,7 +7,7 @@
 //! [`Incoming::Invalid`] carrying the error answer the session should send, and the
 //! transport keeps working.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -113,15 +113,39 @@ pub fn oversized_error(limit: usize) -> ErrorObject {
     )))
 }
 
-fn record_close(slot: &OnceLock<CloseReason>, reason: CloseReason) -> CloseReason {
-    slot.get_or_init(|| reason).clone()
+/// Why a stream closed: the first reason recorded, refinable by a wrapper that knows more.
+#[derive(Default)]
+struct CloseSlot(Mutex<Option<CloseReason>>);
+
+impl CloseSlot {
+    fn record(&self, reason: CloseReason) -> CloseReason {
+        match self.0.lock() {
+            Ok(mut g) => g.get_or_insert(reason).clone(),
+            Err(_) => reason,
+        }
+    }
+
+    fn refine(&self, reason: CloseReason) -> CloseReason {
+        match self.0.lock() {
+            Ok(g) if *g == Some(CloseReason::Closed) => CloseReason::Closed,
+            Ok(mut g) => {
+                *g = Some(reason.clone());
+                reason
+            }
+            Err(_) => reason,
+        }
+    }
+
+    fn get(&self) -> Option<CloseReason> {
+        self.0.lock().ok().and_then(|g| g.clone())
+    }
 }
 
 /// One end of an in-memory duplex pair; see [`memory_pair`].
 pub struct MemoryTransport {
     tx: Mutex<Option<mpsc::Sender<Frame>>>,
     rx: tokio::sync::Mutex<mpsc::Receiver<Frame>>,
-    closed: OnceLock<CloseReason>,
+    closed: CloseSlot,
     shutdown: tokio::sync::Notify,
 }
 
@@ -133,7 +157,7 @@ pub fn memory_pair(capacity: usize) -> (MemoryTransport, MemoryTransport) {
     let end = |tx, rx| MemoryTransport {
         tx: Mutex::new(Some(tx)),
         rx: tokio::sync::Mutex::new(rx),
-        closed: OnceLock::new(),
+        closed: CloseSlot::default(),
         shutdown: tokio::sync::Notify::new(),
     };
     (end(atx, arx), end(btx, brx))
@@ -153,20 +177,20 @@ impl Transport for MemoryTransport {
 
     async fn recv(&self) -> Result<Incoming, Closed> {
         if let Some(r) = self.closed.get() {
-            return Err(Closed(r.clone()));
+            return Err(Closed(r));
         }
         let mut rx = self.rx.lock().await;
         tokio::select! {
             frame = rx.recv() => match frame {
                 Some(f) => Ok(Incoming::Frame(f)),
-                None => Err(Closed(record_close(&self.closed, CloseReason::PeerClosed))),
+                None => Err(Closed(self.closed.record(CloseReason::PeerClosed))),
             },
-            () = self.shutdown.notified() => Err(Closed(record_close(&self.closed, CloseReason::Closed))),
+            () = self.shutdown.notified() => Err(Closed(self.closed.record(CloseReason::Closed))),
         }
     }
 
     async fn close(&self) {
-        record_close(&self.closed, CloseReason::Closed);
+        self.closed.record(CloseReason::Closed);
         if let Ok(mut g) = self.tx.lock() {
             g.take();
         }
@@ -174,7 +198,7 @@ impl Transport for MemoryTransport {
     }
 
     fn close_reason(&self) -> Option<CloseReason> {
-        self.closed.get().cloned()
+        self.closed.get()
     }
 }
 
@@ -187,7 +211,7 @@ pub struct LineTransport<R, W> {
     reader: tokio::sync::Mutex<(R, Vec<u8>)>,
     writer: tokio::sync::Mutex<Option<W>>,
     max_message_bytes: usize,
-    closed: OnceLock<CloseReason>,
+    closed: CloseSlot,
     shutdown: tokio::sync::Notify,
 }
 
@@ -202,7 +226,7 @@ where
             reader: tokio::sync::Mutex::new((reader, Vec::new())),
             writer: tokio::sync::Mutex::new(Some(writer)),
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
-            closed: OnceLock::new(),
+            closed: CloseSlot::default(),
             shutdown: tokio::sync::Notify::new(),
         }
     }
@@ -213,10 +237,10 @@ where
         self
     }
 
-    /// Records why the stream ended, if nothing was recorded before (used by wrappers that
-    /// know better, such as a child process that exited).
+    /// Replaces the recorded reason the stream ended with a more precise one (a wrapper
+    /// that knows the peer process exited, say). A close by this side is never replaced.
     pub fn set_close_reason(&self, reason: CloseReason) -> CloseReason {
-        record_close(&self.closed, reason)
+        self.closed.refine(reason)
     }
 }
 
@@ -298,7 +322,7 @@ where
                 std::io::ErrorKind::BrokenPipe => CloseReason::PeerClosed,
                 _ => CloseReason::Io(e.to_string()),
             };
-            Closed(record_close(&self.closed, reason))
+            Closed(self.closed.record(reason))
         })
     }
 
@@ -311,18 +335,11 @@ where
             }
             let line = tokio::select! {
                 line = read_line(reader, buf, self.max_message_bytes) => line,
-                () = self.shutdown.notified() => return Err(Closed(record_close(&self.closed, CloseReason::Closed))),
+                () = self.shutdown.notified() => return Err(Closed(self.closed.record(CloseReason::Closed))),
             };
             match line {
-                Ok(Line::Eof) => {
-                    return Err(Closed(record_close(&self.closed, CloseReason::PeerClosed)))
-                }
-                Err(e) => {
-                    return Err(Closed(record_close(
-                        &self.closed,
-                        CloseReason::Io(e.to_string()),
-                    )))
-                }
+                Ok(Line::Eof) => return Err(Closed(self.closed.record(CloseReason::PeerClosed))),
+                Err(e) => return Err(Closed(self.closed.record(CloseReason::Io(e.to_string())))),
                 Ok(Line::TooLong) => {
                     return Ok(Incoming::Invalid {
                         error: oversized_error(self.max_message_bytes),
@@ -345,7 +362,7 @@ where
     }
 
     async fn close(&self) {
-        record_close(&self.closed, CloseReason::Closed);
+        self.closed.record(CloseReason::Closed);
         self.shutdown.notify_waiters();
         if let Some(mut w) = self.writer.lock().await.take() {
             let _ = w.shutdown().await;
@@ -353,7 +370,7 @@ where
     }
 
     fn close_reason(&self) -> Option<CloseReason> {
-        self.closed.get().cloned()
+        self.closed.get()
     }
 }
 

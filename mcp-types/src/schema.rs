@@ -1,4 +1,4 @@
-//! JSON Schema validation of tool arguments and results, with bounds.
+//! JSON Schema validation of tool arguments and structured results, with bounds.
 //!
 //! The dialect is JSON Schema 2020-12 unless the schema's `$schema` names another one
 //! this validator knows (draft-07, draft-06, draft-04, 2019-09); any other dialect is

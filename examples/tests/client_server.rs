@@ -1,0 +1,371 @@
+//! Our client and our server, in every revision, over the in-memory pair and over stdio:
+//! the behaviours each side promises, and every message each side writes validated
+//! against that revision's official schema.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mcp_client::{
+    CallOptions, ChildTransport, Client, ClientError, ClientHandler, ClientOptions, EraChoice,
+    OutputCheck, StdioCommand,
+};
+use mcp_server::Server;
+use mcp_types::protocol::*;
+use mcp_types::transport::{memory_pair, CloseReason, Closed, Incoming, Transport};
+use mcp_types::{ErrorObject, Frame, Message, RequestId, Revision};
+use serde_json::{json, Map, Value};
+
+#[path = "../../mcp-revisions/tests/common/schemas.rs"]
+mod schemas;
+
+/// Records every message a side sends.
+struct Recording<T> {
+    inner: T,
+    sent: Arc<Mutex<Vec<Message>>>,
+}
+
+#[async_trait]
+impl<T: Transport> Transport for Recording<T> {
+    async fn send(&self, frame: &Frame) -> Result<(), Closed> {
+        if let Ok(mut s) = self.sent.lock() {
+            s.extend(frame.clone().into_messages());
+        }
+        self.inner.send(frame).await
+    }
+    async fn recv(&self) -> Result<Incoming, Closed> {
+        self.inner.recv().await
+    }
+    async fn close(&self) {
+        self.inner.close().await
+    }
+    fn close_reason(&self) -> Option<CloseReason> {
+        self.inner.close_reason()
+    }
+}
+
+/// Answers elicitation with a name, as a person would.
+struct Ada;
+
+#[async_trait]
+impl ClientHandler for Ada {
+    async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
+        assert_eq!(params.message, "What is your name?");
+        Ok(ElicitResult {
+            action: ElicitAction::Accept,
+            content: Some(
+                json!({"name": "Ada"})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            ),
+            ..Default::default()
+        })
+    }
+}
+
+fn options(revision: Revision) -> ClientOptions {
+    let era = if revision == Revision::V2026_07_28 {
+        EraChoice::Modern
+    } else {
+        EraChoice::Legacy(revision)
+    };
+    ClientOptions {
+        era,
+        supported: vec![revision],
+        ..ClientOptions::default().with_elicitation()
+    }
+}
+
+fn args(v: Value) -> Map<String, Value> {
+    v.as_object().cloned().unwrap_or_default()
+}
+
+fn text_of(r: &CallToolResult) -> Vec<String> {
+    r.content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The behaviours both sides promise, in one revision.
+async fn exercise(client: &Client, revision: Revision) {
+    assert_eq!(client.revision(), revision);
+    let tools = client.list_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["echo", "pixel", "weather", "fail", "count", "greet"],
+        "deterministic order"
+    );
+    let pixel = tools.iter().find(|t| t.name == "pixel").expect("pixel");
+    assert_eq!(
+        pixel.input_schema,
+        Some(json!({"type": "object", "additionalProperties": false}))
+    );
+
+    let echo = client
+        .call_tool("echo", args(json!({"text": "hi"})))
+        .await
+        .expect("echo");
+    assert_eq!(text_of(&echo.result), ["hi"]);
+
+    let fail = client
+        .call_tool("fail", Map::new())
+        .await
+        .expect("fail is a result, not an error");
+    assert!(fail.result.is_error());
+    assert!(text_of(&fail.result)[0].contains("boom"));
+
+    let bad = client
+        .call_tool("echo", args(json!({"text": 5})))
+        .await
+        .expect("bad args are a result");
+    assert!(bad.result.is_error());
+    assert!(
+        text_of(&bad.result)[0].contains("Invalid arguments for tool `echo`"),
+        "{:?}",
+        text_of(&bad.result)
+    );
+
+    let weather = client
+        .call_tool("weather", args(json!({"city": "Oslo"})))
+        .await
+        .expect("weather");
+    if revision >= Revision::V2025_06_18 {
+        assert_eq!(weather.output, OutputCheck::Valid);
+        assert_eq!(
+            weather
+                .result
+                .structured_content
+                .as_ref()
+                .map(|v| v["conditions"].clone()),
+            Some(json!("Partly cloudy"))
+        );
+    } else {
+        assert!(
+            weather.result.structured_content.is_none(),
+            "no structuredContent before 2025-06-18"
+        );
+        assert!(
+            text_of(&weather.result)
+                .iter()
+                .any(|t| t.contains("Partly cloudy")),
+            "kept as text"
+        );
+    }
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let opts = CallOptions {
+        progress: Some(tx),
+        ..Default::default()
+    };
+    let count = client
+        .call_tool_with("count", args(json!({"to": 3})), &opts)
+        .await
+        .expect("count");
+    assert_eq!(text_of(&count.result), ["counted to 3"]);
+    let mut steps = Vec::new();
+    while let Ok(p) = rx.try_recv() {
+        steps.push(p.progress);
+    }
+    assert_eq!(
+        steps,
+        [json!(1.0), json!(2.0), json!(3.0)],
+        "progress reached the caller"
+    );
+
+    if revision >= Revision::V2025_06_18 {
+        let greet = client.call_tool("greet", Map::new()).await.expect("greet");
+        assert_eq!(text_of(&greet.result), ["Hello, Ada!"]);
+    }
+
+    let unknown = client
+        .call_tool("nope", Map::new())
+        .await
+        .expect_err("unknown tool");
+    assert!(matches!(unknown, ClientError::Server(e) if e.code == -32602));
+}
+
+/// Every message written validates against `revision`'s schema.
+fn validate_all(revision: Revision, client_sent: &[Message], server_sent: &[Message]) {
+    let Some(dir) = schemas::spec_dir() else {
+        eprintln!("SKIPPED schema validation: no MCP spec folder (set MCP_SPEC_DIR)");
+        return;
+    };
+    let all = schemas::Schemas::load(&dir);
+    let doc = schemas::doc_for(&all, revision);
+    let mut failures = Vec::new();
+    for (sent, answered_by) in [(client_sent, server_sent), (server_sent, client_sent)] {
+        let methods: HashMap<RequestId, String> = answered_by
+            .iter()
+            .filter_map(|m| match m {
+                Message::Request(r) => Some((r.id.clone(), r.method.clone())),
+                _ => None,
+            })
+            .collect();
+        for msg in sent {
+            let v: Value = serde_json::from_slice(&msg.to_bytes()).expect("json");
+            let (def, value) = match msg {
+                Message::Request(r) => (doc.method_def(&r.method).map(str::to_owned), v.clone()),
+                Message::Notification(n) => {
+                    (doc.method_def(&n.method).map(str::to_owned), v.clone())
+                }
+                Message::Response(r) => {
+                    let m = methods.get(&r.id).cloned().unwrap_or_default();
+                    let def = if v["result"]["resultType"] == "input_required" {
+                        Some("InputRequiredResult".to_owned())
+                    } else {
+                        schemas::result_def_for(doc, &m)
+                    };
+                    (def, v["result"].clone())
+                }
+                Message::Error(_) => {
+                    let d = if revision >= Revision::V2025_11_25 {
+                        "JSONRPCErrorResponse"
+                    } else {
+                        "JSONRPCError"
+                    };
+                    (Some(d.to_owned()), v.clone())
+                }
+            };
+            match def {
+                Some(d) => {
+                    if let Err(e) = doc.validate(&d, &value) {
+                        failures.push(format!("{revision}: {v} is not a valid {d}: {e}"));
+                    }
+                }
+                None => failures.push(format!("{revision}: {v}: no schema definition for it")),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[tokio::test]
+async fn client_and_server_in_every_revision_over_memory_with_valid_messages() {
+    for revision in Revision::ALL {
+        let (a, b) = memory_pair(64);
+        let (client_sent, server_sent) = (
+            Arc::new(Mutex::new(Vec::new())),
+            Arc::new(Mutex::new(Vec::new())),
+        );
+        let server = Server::new(mcp_examples::echo_tools());
+        let server_t = Recording {
+            inner: b,
+            sent: server_sent.clone(),
+        };
+        let serving = tokio::spawn(async move { server.serve(server_t).await });
+        let client_t = Recording {
+            inner: a,
+            sent: client_sent.clone(),
+        };
+        let client = Client::connect(client_t, Ada, options(revision))
+            .await
+            .expect("connect");
+        exercise(&client, revision).await;
+        client.close().await;
+        let reason = tokio::time::timeout(Duration::from_secs(5), serving)
+            .await
+            .expect("server ends")
+            .expect("join");
+        assert_eq!(reason, CloseReason::PeerClosed);
+        let c = client_sent.lock().expect("lock").clone();
+        let s = server_sent.lock().expect("lock").clone();
+        assert!(
+            c.len() > 8 && s.len() > 8,
+            "{revision}: too few messages recorded"
+        );
+        validate_all(revision, &c, &s);
+    }
+}
+
+/// The echo server example, built by `cargo test` beside this test binary.
+fn echo_server_binary() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    dir.join("examples")
+        .join(format!("echo-server{}", std::env::consts::EXE_SUFFIX))
+}
+
+#[tokio::test]
+async fn client_and_server_in_every_revision_over_stdio() {
+    let bin = echo_server_binary();
+    assert!(bin.exists(), "{} is built by cargo test", bin.display());
+    for revision in Revision::ALL {
+        let t = ChildTransport::spawn(&StdioCommand::new(
+            bin.display().to_string(),
+            Vec::<String>::new(),
+        ))
+        .expect("spawn");
+        let client = Client::connect(t, Ada, options(revision))
+            .await
+            .expect("connect");
+        exercise(&client, revision).await;
+        client.close().await;
+    }
+}
+
+#[tokio::test]
+async fn era_detection_finds_a_modern_server_and_falls_back_for_a_legacy_one() {
+    let (a, b) = memory_pair(16);
+    tokio::spawn(async move { Server::new(mcp_examples::echo_tools()).serve(b).await });
+    let client = Client::connect(a, Ada, ClientOptions::default())
+        .await
+        .expect("connect");
+    assert_eq!(client.revision(), Revision::V2026_07_28);
+
+    // A legacy-only server: the server/discover probe fails and the client initializes.
+    let (a, b) = memory_pair(16);
+    let legacy = mcp_server::ServerOptions {
+        supported: vec![Revision::V2025_03_26, Revision::V2025_06_18],
+        ..Default::default()
+    };
+    tokio::spawn(async move {
+        Server::with_options(mcp_examples::echo_tools(), legacy)
+            .serve(b)
+            .await
+    });
+    let client = Client::connect(a, Ada, ClientOptions::default())
+        .await
+        .expect("connect");
+    assert_eq!(
+        client.revision(),
+        Revision::V2025_06_18,
+        "the server counter-offered its newest"
+    );
+    assert!(client.list_tools().await.is_ok());
+}
+
+/// A server that answers `initialize`, then exits when it gets any other request.
+const DYING_SERVER: &str = r#"
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("method") == "initialize":
+        print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {
+            "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+            "serverInfo": {"name": "dying", "version": "1"}}}), flush=True)
+    elif "id" in msg:
+        sys.exit(3)
+"#;
+
+#[tokio::test]
+async fn a_child_that_exits_mid_call_fails_the_call_clearly() {
+    let t = ChildTransport::spawn(&StdioCommand::new("python3", ["-c", DYING_SERVER]))
+        .expect("spawn python3");
+    let client = Client::connect(t, Ada, options(Revision::V2025_06_18))
+        .await
+        .expect("connect");
+    let (a, b) = tokio::join!(client.list_tools(), client.call_tool("x", Map::new()));
+    for got in [a.map(|_| ()), b.map(|_| ())] {
+        match got {
+            Err(ClientError::Closed(CloseReason::ProcessExited { code: Some(3) })) => {}
+            other => panic!("expected the exit to fail the call, got {other:?}"),
+        }
+    }
+}
