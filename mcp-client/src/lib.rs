@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 pub use child::{ChildTransport, StdioCommand};
-use mcp_revisions::negotiate::{accept_initialize_answer, retry_version};
+use mcp_revisions::negotiate::{accept_initialize_answer, is_modern_error, retry_version};
 use mcp_revisions::{TranslateError, Translator};
 use mcp_types::protocol::*;
 use mcp_types::rpc::{error_response, response, Inbound, Peer, RpcError};
@@ -368,6 +368,10 @@ impl Client {
                     )))
                     }
                     Err(ClientError::Closed(r)) => return Err(ClientError::Closed(r)),
+                    // Any other modern error still identifies a modern server: no fallback.
+                    Err(ClientError::Server(e)) if is_modern_error(e.code) => {
+                        return Err(ClientError::Server(e))
+                    }
                     Err(e) => {
                         tracing::debug!(
                             "server/discover probe failed ({e}); falling back to initialize"

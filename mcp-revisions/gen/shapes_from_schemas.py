@@ -7,7 +7,7 @@ result, which members exist in which revision and what shape each member has. Th
 is committed; rerun this when a revision is added, and `cargo test -p mcp-revisions`
 (spec_data_matches_schemas) checks the committed table against the schemas.
 
-Usage: python3 mcp-revisions/gen/shapes_from_schemas.py > mcp-revisions/src/spec_data.rs
+Usage: python3 mcp-revisions/gen/shapes_from_schemas.py > mcp-revisions/src/spec_data.rs && cargo fmt
 """
 import json
 import os
@@ -195,10 +195,12 @@ for n in ("CreateMessageRequest", "ElicitRequest", "ListRootsRequest"):
     d = DEFS["2026-07-28"]
     m = props_of("2026-07-28", d[n])["method"]["const"]
     visit("2026-07-28", f"params {m}", props_of("2026-07-28", d[n]).get("params", {"type": "object", "properties": {}}))
+    objects[f"params {m}"]["2026-07-28"]["_meta"] = "Shape::Meta"
     visit("2026-07-28", f"result {m}", d[n[:-len("Request")] + "Result"])
+    objects[f"result {m}"]["2026-07-28"]["_meta"] = "Shape::Meta"
 visit("2026-07-28", "InputRequiredResult", DEFS["2026-07-28"]["InputRequiredResult"])
 visit("2025-11-25", "CreateTaskResult", DEFS["2025-11-25"]["CreateTaskResult"])
-for name in ("Tool", "Prompt", "Resource", "ResourceTemplate"):
+for name in ("Tool", "Prompt", "Resource", "ResourceTemplate", "ClientCapabilities", "ServerCapabilities", "Implementation"):
     for r in REVS:
         visit(r, name, DEFS[r][name])
 

@@ -68,7 +68,8 @@ pub fn unsupported_version_error(requested: Option<&str>, supported: &[Revision]
     )
     .with_data(json!({
         "supported": list.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
-        "requested": requested.map_or(Value::Null, |s| Value::String(s.to_owned())),
+        // The schema types `requested` as a string: a request that named none requested "".
+        "requested": requested.unwrap_or_default(),
     }))
 }
 
@@ -123,15 +124,21 @@ pub fn request_protocol_version(msg: &Message) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// Whether `code` is one only a 2026-07-28 server sends (`-32020`…`-32022`): an answer
+/// carrying it identifies a modern server.
+pub fn is_modern_error(code: i64) -> bool {
+    crate::errors::ERROR_CODES
+        .iter()
+        .any(|c| c.code == code && c.revisions == crate::shapes::RevisionSet::parse("....X"))
+}
+
 /// A dual-era client probing a stdio server with `server/discover` reads the answer: a
-/// result or a recognised modern error (`-32022`) means a modern server; any other error
+/// result or a recognised modern error (`-32020`…`-32022`) means a modern server; any other error
 /// (or silence, which the caller times out) a legacy one.
 pub fn era_of_discover_answer(answer: &Message) -> Option<Era> {
     match answer {
         Message::Response(_) => Some(Era::Modern),
-        Message::Error(e) if e.error.code == codes::UNSUPPORTED_PROTOCOL_VERSION => {
-            Some(Era::Modern)
-        }
+        Message::Error(e) if is_modern_error(e.error.code) => Some(Era::Modern),
         Message::Error(_) => Some(Era::Legacy),
         _ => None,
     }
@@ -187,7 +194,7 @@ mod tests {
                 .unwrap_err()
                 .data
                 .unwrap()["requested"],
-            Value::Null
+            ""
         );
         assert_eq!(retry_version(&e, &[V2025_11_25]), Some(V2025_11_25));
         assert_eq!(retry_version(&e, &[V2024_11_05]), None);
@@ -208,7 +215,11 @@ mod tests {
         );
         let err = parse(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}"#);
         assert_eq!(era_of_discover_answer(&err), Some(Era::Legacy));
-        let err = parse(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"v"}}"#);
-        assert_eq!(era_of_discover_answer(&err), Some(Era::Modern));
+        for code in [-32020, -32021, -32022] {
+            let err = parse(&format!(
+                r#"{{"jsonrpc":"2.0","id":1,"error":{{"code":{code},"message":"v"}}}}"#
+            ));
+            assert_eq!(era_of_discover_answer(&err), Some(Era::Modern), "{code}");
+        }
     }
 }

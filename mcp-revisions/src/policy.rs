@@ -31,10 +31,27 @@ pub trait DowngradePolicy: Send + Sync {
         json!({ "value": value })
     }
 
-    /// A non-object `outputSchema` root (legal only in 2026-07-28) goes to 2025-06-18 or
-    /// 2025-11-25. Default: an object schema with one required member `value`.
+    /// An `outputSchema` whose root is not `type: "object"` (legal only in 2026-07-28) goes
+    /// to 2025-06-18 or 2025-11-25. It must describe exactly the `structuredContent` that
+    /// [`DowngradePolicy::wrap_structured_content`] produces: non-object values arrive as
+    /// `{"value": …}`, objects as they are. Default: a schema that never admits an object
+    /// gets `{"value": schema}`; one that may admit objects (no `type`, a type list with
+    /// `object`, `true`) also keeps itself as an alternative.
     fn wrap_output_schema(&self, schema: Value) -> Value {
-        json!({"type": "object", "properties": {"value": schema}, "required": ["value"]})
+        let wrapped = json!({"properties": {"value": schema}, "required": ["value"]});
+        let may_be_object = match schema.get("type") {
+            Some(Value::String(t)) => t == "object",
+            Some(Value::Array(ts)) => ts.iter().any(|t| t == "object"),
+            Some(_) => false,
+            None => !matches!(schema, Value::Bool(false)),
+        };
+        if may_be_object {
+            json!({"type": "object", "anyOf": [wrapped, schema]})
+        } else {
+            let mut w = wrapped;
+            w["type"] = json!("object");
+            w
+        }
     }
 
     /// A tool `title` is about to be lost (target before 2025-06-18). Default: move it
@@ -48,14 +65,16 @@ pub trait DowngradePolicy: Send + Sync {
         }
     }
 
-    /// A content block whose `type` the target does not have in this position.
-    /// Return the blocks to put in its place (empty to drop it). Default: `resource_link`
-    /// becomes a text block naming the URI; `audio` an embedded resource holding the data;
-    /// sampling `tool_use`/`tool_result` text blocks with their JSON; anything else a
-    /// text block saying what was left out.
+    /// A content block whose `type` the target does not have in this position; `allowed`
+    /// lists the types it does have there. Return the blocks to put in its place (empty to
+    /// drop it; a block of a type not in `allowed` is dropped). Default: `resource_link`
+    /// becomes a text block naming the URI; `audio` an embedded resource holding the data
+    /// where `resource` is allowed, else a text block with the data as a `data:` URI;
+    /// anything else (sampling `tool_use`/`tool_result`) a text block with its JSON.
     fn convert_content(
         &self,
         block: Map<String, Value>,
+        allowed: &[&str],
         from: Revision,
         to: Revision,
     ) -> Vec<Value> {
@@ -82,7 +101,7 @@ pub trait DowngradePolicy: Send + Sync {
                 }
                 json!({"type": "text", "text": text})
             }
-            "audio" => json!({
+            "audio" if allowed.contains(&"resource") => json!({
                 "type": "resource",
                 "resource": {
                     "uri": AUDIO_URI,
@@ -90,6 +109,10 @@ pub trait DowngradePolicy: Send + Sync {
                     "blob": block.get("data").cloned().unwrap_or(Value::Null),
                 }
             }),
+            "audio" => {
+                let s = |k: &str| block.get(k).and_then(Value::as_str).unwrap_or_default();
+                json!({"type": "text", "text": format!("[audio] data:{};base64,{}", s("mimeType"), s("data"))})
+            }
             _ => {
                 let mut shown = block.clone();
                 shown.remove("_meta");
@@ -100,6 +123,14 @@ pub trait DowngradePolicy: Send + Sync {
             o.insert("annotations".into(), a);
         }
         vec![out]
+    }
+
+    /// The error code to send a peer of revision `to` in place of `code`, which `to` does
+    /// not allow. Default: the replacement the spec names (`-32002` became `-32602` in
+    /// 2026-07-28), else `-32603`.
+    fn error_code(&self, code: i64, from: Revision, to: Revision) -> i64 {
+        let _ = from;
+        crate::errors::replacement(code, to).unwrap_or(code)
     }
 
     /// Called on every object before its members are filtered for the target, for

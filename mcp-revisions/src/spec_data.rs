@@ -512,26 +512,31 @@ pub static AUDIO_CONTENT: ObjectShape = ObjectShape {
 /// `ClientCapabilities`.
 pub static CLIENT_CAPABILITIES: ObjectShape = ObjectShape {
     name: "ClientCapabilities",
-    revisions: revs("XXXX."),
+    revisions: revs("XXXXX"),
     fields: &[
         Field {
             name: "elicitation",
-            revisions: revs("..XX."),
+            revisions: revs("..XXX"),
             shape: Shape::Object(&CLIENT_CAPABILITIES_ELICITATION, Container::One),
         },
         Field {
             name: "experimental",
-            revisions: revs("XXXX."),
+            revisions: revs("XXXXX"),
+            shape: Shape::Opaque,
+        },
+        Field {
+            name: "extensions",
+            revisions: revs("....X"),
             shape: Shape::Opaque,
         },
         Field {
             name: "roots",
-            revisions: revs("XXXX."),
+            revisions: revs("XXXXX"),
             shape: Shape::Object(&CLIENT_CAPABILITIES_ROOTS, Container::One),
         },
         Field {
             name: "sampling",
-            revisions: revs("XXXX."),
+            revisions: revs("XXXXX"),
             shape: Shape::Object(&CLIENT_CAPABILITIES_SAMPLING, Container::One),
         },
         Field {
@@ -545,16 +550,16 @@ pub static CLIENT_CAPABILITIES: ObjectShape = ObjectShape {
 /// `ClientCapabilities_elicitation`.
 pub static CLIENT_CAPABILITIES_ELICITATION: ObjectShape = ObjectShape {
     name: "ClientCapabilities_elicitation",
-    revisions: revs("...X."),
+    revisions: revs("...XX"),
     fields: &[
         Field {
             name: "form",
-            revisions: revs("...X."),
+            revisions: revs("...XX"),
             shape: Shape::Opaque,
         },
         Field {
             name: "url",
-            revisions: revs("...X."),
+            revisions: revs("...XX"),
             shape: Shape::Opaque,
         },
     ],
@@ -574,16 +579,16 @@ pub static CLIENT_CAPABILITIES_ROOTS: ObjectShape = ObjectShape {
 /// `ClientCapabilities_sampling`.
 pub static CLIENT_CAPABILITIES_SAMPLING: ObjectShape = ObjectShape {
     name: "ClientCapabilities_sampling",
-    revisions: revs("...X."),
+    revisions: revs("...XX"),
     fields: &[
         Field {
             name: "context",
-            revisions: revs("...X."),
+            revisions: revs("...XX"),
             shape: Shape::Opaque,
         },
         Field {
             name: "tools",
-            revisions: revs("...X."),
+            revisions: revs("...XX"),
             shape: Shape::Opaque,
         },
     ],
@@ -793,36 +798,36 @@ pub static IMAGE_CONTENT: ObjectShape = ObjectShape {
 /// `Implementation`.
 pub static IMPLEMENTATION: ObjectShape = ObjectShape {
     name: "Implementation",
-    revisions: revs("XXXX."),
+    revisions: revs("XXXXX"),
     fields: &[
         Field {
             name: "description",
-            revisions: revs("...X."),
+            revisions: revs("...XX"),
             shape: Shape::Opaque,
         },
         Field {
             name: "icons",
-            revisions: revs("...X."),
+            revisions: revs("...XX"),
             shape: Shape::Object(&ICON, Container::Array),
         },
         Field {
             name: "name",
-            revisions: revs("XXXX."),
+            revisions: revs("XXXXX"),
             shape: Shape::Opaque,
         },
         Field {
             name: "title",
-            revisions: revs("..XX."),
+            revisions: revs("..XXX"),
             shape: Shape::Opaque,
         },
         Field {
             name: "version",
-            revisions: revs("XXXX."),
+            revisions: revs("XXXXX"),
             shape: Shape::Opaque,
         },
         Field {
             name: "websiteUrl",
-            revisions: revs("...X."),
+            revisions: revs("...XX"),
             shape: Shape::Opaque,
         },
     ],
@@ -1703,7 +1708,7 @@ pub static PARAMS_ELICITATION_CREATE: ObjectShape = ObjectShape {
     fields: &[
         Field {
             name: "_meta",
-            revisions: revs("..XX."),
+            revisions: revs("..XXX"),
             shape: Shape::Meta,
         },
         Field {
@@ -2206,7 +2211,7 @@ pub static PARAMS_SAMPLING_CREATE_MESSAGE: ObjectShape = ObjectShape {
     fields: &[
         Field {
             name: "_meta",
-            revisions: revs("XXXX."),
+            revisions: revs("XXXXX"),
             shape: Shape::Meta,
         },
         Field {
@@ -2477,7 +2482,7 @@ pub static RESULT_ELICITATION_CREATE: ObjectShape = ObjectShape {
     fields: &[
         Field {
             name: "_meta",
-            revisions: revs("..XX."),
+            revisions: revs("..XXX"),
             shape: Shape::Meta,
         },
         Field {
@@ -2752,7 +2757,7 @@ pub static RESULT_ROOTS_LIST: ObjectShape = ObjectShape {
     fields: &[
         Field {
             name: "_meta",
-            revisions: revs("XXXX."),
+            revisions: revs("XXXXX"),
             shape: Shape::Meta,
         },
         Field {

@@ -7,7 +7,7 @@
 //! Members no revision defines (vendor extensions) are kept. When `from == to` the
 //! message is returned as it is, payload bytes untouched.
 
-use mcp_types::protocol::method;
+use mcp_types::protocol::{method, TASKS_EXTENSION};
 use mcp_types::{meta, Message, Revision};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
@@ -18,6 +18,9 @@ use crate::{meta_keys, spec_data};
 
 /// Revisions whose `structuredContent` and `outputSchema` must be objects.
 const OBJECT_ONLY_STRUCTURED: RevisionSet = RevisionSet::parse("..XX.");
+
+/// Revisions whose elicitation capability names its modes (`form`, `url`).
+const ELICITATION_MODES: RevisionSet = RevisionSet::parse("...XX");
 
 /// Revisions whose sampling content may be an array of blocks.
 const SAMPLING_ARRAYS: RevisionSet = RevisionSet::parse("...XX");
@@ -151,7 +154,11 @@ impl<'p> Translator<'p> {
                 out.result = to_raw(&self.result(method, value)?);
                 Message::Response(out)
             }
-            Message::Error(e) => Message::Error(e.clone()),
+            Message::Error(e) => {
+                let mut out = e.clone();
+                out.error.code = self.policy.error_code(e.error.code, self.from, self.to);
+                Message::Error(out)
+            }
         })
     }
 
@@ -162,15 +169,16 @@ impl<'p> Translator<'p> {
         kind: MethodKind,
     ) -> Result<(String, Option<Box<RawValue>>), TranslateError> {
         let method = self.method_name(name)?;
-        let Some(spec) = shapes::method(name) else {
+        let spec = shapes::method(name).or_else(|| shapes::method(&method));
+        if spec.is_none() && !tasks::is_task_method(name) {
             // A vendor method: nothing to translate, nothing to drop.
             return Ok((method, params.map(ToOwned::to_owned)));
-        };
+        }
         let mut value = match params {
             Some(p) => parse(p.get(), "params", name)?,
             None => Value::Object(Map::new()),
         };
-        self.walk_params(spec.name, spec.params, &mut value)?;
+        self.translate_params(name, &method, &mut value)?;
         if kind == MethodKind::Request && self.to == Revision::V2026_07_28 {
             self.add_request_meta(&mut value);
         }
@@ -186,7 +194,7 @@ impl<'p> Translator<'p> {
     }
 
     /// The name `name` has in the target revision, or why it has none.
-    fn method_name(&self, name: &str) -> Result<String, TranslateError> {
+    pub fn method_name(&self, name: &str) -> Result<String, TranslateError> {
         if let Some(renamed) = tasks::renamed_method(name, self.from, self.to) {
             return Ok(renamed.to_owned());
         }
@@ -204,29 +212,31 @@ impl<'p> Translator<'p> {
         }
     }
 
-    /// Translates the params of `method`.
+    /// Translates the params of `method` (the method's name in the target may differ:
+    /// see [`Translator::method_name`]).
     pub fn params(&self, method: &str, mut params: Value) -> Result<Value, TranslateError> {
-        self.method_name(method)?;
-        if let Some(spec) = shapes::method(method) {
-            self.walk_params(spec.name, spec.params, &mut params)?;
-            if spec.kind == MethodKind::Request && self.to == Revision::V2026_07_28 {
+        let target = self.method_name(method)?;
+        if shapes::method(method).is_some() || tasks::is_task_method(method) {
+            self.translate_params(method, &target, &mut params)?;
+            let is_request = shapes::method(method).is_some_and(|s| s.kind == MethodKind::Request);
+            if is_request && self.to == Revision::V2026_07_28 {
                 self.add_request_meta(&mut params);
             }
         }
         Ok(params)
     }
 
-    fn walk_params(
+    fn translate_params(
         &self,
         method: &str,
-        shape: &ObjectShape,
+        target: &str,
         value: &mut Value,
     ) -> Result<(), TranslateError> {
         let Value::Object(obj) = value else {
             return Err(invalid("params", method, "params must be an object"));
         };
         if tasks::is_task_method(method) {
-            tasks::params(obj, self.to);
+            tasks::params(method, obj, self.to)?;
             if self.to == Revision::V2026_07_28 {
                 // The extension's shapes are not in the core table; only `_meta` needs filtering.
                 if let Some(Value::Object(m)) = obj.get_mut("_meta") {
@@ -235,10 +245,45 @@ impl<'p> Translator<'p> {
                 return Ok(());
             }
         }
-        if method == method::ELICITATION_CREATE {
-            elicitation::params(obj, self.from, self.to)?;
+        match method {
+            method::ELICITATION_CREATE => elicitation::params(obj, self.from, self.to)?,
+            method::INITIALIZE => {
+                obj.insert("protocolVersion".into(), json!(self.to.as_str()));
+            }
+            method::CANCELLED
+                if !obj.contains_key("requestId") && self.to != Revision::V2025_11_25 =>
+            {
+                return Err(TranslateError::NoEquivalent {
+                    what: "a cancellation without a requestId".into(),
+                    revision: self.to,
+                    reason: "only 2025-11-25 lets notifications/cancelled omit requestId",
+                });
+            }
+            _ => {}
         }
-        self.walk_object(shape, obj)
+        let asks_for_task = method == method::TOOLS_CALL && obj.contains_key("task");
+        match shapes::method(target).or_else(|| shapes::method(method)) {
+            Some(spec) => self.walk_object(spec.params, obj)?,
+            None => return Ok(()),
+        }
+        if asks_for_task && self.to == Revision::V2026_07_28 {
+            // The extension replaces `params.task`: declaring it lets the server answer with a task.
+            let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+            if let Value::Object(m) = meta {
+                let caps = m.entry(meta::CLIENT_CAPABILITIES).or_insert_with(|| {
+                    self.client_capabilities
+                        .clone()
+                        .unwrap_or_else(|| json!({}))
+                });
+                if let Value::Object(c) = caps {
+                    let ext = c.entry("extensions").or_insert_with(|| json!({}));
+                    if let Value::Object(e) = ext {
+                        e.entry(TASKS_EXTENSION).or_insert_with(|| json!({}));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     fn add_request_meta(&self, params: &mut Value) {
@@ -294,9 +339,18 @@ impl<'p> Translator<'p> {
         method: &str,
         obj: &mut Map<String, Value>,
     ) -> Result<(), TranslateError> {
+        if method == method::INITIALIZE {
+            obj.insert("protocolVersion".into(), json!(self.to.as_str()));
+        }
         match shapes::method(method).and_then(|m| m.result) {
             Some(shape) => self.walk_object(shape, obj),
-            None => Ok(()),
+            None => {
+                if self.to == Revision::V2026_07_28 {
+                    // Every 2026 result says what it is.
+                    obj.entry("resultType").or_insert_with(|| json!("complete"));
+                }
+                Ok(())
+            }
         }
     }
 
@@ -437,7 +491,13 @@ impl<'p> Translator<'p> {
                 // A type no revision defines: not ours to judge, so kept.
                 None if !known_anywhere => out.push(Value::Object(b)),
                 _ => {
-                    for replacement in self.policy.convert_content(b, self.from, self.to) {
+                    let allowed: Vec<&str> = kinds
+                        .iter()
+                        .filter(|k| k.revisions.contains(self.to))
+                        .map(|k| k.tag)
+                        .collect();
+                    for replacement in self.policy.convert_content(b, &allowed, self.from, self.to)
+                    {
                         let Value::Object(mut r) = replacement else {
                             continue;
                         };
@@ -516,6 +576,13 @@ impl<'p> Translator<'p> {
                         *schema = self.policy.wrap_output_schema(schema.take());
                     }
                 }
+            }
+        }
+        if std::ptr::eq(shape, &spec_data::CLIENT_CAPABILITIES) && !ELICITATION_MODES.contains(to) {
+            // Before 2025-11-25 elicitation means form mode: a URL-only client must not claim it.
+            let url_only = matches!(obj.get("elicitation"), Some(Value::Object(e)) if e.contains_key("url") && !e.contains_key("form"));
+            if url_only {
+                obj.remove("elicitation");
             }
         }
         if shape.field("structuredContent").is_some() {
@@ -720,13 +787,31 @@ mod tasks {
     }
 
     /// Task-method params (and task status notification params, which are a task).
-    pub(super) fn params(obj: &mut Map<String, Value>, to: Revision) {
+    pub(super) fn params(
+        name: &str,
+        obj: &mut Map<String, Value>,
+        to: Revision,
+    ) -> Result<(), TranslateError> {
+        let is_status = name == method::TASKS_STATUS || name == method::TASKS_NOTIFICATION;
+        if is_status && to == Revision::V2026_07_28 {
+            match obj.get("status").and_then(Value::as_str) {
+                Some("working" | "cancelled") => {}
+                _ => {
+                    return Err(TranslateError::NoEquivalent {
+                        what: format!("`{name}` for a task in this status"),
+                        revision: to,
+                        reason: "the extension's notification carries the task's input requests, result or error inline",
+                    })
+                }
+            }
+        }
         rename(obj, to);
         if to != Revision::V2026_07_28 {
-            for k in ["inputRequests", "result", "error"] {
+            for k in ["inputRequests", "result", "error", "resultType"] {
                 obj.remove(k);
             }
         }
+        Ok(())
     }
 
     pub(super) fn result(

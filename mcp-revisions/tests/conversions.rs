@@ -359,3 +359,166 @@ fn a_policy_can_swap_one_choice() {
         .expect("translates");
     assert_eq!(out["content"][0]["type"], json!("text"));
 }
+
+#[test]
+fn task_status_notifications_map_both_ways_or_refuse() {
+    let ext = json!({"jsonrpc": "2.0", "method": "notifications/tasks", "params": {"taskId": "t1", "status": "completed",
+        "createdAt": "x", "lastUpdatedAt": "x", "ttlMs": 5, "result": {"content": []}}});
+    let down = message(V2026_07_28, V2025_11_25, ext, None).expect("down");
+    assert_eq!(down["method"], "notifications/tasks/status");
+    assert_eq!(
+        down["params"],
+        json!({"taskId": "t1", "status": "completed", "createdAt": "x", "lastUpdatedAt": "x", "ttl": 5})
+    );
+    let legacy = json!({"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": {"taskId": "t1",
+        "status": "completed", "createdAt": "x", "lastUpdatedAt": "x", "ttl": null}});
+    let err = message(V2025_11_25, V2026_07_28, legacy, None).unwrap_err();
+    assert!(
+        matches!(err, TranslateError::NoEquivalent { .. }),
+        "the extension needs the result inline: {err}"
+    );
+}
+
+#[test]
+fn output_schemas_that_may_admit_objects_are_wrapped_consistently_with_results() {
+    let t = Translator::new(V2026_07_28, V2025_06_18);
+    for schema in [
+        json!({"properties": {"a": {}}}),
+        json!(true),
+        json!({"type": ["object", "array"]}),
+        json!({"type": "array"}),
+    ] {
+        let tool = t
+            .object("Tool", json!({"name": "n", "inputSchema": {"type": "object"}, "outputSchema": schema.clone()}))
+            .expect("tool");
+        let wrapped = tool["outputSchema"].clone();
+        assert_eq!(wrapped["type"], "object", "{schema}");
+        let validator = jsonschema::validator_for(&wrapped).expect("a valid schema");
+        for value in [json!({"a": 1}), json!([1, 2])] {
+            if !jsonschema::validator_for(&schema)
+                .expect("schema")
+                .is_valid(&value)
+            {
+                continue;
+            }
+            let r = t
+                .result(
+                    "tools/call",
+                    json!({"content": [], "structuredContent": value.clone()}),
+                )
+                .expect("result");
+            assert!(
+                validator.is_valid(&r["structuredContent"]),
+                "{schema}: {value} became {} which {wrapped} rejects",
+                r["structuredContent"]
+            );
+        }
+    }
+}
+
+#[test]
+fn audio_in_sampling_for_2024_keeps_its_data_as_text() {
+    let out = message(
+        V2025_03_26,
+        V2024_11_05,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "sampling/createMessage", "params": {"maxTokens": 5,
+               "messages": [{"role": "user", "content": {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}}]}}),
+        None,
+    )
+    .expect("translates");
+    assert_eq!(
+        out["params"]["messages"][0]["content"],
+        json!({"type": "text", "text": "[audio] data:audio/wav;base64,AAAA"})
+    );
+}
+
+#[test]
+fn initialize_speaks_the_target_version() {
+    let out = result(
+        V2025_11_25,
+        V2024_11_05,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s", "version": "1", "title": "S"}}),
+    );
+    assert_eq!(
+        out,
+        json!({"protocolVersion": "2024-11-05", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}})
+    );
+}
+
+#[test]
+fn error_codes_2026_forbids_are_replaced_and_others_kept() {
+    let e = message(V2025_11_25, V2026_07_28, json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32002, "message": "Resource not found", "data": {"uri": "x"}}}), None)
+        .expect("error");
+    assert_eq!(
+        e["error"],
+        json!({"code": -32602, "message": "Resource not found", "data": {"uri": "x"}})
+    );
+    let e = message(
+        V2026_07_28,
+        V2025_06_18,
+        json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32022, "message": "v", "data": null}}),
+        None,
+    )
+    .expect("error");
+    assert_eq!(
+        e["error"],
+        json!({"code": -32022, "message": "v", "data": null})
+    );
+}
+
+#[test]
+fn a_task_request_going_up_declares_the_tasks_extension() {
+    let out = message(V2025_11_25, V2026_07_28,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "slow", "task": {"ttl": 1000}}}), None)
+        .expect("translates");
+    assert!(out["params"].get("task").is_none());
+    assert_eq!(
+        out["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"]
+            ["io.modelcontextprotocol/tasks"],
+        json!({})
+    );
+}
+
+#[test]
+fn a_url_only_elicitation_client_does_not_claim_forms_before_2025_11_25() {
+    let init = |caps: Value| {
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+        "capabilities": caps, "clientInfo": {"name": "c", "version": "1"}}})
+    };
+    let out = message(
+        V2025_11_25,
+        V2025_06_18,
+        init(json!({"elicitation": {"url": {}}})),
+        None,
+    )
+    .expect("ok");
+    assert_eq!(out["params"]["capabilities"], json!({}));
+    let out = message(
+        V2025_11_25,
+        V2025_06_18,
+        init(json!({"elicitation": {"form": {}, "url": {}}})),
+        None,
+    )
+    .expect("ok");
+    assert_eq!(out["params"]["capabilities"], json!({"elicitation": {}}));
+}
+
+#[test]
+fn vendor_results_going_up_to_2026_say_what_they_are() {
+    let out = result(V2025_06_18, V2026_07_28, "vendor/thing", json!({"x": 1}));
+    assert_eq!(out, json!({"x": 1, "resultType": "complete"}));
+}
+
+#[test]
+fn a_cancellation_without_request_id_exists_only_in_2025_11_25() {
+    let n = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"reason": "task"}});
+    assert!(matches!(
+        message(V2025_11_25, V2026_07_28, n.clone(), None),
+        Err(TranslateError::NoEquivalent { .. })
+    ));
+    assert!(matches!(
+        message(V2025_11_25, V2025_06_18, n, None),
+        Err(TranslateError::NoEquivalent { .. })
+    ));
+}

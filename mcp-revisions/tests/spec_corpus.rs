@@ -173,9 +173,27 @@ fn expected_error(
                 Ok(())
             }
         }
-        TranslateError::NoEquivalent { .. } => {
+        TranslateError::NoEquivalent { what, .. } => {
             let _ = method;
-            Ok(())
+            let legacy = to.era() == mcp_types::Era::Legacy;
+            let allowed = match what.as_str() {
+                "InputRequiredResult" => legacy,
+                "a task created for a request" => to < Revision::V2025_11_25,
+                "sampling content with several non-text blocks" => to < Revision::V2025_11_25,
+                "URL-mode elicitation" | "a multi-select answer" => to == Revision::V2025_06_18,
+                w if w.starts_with("multi-select form field") => to == Revision::V2025_06_18,
+                "the result of `tasks/get`" | "the result of `tasks/cancel`" => {
+                    to >= Revision::V2025_11_25
+                }
+                w if w.contains("for a task in this status") => to == Revision::V2026_07_28,
+                "a cancellation without a requestId" => to != Revision::V2025_11_25,
+                _ => false,
+            };
+            if allowed {
+                Ok(())
+            } else {
+                Err(format!("refused for a reason not on the list: {err}"))
+            }
         }
         other => Err(format!("unexpected error: {other}")),
     }
@@ -431,14 +449,26 @@ fn every_fixture_translated_to_every_revision_validates_and_carries_nothing_newe
                 }
             };
             let target = match &kind {
-                Kind::Message(msg, answers) => message_def(&s, to, msg, *answers, &def),
+                Kind::Message(_, answers) => {
+                    // Judged by what came out: a renamed method is looked up under its new name.
+                    let translated = Message::parse(&serde_json::to_vec(&out).expect("bytes"))
+                        .expect("translation writes a JSON-RPC message");
+                    message_def(&s, to, &translated, *answers, &def)
+                }
                 Kind::Result(m) => result_def(&s, to, m, &def),
                 Kind::TaskCreated => result_def(&s, to, "tools/call", "CreateTaskResult"),
                 Kind::Object => Target::Def(s.doc(to), def.clone()),
                 Kind::NotTranslated => unreachable!(),
             };
-            let Target::Def(doc, tdef) = target else {
-                continue;
+            let (doc, tdef) = match target {
+                Target::Def(doc, tdef) => (doc, tdef),
+                Target::Generic if def == "GetTaskPayloadResult" => continue,
+                Target::Generic => {
+                    failures.push(format!(
+                        "{here}: nothing in the {to} schema to validate the output against"
+                    ));
+                    continue;
+                }
             };
             let (tdef, value) = match tdef.strip_prefix("RESPONSE:") {
                 Some(d) => (
@@ -493,40 +523,85 @@ fn is_schema_def_name(name: &str) -> bool {
     !name.contains(' ') && !name.contains('_')
 }
 
+/// The members the schema of `r` gives the table's shape `name`, or `None` where it has no
+/// such type. Inline shapes and unions merged under one name are checked through their parents.
+fn schema_members<'a>(
+    s: &'a Schemas,
+    r: Revision,
+    name: &str,
+) -> Option<Option<BTreeSet<&'a str>>> {
+    let doc = s.doc(r);
+    let with_meta = |mut set: BTreeSet<&'a str>| {
+        set.insert("_meta");
+        set
+    };
+    let payload_of = name
+        .strip_prefix("params ")
+        .or_else(|| name.strip_prefix("result "));
+    if payload_of.is_some_and(|m| shapes::method(m).is_none()) {
+        return None; // an inline object of a method's payload, checked through its parent
+    }
+    if let Some(m) = name.strip_prefix("params ") {
+        let def = doc.method_def(m)?;
+        let params = doc.props(doc.def(def)?).get("params").copied();
+        let members = params
+            .map(|p| doc.props(p).keys().copied().collect())
+            .unwrap_or_default();
+        return Some(Some(with_meta(members)));
+    }
+    if let Some(m) = name.strip_prefix("result ") {
+        let def = schemas::result_def_for(doc, m)?;
+        return Some(Some(with_meta(
+            doc.props(doc.def(&def)?).keys().copied().collect(),
+        )));
+    }
+    let merged = [
+        "ResourceContents",
+        "CompleteReference",
+        "ElicitRequestParams",
+        "Annotations",
+    ];
+    if !is_schema_def_name(name) || merged.contains(&name) {
+        return None;
+    }
+    Some(
+        doc.def(name)
+            .map(|d| doc.props(d).keys().copied().collect()),
+    )
+}
+
 #[test]
 fn spec_data_matches_the_schemas() {
     let s = require_spec!();
     let mut failures = Vec::new();
+    let mut checked = 0;
     for shape in spec_data::OBJECTS.iter() {
-        if !is_schema_def_name(shape.name)
-            || [
-                "ResourceContents",
-                "CompleteReference",
-                "ElicitRequestParams",
-                "Annotations",
-            ]
-            .contains(&shape.name)
-        {
-            continue;
-        }
         for r in Revision::ALL {
-            let def = s.doc(r).def(shape.name);
-            if def.is_some() != shape.revisions.contains(r) && shape.revisions.contains(r) {
-                failures.push(format!(
-                    "{}: table says it exists in {r}; schema disagrees",
-                    shape.name
-                ));
-            }
-            let Some(def) = def.filter(|_| shape.revisions.contains(r)) else {
+            let Some(schema) = schema_members(&s, r, shape.name) else {
+                let is_payload = ["params ", "result "]
+                    .iter()
+                    .any(|p| shape.name.starts_with(p));
+                let inline = shape
+                    .name
+                    .split_once(' ')
+                    .is_some_and(|(_, m)| shapes::method(m).is_none());
+                if is_payload && !inline && shape.revisions.contains(r) {
+                    failures.push(format!(
+                        "{}: table says it exists in {r}; schema has no such method",
+                        shape.name
+                    ));
+                }
                 continue;
             };
-            let schema: BTreeSet<&str> = s.doc(r).props(def).keys().copied().collect();
-            let table: BTreeSet<&str> = shape
-                .fields
-                .iter()
-                .filter(|f| f.revisions.contains(r))
-                .map(|f| f.name)
-                .collect();
+            let table: Option<BTreeSet<&str>> = shape.revisions.contains(r).then(|| {
+                shape
+                    .fields
+                    .iter()
+                    .filter(|f| f.revisions.contains(r))
+                    .map(|f| f.name)
+                    .collect()
+            });
+            checked += 1;
             if schema != table {
                 failures.push(format!(
                     "{} in {r}: schema {schema:?}, table {table:?}",
@@ -535,6 +610,10 @@ fn spec_data_matches_the_schemas() {
             }
         }
     }
+    assert!(
+        checked > 300,
+        "only {checked} (type, revision) pairs checked"
+    );
     for m in spec_data::METHODS {
         for r in Revision::ALL {
             let in_schema = s.doc(r).method_def(m.name).is_some();

@@ -18,25 +18,25 @@ use crate::codes;
 /// Members of an object this crate does not model, kept verbatim.
 pub type Extra = Map<String, Value>;
 
-/// A request id: a string or a number, kept exactly as received.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(untagged)]
+/// A request id: a string or a number, kept exactly as received (a number keeps its
+/// text, so an id too large for any Rust integer is still echoed byte for byte).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum RequestId {
-    /// A numeric id (kept as the exact JSON number).
-    Number(Number),
+    /// A numeric id, as its JSON text.
+    Number(Box<str>),
     /// A string id.
     String(String),
 }
 
 impl Default for RequestId {
     fn default() -> Self {
-        RequestId::Number(0.into())
+        RequestId::Number("0".into())
     }
 }
 
 impl From<i64> for RequestId {
     fn from(n: i64) -> Self {
-        RequestId::Number(n.into())
+        RequestId::Number(n.to_string().into())
     }
 }
 
@@ -49,9 +49,61 @@ impl From<&str> for RequestId {
 impl fmt::Display for RequestId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RequestId::Number(n) => write!(f, "{n}"),
-            RequestId::String(s) => write!(f, "{s:?}"),
+            RequestId::Number(n) => f.write_str(n),
+            RequestId::String(s) => f.write_str(&serde_json::to_string(s).unwrap_or_default()),
         }
+    }
+}
+
+impl Serialize for RequestId {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RequestId::String(t) => s.serialize_str(t),
+            RequestId::Number(n) => match RawValue::from_string(n.to_string()) {
+                Ok(raw) => raw.serialize(s),
+                Err(e) => Err(serde::ser::Error::custom(e)),
+            },
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RequestId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = RequestId;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or number id")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RequestId, E> {
+                Ok(RequestId::String(v.to_owned()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RequestId, E> {
+                Ok(RequestId::Number(v.to_string().into()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RequestId, E> {
+                Ok(RequestId::Number(v.to_string().into()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<RequestId, E> {
+                Number::from_f64(v)
+                    .map(|n| RequestId::Number(n.to_string().into()))
+                    .ok_or_else(|| E::custom("a non-finite number cannot be an id"))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Reads an id from its raw JSON text, numbers exactly.
+fn id_from_raw(raw: &RawValue) -> Result<Option<RequestId>, String> {
+    let text = raw.get().trim();
+    match text.as_bytes().first() {
+        Some(b'"') => serde_json::from_str(text)
+            .map(|s| Some(RequestId::String(s)))
+            .map_err(|e| e.to_string()),
+        Some(b'n') if text == "null" => Ok(None),
+        Some(b'-' | b'0'..=b'9') => Ok(Some(RequestId::Number(text.into()))),
+        _ => Err(format!("an id must be a string or a number, not {text}")),
     }
 }
 
@@ -108,8 +160,12 @@ pub struct ErrorObject {
     pub code: i64,
     /// A short description.
     pub message: String,
-    /// Additional information, as sent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Additional information, as sent (`null` kept distinct from absent).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::serde_util::present"
+    )]
     pub data: Option<Value>,
     /// Members JSON-RPC does not define, kept verbatim.
     #[serde(flatten)]
@@ -424,7 +480,10 @@ impl<'de> Visitor<'de> for MessageVisitor {
             let dup = |k: &str| de::Error::custom(format!("duplicate member `{k}`"));
             match key.as_ref() {
                 "jsonrpc" if version.is_none() => version = Some(map.next_value()?),
-                "id" if id.is_none() => id = Some(map.next_value()?),
+                "id" if id.is_none() => {
+                    let raw: Box<RawValue> = map.next_value()?;
+                    id = Some(id_from_raw(&raw).map_err(de::Error::custom)?);
+                }
                 "method" if method.is_none() => method = Some(map.next_value()?),
                 "params" if params.is_none() => params = Some(map.next_value()?),
                 "result" if result.is_none() => result = Some(map.next_value()?),
@@ -500,6 +559,11 @@ mod tests {
             let expected: Value = serde_json::from_str(text).expect("json");
             assert_eq!(roundtrip(text), expected);
         }
+        let big = r#"{"jsonrpc":"2.0","id":12345678901234567890123,"method":"ping"}"#;
+        assert_eq!(
+            Message::parse(big.as_bytes()).expect("parses").to_bytes(),
+            br#"{"jsonrpc":"2.0","id":12345678901234567890123,"method":"ping"}"#
+        );
         let m = Message::parse(br#"{"jsonrpc":"2.0","id":"7","method":"ping"}"#).expect("parses");
         assert_eq!(m.id(), Some(&RequestId::String("7".into())));
         assert_ne!(m.id(), Some(&RequestId::from(7)));

@@ -70,20 +70,32 @@ impl Doc {
         {
             out.extend(self.props(part));
         }
+        // A union of object definitions is one object on the wire: its members are theirs.
+        if let Some(branches) = s.get("anyOf").and_then(Value::as_array) {
+            if branches.iter().all(|b| b.get("$ref").is_some()) {
+                for b in branches {
+                    out.extend(self.props(b));
+                }
+            }
+        }
         out
     }
 
     /// The definition of the request or notification named `method`.
     pub fn method_def(&self, method: &str) -> Option<&str> {
-        self.defs().iter().find_map(|(name, d)| {
-            (self
-                .props(d)
-                .get("method")
-                .and_then(|m| m.get("const"))
-                .and_then(Value::as_str)
-                == Some(method))
-            .then_some(name.as_str())
-        })
+        // Unions (`ClientRequest`, …) are not the method's own definition.
+        self.defs()
+            .iter()
+            .filter(|(_, d)| d.get("anyOf").is_none())
+            .find_map(|(name, d)| {
+                (self
+                    .props(d)
+                    .get("method")
+                    .and_then(|m| m.get("const"))
+                    .and_then(Value::as_str)
+                    == Some(method))
+                .then_some(name.as_str())
+            })
     }
 
     pub fn validate(&self, def: &str, value: &Value) -> Result<(), String> {

@@ -69,6 +69,7 @@ wire_object! {
         /// Tools the model may use (2025-11-25+).
         opt tools: Vec<Tool>,
         /// Tool choice (2025-11-25+), kept raw.
+        #[serde(deserialize_with = "crate::serde_util::present")]
         opt tool_choice: Value,
         /// 2025-11-25: run as a task.
         opt task: TaskMetadata,
@@ -105,6 +106,7 @@ wire_object! {
         /// What to ask the user.
         req message: String,
         /// Form mode: the schema of the answer, kept raw.
+        #[serde(deserialize_with = "crate::serde_util::present")]
         opt requested_schema: Value,
         /// URL mode: where to send the user.
         opt url: String,
@@ -195,6 +197,7 @@ wire_object! {
         /// Description.
         opt description: String,
         /// Default value.
+        #[serde(deserialize_with = "crate::serde_util::present")]
         opt default: Value,
         /// Allowed values (untitled enum).
         #[serde(rename = "enum")]
@@ -204,6 +207,7 @@ wire_object! {
         /// Titled options (`[{const, title}]`).
         opt one_of: Vec<Value>,
         /// Item schema (multi-select).
+        #[serde(deserialize_with = "crate::serde_util::present")]
         opt items: Value,
         /// String format (`email`, `uri`, `date`, `date-time`).
         opt format: String,

@@ -49,7 +49,7 @@ wire_object! {
         /// Guidance for the model.
         opt instructions: String,
         /// Cache lifetime in milliseconds.
-        opt ttl_ms: u64,
+        opt ttl_ms: serde_json::Number,
         /// Cache scope.
         opt cache_scope: CacheScope,
         /// Result type.

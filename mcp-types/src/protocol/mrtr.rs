@@ -16,6 +16,7 @@ wire_object! {
         /// The method.
         req method: String,
         /// Its params, kept raw; see [`InputRequest::decode`].
+        #[serde(deserialize_with = "crate::serde_util::present")]
         opt params: Value,
     }
 }

@@ -45,8 +45,8 @@ wire_object! {
         req prompts: Vec<Prompt>,
         /// Cursor of the next page.
         opt next_cursor: Cursor,
-        /// 2026-07-28 cache lifetime in milliseconds.
-        opt ttl_ms: u64,
+        /// 2026-07-28 cache lifetime in milliseconds (kept as sent: clients treat a negative value as 0).
+        opt ttl_ms: serde_json::Number,
         /// 2026-07-28 cache scope.
         opt cache_scope: CacheScope,
         /// 2026-07-28 result type.

@@ -60,8 +60,8 @@ wire_object! {
         req resources: Vec<Resource>,
         /// Cursor of the next page.
         opt next_cursor: Cursor,
-        /// 2026-07-28 cache lifetime in milliseconds.
-        opt ttl_ms: u64,
+        /// 2026-07-28 cache lifetime in milliseconds (kept as sent: clients treat a negative value as 0).
+        opt ttl_ms: serde_json::Number,
         /// 2026-07-28 cache scope.
         opt cache_scope: CacheScope,
         /// 2026-07-28 result type.
@@ -79,8 +79,8 @@ wire_object! {
         req resource_templates: Vec<ResourceTemplate>,
         /// Cursor of the next page.
         opt next_cursor: Cursor,
-        /// 2026-07-28 cache lifetime in milliseconds.
-        opt ttl_ms: u64,
+        /// 2026-07-28 cache lifetime in milliseconds (kept as sent: clients treat a negative value as 0).
+        opt ttl_ms: serde_json::Number,
         /// 2026-07-28 cache scope.
         opt cache_scope: CacheScope,
         /// 2026-07-28 result type.
@@ -111,8 +111,8 @@ wire_object! {
     pub struct ReadResourceResult {
         /// The contents.
         req contents: Vec<ResourceContents>,
-        /// 2026-07-28 cache lifetime in milliseconds.
-        opt ttl_ms: u64,
+        /// 2026-07-28 cache lifetime in milliseconds (kept as sent: clients treat a negative value as 0).
+        opt ttl_ms: serde_json::Number,
         /// 2026-07-28 cache scope.
         opt cache_scope: CacheScope,
         /// 2026-07-28 result type.

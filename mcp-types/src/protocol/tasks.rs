@@ -9,7 +9,6 @@
 use serde_json::{Map, Value};
 
 use super::common::{Cursor, ResultType};
-use crate::jsonrpc::ErrorObject;
 use crate::meta::Meta;
 use crate::model::{open_enum, wire_object};
 
@@ -46,7 +45,7 @@ wire_object! {
     /// 2025-11-25 `task` param: ask for a request to run as a task.
     pub struct TaskMetadata {
         /// Requested retention in milliseconds.
-        opt ttl: u64,
+        opt ttl: serde_json::Number,
     }
 }
 
@@ -67,29 +66,23 @@ wire_object! {
         #[serde(deserialize_with = "crate::serde_util::present")]
         opt ttl: Value,
         /// 2025-11-25 suggested polling interval in ms.
-        opt poll_interval: u64,
+        opt poll_interval: serde_json::Number,
         /// Extension: retention in ms (`null`: unlimited; kept distinct from absent).
         #[serde(deserialize_with = "crate::serde_util::present")]
         opt ttl_ms: Value,
         /// Extension: suggested polling interval in ms.
-        opt poll_interval_ms: u64,
+        opt poll_interval_ms: serde_json::Number,
         /// Extension, `input_required`: outstanding requests.
         opt input_requests: Map<String, Value>,
         /// Extension, `completed`: the final result.
         opt result: Map<String, Value>,
-        /// Extension, `failed`: the error.
-        opt error: ErrorObject,
+        /// Extension, `failed`: the error, kept raw.
+        opt error: Value,
         /// Extension: result type (`task` on creation, `complete` on `tasks/get`).
         opt result_type: ResultType,
         /// Metadata.
         #[serde(rename = "_meta")]
         opt meta: Meta,
-    }
-}
-
-impl Default for ErrorObject {
-    fn default() -> Self {
-        ErrorObject::new(0, "")
     }
 }
 

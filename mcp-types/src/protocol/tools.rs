@@ -21,6 +21,7 @@ wire_object! {
         #[serde(deserialize_with = "crate::serde_util::present")]
         opt input_schema: Value,
         /// JSON Schema of `structuredContent` (2025-06-18+; any root in 2026-07-28), kept raw.
+        #[serde(deserialize_with = "crate::serde_util::present")]
         opt output_schema: Value,
         /// Behaviour hints; untrusted unless the server is (2025-03-26+).
         opt annotations: ToolAnnotations,
@@ -161,8 +162,8 @@ wire_object! {
         req tools: Vec<Tool>,
         /// Cursor of the next page.
         opt next_cursor: Cursor,
-        /// 2026-07-28 cache lifetime in milliseconds.
-        opt ttl_ms: u64,
+        /// 2026-07-28 cache lifetime in milliseconds (kept as sent: clients treat a negative value as 0).
+        opt ttl_ms: serde_json::Number,
         /// 2026-07-28 cache scope.
         opt cache_scope: CacheScope,
         /// 2026-07-28 result type.

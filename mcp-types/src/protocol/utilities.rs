@@ -63,7 +63,7 @@ wire_object! {
         /// Up to 100 values.
         req values: Vec<String>,
         /// Total number of matches.
-        opt total: u64,
+        opt total: serde_json::Number,
         /// Whether more exist.
         opt has_more: bool,
     }
