@@ -173,6 +173,22 @@ pub trait ClientHandler: Send + Sync + 'static {
     }
 }
 
+#[async_trait]
+impl<H: ClientHandler + ?Sized> ClientHandler for Arc<H> {
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ErrorObject> {
+        (**self).create_message(params).await
+    }
+    async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
+        (**self).elicit(params).await
+    }
+    async fn list_roots(&self) -> Result<ListRootsResult, ErrorObject> {
+        (**self).list_roots().await
+    }
+}
+
 /// A handler that supports nothing.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoHandler;

@@ -1,0 +1,330 @@
+//! Interop with real peers we did not write, pinned in `examples/interop/package.json`
+//! and `requirements.txt` and installed by `.ci/run`: the TypeScript SDK client and the
+//! Python SDK client driving our server, and our client driving `server-everything` and a
+//! Python SDK server. With `MCP_INTEROP=required` (as `.ci/run` sets) a missing peer fails
+//! the test; otherwise it is skipped with a note.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mcp_client::{
+    CallOptions, ChildTransport, Client, ClientHandler, ClientOptions, EraChoice, OutputCheck,
+    StdioCommand,
+};
+use mcp_types::protocol::*;
+use mcp_types::{ErrorObject, Revision};
+use serde_json::{json, Map, Value};
+
+fn interop_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("interop")
+}
+
+/// The peer at `path`, or a skip (a failure when `.ci/run` requires the peers).
+fn peer(path: PathBuf, what: &str) -> Option<PathBuf> {
+    if path.exists() {
+        return Some(path);
+    }
+    let how = "run .ci/run, or: (cd examples/interop && npm ci && python3 -m venv .venv && .venv/bin/pip install -r requirements.txt)";
+    assert!(
+        std::env::var("MCP_INTEROP").as_deref() != Ok("required"),
+        "{what} is not installed at {}; {how}",
+        path.display()
+    );
+    eprintln!(
+        "SKIPPED: {what} is not installed at {}; {how}",
+        path.display()
+    );
+    None
+}
+
+fn node_modules() -> Option<PathBuf> {
+    peer(
+        interop_dir().join("node_modules/@modelcontextprotocol/sdk/package.json"),
+        "the TypeScript SDK",
+    )
+    .map(|_| interop_dir().join("node_modules"))
+}
+
+fn python() -> Option<PathBuf> {
+    peer(
+        interop_dir().join(".venv/bin/python"),
+        "the Python SDK (mcp)",
+    )
+}
+
+fn echo_server() -> String {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    dir.join("examples")
+        .join(format!("echo-server{}", std::env::consts::EXE_SUFFIX))
+        .display()
+        .to_string()
+}
+
+/// Runs a peer program and reads the one JSON object it prints.
+async fn run_json(program: &Path, args: &[&str]) -> Value {
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::process::Command::new(program)
+            .args(args)
+            .current_dir(interop_dir())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the peer finished in time")
+    .expect("the peer started");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{} failed: {}\nstderr: {}",
+        program.display(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+/// What both SDK clients must have seen from our echo server.
+fn assert_echo_server_seen(seen: &Value, echo: &str) {
+    assert_eq!(
+        seen["tools"],
+        json!(["echo", "pixel", "weather", "fail", "count", "greet"])
+    );
+    assert_eq!(
+        seen["titles"],
+        json!(["Echo", "Pixel", "Weather", "Fail", "Count", "Greet"])
+    );
+    assert_eq!(seen["echo"], json!([echo]));
+    assert_eq!(seen["weather"]["structured"]["conditions"], "Partly cloudy");
+    assert_eq!(seen["weather"]["isError"], false);
+    assert_eq!(seen["fail"]["isError"], true);
+    assert_eq!(
+        seen["fail"]["text"],
+        json!(["boom: this tool always fails"])
+    );
+    assert_eq!(seen["count"], json!(["counted to 3"]));
+    let progress: Vec<f64> = seen["progress"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_f64)
+        .collect();
+    assert_eq!(progress, [1.0, 2.0, 3.0], "progress reached the client");
+    assert_eq!(
+        seen["greet"],
+        json!(["Hello, Ada!"]),
+        "elicitation reached the client and back"
+    );
+}
+
+#[tokio::test]
+async fn typescript_sdk_client_drives_our_server() {
+    let Some(_) = node_modules() else { return };
+    let seen = run_json(Path::new("node"), &["ts_client.mjs", &echo_server()]).await;
+    assert_echo_server_seen(&seen, "hi from ts");
+    assert_eq!(seen["pixel"], json!(["image"]));
+}
+
+#[tokio::test]
+async fn python_sdk_client_drives_our_server_in_both_eras() {
+    let Some(py) = python() else { return };
+    for (mode, revision) in [
+        ("legacy", "2025-11-25"),
+        ("2026-07-28", "2026-07-28"),
+        ("auto", "2026-07-28"),
+    ] {
+        let seen = run_json(&py, &["python_client.py", mode, &echo_server()]).await;
+        assert_eq!(seen["protocolVersion"], revision, "mode {mode}");
+        assert_echo_server_seen(&seen, "hi from python");
+    }
+}
+
+/// Answers elicitation and remembers that it was asked.
+#[derive(Default)]
+struct Recorder {
+    elicited: AtomicBool,
+}
+
+#[async_trait]
+impl ClientHandler for Recorder {
+    async fn elicit(&self, _params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
+        self.elicited.store(true, Ordering::SeqCst);
+        Ok(ElicitResult {
+            action: ElicitAction::Decline,
+            ..Default::default()
+        })
+    }
+}
+
+fn args(v: Value) -> Map<String, Value> {
+    v.as_object().cloned().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn our_client_drives_server_everything() {
+    let Some(modules) = node_modules() else {
+        return;
+    };
+    let script = modules
+        .join("@modelcontextprotocol/server-everything/dist/index.js")
+        .display()
+        .to_string();
+    let t = ChildTransport::spawn(&StdioCommand::new("node", [script.as_str(), "stdio"]))
+        .expect("spawn node");
+    let recorder = Arc::new(Recorder::default());
+    let client = Client::connect(
+        t,
+        recorder.clone(),
+        ClientOptions::default().with_elicitation(),
+    )
+    .await
+    .expect("connect");
+    assert_eq!(
+        client.revision(),
+        Revision::V2025_11_25,
+        "a legacy server: the probe fell back to initialize"
+    );
+    let tools = client.list_tools().await.expect("tools/list");
+    assert!(
+        tools
+            .iter()
+            .any(|t| t.name == "echo" && t.execution.is_some()),
+        "execution survives decoding"
+    );
+
+    let echo = client
+        .call_tool("echo", args(json!({"message": "hi"})))
+        .await
+        .expect("echo");
+    assert!(matches!(&echo.result.content[0], ContentBlock::Text(t) if t.text == "Echo: hi"));
+
+    let structured = client
+        .call_tool(
+            "get-structured-content",
+            args(json!({"location": "Chicago"})),
+        )
+        .await
+        .expect("structured");
+    assert!(structured.result.structured_content.is_some());
+    assert_eq!(
+        structured.output,
+        OutputCheck::Valid,
+        "checked against the declared outputSchema"
+    );
+
+    let links = client
+        .call_tool("get-resource-links", args(json!({"count": 2})))
+        .await
+        .expect("links");
+    assert_eq!(
+        links
+            .result
+            .content
+            .iter()
+            .filter(|b| matches!(b, ContentBlock::ResourceLink(_)))
+            .count(),
+        2
+    );
+
+    let image = client
+        .call_tool("get-tiny-image", Map::new())
+        .await
+        .expect("image");
+    assert!(image
+        .result
+        .content
+        .iter()
+        .any(|b| matches!(b, ContentBlock::Image(_))));
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let opts = CallOptions {
+        progress: Some(tx),
+        ..Default::default()
+    };
+    client
+        .call_tool_with(
+            "trigger-long-running-operation",
+            args(json!({"duration": 1, "steps": 3})),
+            &opts,
+        )
+        .await
+        .expect("long operation");
+    let mut progress = 0;
+    while rx.try_recv().is_ok() {
+        progress += 1;
+    }
+    assert!(
+        progress >= 2,
+        "progress notifications reached the caller ({progress})"
+    );
+
+    let elicit = client
+        .call_tool("trigger-elicitation-request", Map::new())
+        .await
+        .expect("elicitation");
+    assert!(
+        recorder.elicited.load(Ordering::SeqCst),
+        "the server's elicitation/create reached our handler"
+    );
+    assert!(!elicit.result.is_error());
+    client.close().await;
+}
+
+#[tokio::test]
+async fn our_client_drives_a_python_sdk_server_in_both_eras() {
+    let Some(py) = python() else { return };
+    let server = interop_dir().join("python_server.py").display().to_string();
+    for (era, revision) in [
+        (
+            EraChoice::Legacy(Revision::V2025_11_25),
+            Revision::V2025_11_25,
+        ),
+        (EraChoice::Modern, Revision::V2026_07_28),
+        (EraChoice::Detect, Revision::V2026_07_28),
+    ] {
+        let t = ChildTransport::spawn(&StdioCommand::new(
+            py.display().to_string(),
+            [server.as_str()],
+        ))
+        .expect("spawn python");
+        let client = Client::connect(
+            t,
+            mcp_client::NoHandler,
+            ClientOptions {
+                era,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("connect");
+        assert_eq!(client.revision(), revision);
+        let tools = client.list_tools().await.expect("tools/list");
+        let weather = tools.iter().find(|t| t.name == "weather").expect("weather");
+        let icons = weather.icons.as_ref().expect("icons survive");
+        assert_eq!(icons[0].src, "https://example.com/weather.png");
+        assert!(weather.output_schema.is_some());
+        let call = client
+            .call_tool("weather", args(json!({"city": "Oslo"})))
+            .await
+            .expect("weather");
+        assert_eq!(
+            call.result
+                .structured_content
+                .as_ref()
+                .map(|s| s["conditions"].clone()),
+            Some(json!("Sunny in Oslo"))
+        );
+        assert_eq!(call.output, OutputCheck::Valid);
+        let boom = client
+            .call_tool("boom", Map::new())
+            .await
+            .expect("boom is a result");
+        assert!(boom.result.is_error(), "isError survives ({era:?})");
+        client.close().await;
+    }
+}
