@@ -22,6 +22,11 @@ pub struct ValidationLimits {
     pub max_instance_bytes: usize,
     /// Longest a validation may run.
     pub max_time: Duration,
+    /// Instances smaller than this many bytes are validated on the calling task, where a
+    /// thread hand-off would cost more than the check; larger ones run on a blocking thread
+    /// under `max_time`. (Pattern matching is bounded by the regex engine's backtrack limit
+    /// either way.)
+    pub inline_below_bytes: usize,
 }
 
 impl Default for ValidationLimits {
@@ -31,6 +36,7 @@ impl Default for ValidationLimits {
             max_schema_nodes: 10_000,
             max_instance_bytes: 4 * 1024 * 1024,
             max_time: Duration::from_secs(2),
+            inline_below_bytes: 16 * 1024,
         }
     }
 }
@@ -159,10 +165,9 @@ impl SchemaValidator {
         if size > self.limits.max_instance_bytes {
             return Err(Rejection::TooLarge(size, self.limits.max_instance_bytes));
         }
-        let instance = instance.clone();
-        let work = tokio::task::spawn_blocking(move || {
+        fn check(validator: &jsonschema::Validator, instance: &Value) -> Vec<String> {
             validator
-                .iter_errors(&instance)
+                .iter_errors(instance)
                 .take(5)
                 .map(|e| {
                     let at = e.instance_path.to_string();
@@ -172,15 +177,23 @@ impl SchemaValidator {
                         format!("at {at}: {e}")
                     }
                 })
-                .collect::<Vec<_>>()
-        });
-        match tokio::time::timeout(self.limits.max_time, work).await {
-            Err(_) => Err(Rejection::TimedOut(self.limits.max_time)),
-            Ok(Err(join)) => Err(Rejection::Invalid(vec![format!(
-                "validator failed: {join}"
-            )])),
-            Ok(Ok(errors)) if errors.is_empty() => Ok(()),
-            Ok(Ok(errors)) => Err(Rejection::Invalid(errors)),
+                .collect()
+        }
+        let errors = if size < self.limits.inline_below_bytes {
+            check(&validator, instance)
+        } else {
+            let instance = instance.clone();
+            let work = tokio::task::spawn_blocking(move || check(&validator, &instance));
+            match tokio::time::timeout(self.limits.max_time, work).await {
+                Err(_) => return Err(Rejection::TimedOut(self.limits.max_time)),
+                Ok(Err(join)) => vec![format!("validator failed: {join}")],
+                Ok(Ok(errors)) => errors,
+            }
+        };
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(Rejection::Invalid(errors))
         }
     }
 }

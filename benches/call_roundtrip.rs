@@ -1,0 +1,52 @@
+//! A `tools/call` round trip, client → server → client, over the in-memory pair, in
+//! the legacy era (2025-11-25) and the modern one (2026-07-28): what the stack costs
+//! around a call when no transport I/O is involved.
+
+// criterion_group! and criterion_main! generate undocumented items.
+#![allow(missing_docs)]
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use mcp_client::{Client, ClientOptions, EraChoice, NoHandler};
+use mcp_server::Server;
+use mcp_types::transport::memory_pair;
+use mcp_types::Revision;
+use serde_json::{json, Map, Value};
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let args: Map<String, Value> = json!({"text": "hello"})
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let mut g = c.benchmark_group("tools_call_roundtrip");
+    for (name, era) in [
+        ("2025-11-25", EraChoice::Legacy(Revision::V2025_11_25)),
+        ("2026-07-28", EraChoice::Modern),
+    ] {
+        let client = rt.block_on(async {
+            let (a, b) = memory_pair(64);
+            tokio::spawn(async move { Server::new(mcp_examples::echo_tools()).serve(b).await });
+            let options = ClientOptions {
+                era,
+                ..Default::default()
+            };
+            Client::connect(a, NoHandler, options)
+                .await
+                .expect("connect")
+        });
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                rt.block_on(client.call_tool("echo", args.clone()))
+                    .expect("call")
+            });
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
