@@ -20,10 +20,11 @@ use serde_json::{json, Map, Value};
 #[path = "../../mcp-revisions/tests/common/schemas.rs"]
 mod schemas;
 
-/// Records every message a side sends.
+/// Records every message a side sends and, if asked, every message it receives.
 struct Recording<T> {
     inner: T,
     sent: Arc<Mutex<Vec<Message>>>,
+    received: Option<Arc<Mutex<Vec<Message>>>>,
 }
 
 #[async_trait]
@@ -35,7 +36,13 @@ impl<T: Transport> Transport for Recording<T> {
         self.inner.send(frame).await
     }
     async fn recv(&self) -> Result<Incoming, Closed> {
-        self.inner.recv().await
+        let got = self.inner.recv().await;
+        if let (Some(log), Ok(Incoming::Frame(f))) = (&self.received, &got) {
+            if let Ok(mut r) = log.lock() {
+                r.extend(f.clone().into_messages());
+            }
+        }
+        got
     }
     async fn close(&self) {
         self.inner.close().await
@@ -258,11 +265,13 @@ async fn client_and_server_in_every_revision_over_memory_with_valid_messages() {
         let server_t = Recording {
             inner: b,
             sent: server_sent.clone(),
+            received: None,
         };
         let serving = tokio::spawn(async move { server.serve(server_t).await });
         let client_t = Recording {
             inner: a,
             sent: client_sent.clone(),
+            received: None,
         };
         let client = Client::connect(client_t, Ada, options(revision))
             .await
