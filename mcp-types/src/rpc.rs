@@ -307,7 +307,10 @@ mod tests {
     use super::*;
     use crate::transport::memory_pair;
 
-    struct Echo;
+    #[derive(Default)]
+    struct Echo {
+        notified: Mutex<Vec<String>>,
+    }
 
     #[async_trait]
     impl Inbound for Echo {
@@ -324,7 +327,12 @@ mod tests {
                 ),
             }
         }
-        async fn notification(&self, _peer: &Peer, _n: Notification) {}
+        async fn notification(&self, _peer: &Peer, n: Notification) {
+            let params = n.params.map(|p| p.get().to_owned()).unwrap_or_default();
+            if let Ok(mut v) = self.notified.lock() {
+                v.push(format!("{} {params}", n.method));
+            }
+        }
     }
 
     fn raw(s: &str) -> Option<Box<RawValue>> {
@@ -334,8 +342,9 @@ mod tests {
     #[tokio::test]
     async fn concurrent_requests_are_correlated_and_errors_and_timeouts_reported() {
         let (a, b) = memory_pair(16);
-        let (client, _) = Peer::start(Arc::new(a), Arc::new(Echo));
-        let (_server, _) = Peer::start(Arc::new(b), Arc::new(Echo));
+        let (client, _) = Peer::start(Arc::new(a), Arc::new(Echo::default()));
+        let server_side = Arc::new(Echo::default());
+        let (_server, _) = Peer::start(Arc::new(b), server_side.clone());
         let (x, y) = tokio::join!(
             client.request("x", raw(r#"{"n":1}"#), None),
             client.request("y", raw(r#"{"n":2}"#), None)
@@ -350,13 +359,20 @@ mod tests {
             client.request("slow", None, Some(t)).await.unwrap_err(),
             RpcError::Timeout(t)
         );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let notified = server_side.notified.lock().expect("lock").clone();
+        assert_eq!(
+            notified,
+            [r#"notifications/cancelled {"reason":"timed out","requestId":4}"#],
+            "a timeout tells the other side"
+        );
     }
 
     #[tokio::test]
     async fn closing_fails_requests_in_flight() {
         let (a, b) = memory_pair(16);
-        let (client, _) = Peer::start(Arc::new(a), Arc::new(Echo));
-        let (server, _) = Peer::start(Arc::new(b), Arc::new(Echo));
+        let (client, _) = Peer::start(Arc::new(a), Arc::new(Echo::default()));
+        let (server, _) = Peer::start(Arc::new(b), Arc::new(Echo::default()));
         let call = tokio::spawn({
             let client = client.clone();
             async move { client.request("slow", None, None).await }
