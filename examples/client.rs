@@ -31,10 +31,7 @@ fn usage() -> ! {
 
 #[tokio::main]
 async fn main() {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .init();
+    mcp_examples::init_logging();
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let mut era = EraChoice::Detect;
     if args.first().map(String::as_str) == Some("--era") {

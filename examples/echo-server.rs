@@ -10,11 +10,7 @@ use mcp_types::protocol::Implementation;
 
 #[tokio::main]
 async fn main() {
-    // Logs go to stderr: stdout carries the protocol.
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .init();
+    mcp_examples::init_logging();
     let options = ServerOptions {
         info: Implementation {
             name: "echo-server".into(),

@@ -3,6 +3,14 @@
 mod echo_tools;
 pub use echo_tools::*;
 
+/// Logs to stderr (stdout may carry the protocol), filtered by `RUST_LOG`.
+pub fn init_logging() {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .init();
+}
+
 use std::io::{Read, Write};
 
 use mcp_revisions::Translator;

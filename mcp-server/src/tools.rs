@@ -125,6 +125,25 @@ pub fn output_schema_for<O: JsonSchema>() -> Value {
     schema
 }
 
+/// A handler taking typed arguments, as the registry runs it: the raw arguments are
+/// decoded into `A` first (after schema validation, so this rarely fails).
+fn typed_run<A, F, Fut>(f: F) -> Run
+where
+    A: DeserializeOwned + Send + 'static,
+    F: Fn(A, RequestContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Outcome<CallToolResult>, ToolError>> + Send + 'static,
+{
+    let f = Arc::new(f);
+    Arc::new(move |args, ctx| {
+        let f = f.clone();
+        Box::pin(async move {
+            let a: A = serde_json::from_value(Value::Object(args))
+                .map_err(|e| ToolError::Failed(format!("Invalid arguments: {e}")))?;
+            f(a, ctx).await
+        })
+    })
+}
+
 fn is_error_result(text: impl Into<String>) -> CallToolResult {
     CallToolResult {
         content: vec![ContentBlock::text(text)],
@@ -160,16 +179,7 @@ impl ToolRegistry {
     {
         let mut tool = Tool::new(name, input_schema_for::<A>());
         tool.description = Some(description.to_owned());
-        let f = Arc::new(f);
-        let run: Run = Arc::new(move |args, ctx| {
-            let f = f.clone();
-            Box::pin(async move {
-                let a: A = serde_json::from_value(Value::Object(args))
-                    .map_err(|e| ToolError::Failed(format!("Invalid arguments: {e}")))?;
-                f(a, ctx).await
-            })
-        });
-        self.insert(tool, None, run)
+        self.insert(tool, None, typed_run(f))
     }
 
     /// Adds a tool with structured output `O`: `outputSchema` comes from `O`, and each
@@ -191,11 +201,9 @@ impl ToolRegistry {
         let output_schema = output_schema_for::<O>();
         tool.output_schema = Some(output_schema.clone());
         let f = Arc::new(f);
-        let run: Run = Arc::new(move |args, ctx| {
+        let run = typed_run(move |a: A, ctx| {
             let f = f.clone();
-            Box::pin(async move {
-                let a: A = serde_json::from_value(Value::Object(args))
-                    .map_err(|e| ToolError::Failed(format!("Invalid arguments: {e}")))?;
+            async move {
                 let out = f(a, ctx).await?;
                 let value =
                     serde_json::to_value(&out).map_err(|e| ToolError::Failed(e.to_string()))?;
@@ -204,7 +212,7 @@ impl ToolRegistry {
                     structured_content: Some(value),
                     ..Default::default()
                 }))
-            })
+            }
         });
         let output = SchemaValidator::new(&output_schema, self.limits.clone());
         self.insert(tool, Some(output), run)
