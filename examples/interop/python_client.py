@@ -2,6 +2,7 @@
 interop tests. Prints one JSON object with what it saw; the Rust test asserts on it.
 
 usage: python_client.py MODE COMMAND [ARGS...]   (MODE: legacy | auto | 2026-07-28)
+       python_client.py MODE URL                  (Streamable HTTP)
 """
 
 import asyncio
@@ -23,7 +24,7 @@ def texts(result):
 
 async def main() -> None:
     mode, command, *args = sys.argv[1:]
-    server = StdioServerParameters(command=command, args=args)
+    server = command if command.startswith("http") else StdioServerParameters(command=command, args=args)
     seen = {}
     progress = []
 

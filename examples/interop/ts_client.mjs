@@ -2,12 +2,16 @@
 // (@modelcontextprotocol/sdk), for interop tests. Prints one JSON object with what it saw.
 //
 // usage: node ts_client.mjs COMMAND [ARGS...]
+//        node ts_client.mjs URL            (Streamable HTTP)
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [command, ...args] = process.argv.slice(2);
-const transport = new StdioClientTransport({ command, args, stderr: "inherit" });
+const transport = command.startsWith("http")
+  ? new StreamableHTTPClientTransport(new URL(command))
+  : new StdioClientTransport({ command, args, stderr: "inherit" });
 const client = new Client(
   { name: "ts-interop", version: "1.0.0" },
   { capabilities: { elicitation: {} } },

@@ -144,6 +144,61 @@ async fn python_sdk_client_drives_our_server_in_both_eras() {
     }
 }
 
+/// Our echo server on Streamable HTTP (a child process on an ephemeral loopback port).
+struct HttpEchoServer {
+    child: tokio::process::Child,
+    url: String,
+}
+
+impl HttpEchoServer {
+    async fn start() -> HttpEchoServer {
+        use tokio::io::AsyncBufReadExt;
+        let mut child = tokio::process::Command::new(echo_server())
+            .args(["--http", "127.0.0.1:0"])
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start echo-server --http");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        let url = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("the server prints its URL")
+            .expect("read")
+            .expect("a line");
+        HttpEchoServer { child, url }
+    }
+}
+
+impl Drop for HttpEchoServer {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
+
+#[tokio::test]
+async fn typescript_sdk_client_drives_our_http_server() {
+    let Some(_) = node_modules() else { return };
+    let server = HttpEchoServer::start().await;
+    let seen = run_json(Path::new("node"), &["ts_client.mjs", &server.url]).await;
+    assert_echo_server_seen(&seen, "hi from ts");
+}
+
+#[tokio::test]
+async fn python_sdk_client_drives_our_http_server_in_both_eras() {
+    let Some(py) = python() else { return };
+    let server = HttpEchoServer::start().await;
+    for (mode, revision) in [
+        ("legacy", "2025-11-25"),
+        ("2026-07-28", "2026-07-28"),
+        ("auto", "2026-07-28"),
+    ] {
+        let seen = run_json(&py, &["python_client.py", mode, &server.url]).await;
+        assert_eq!(seen["protocolVersion"], revision, "mode {mode}");
+        assert_echo_server_seen(&seen, "hi from python");
+    }
+}
+
 /// Answers elicitation and remembers that it was asked.
 #[derive(Default)]
 struct Recorder {

@@ -11,6 +11,7 @@
 //! e.g. [`stdio`].
 
 mod handler;
+pub mod http;
 mod session;
 pub mod tools;
 
@@ -66,7 +67,7 @@ impl Default for ServerOptions {
 #[derive(Clone)]
 pub struct Server {
     handler: Arc<dyn ServerHandler>,
-    options: Arc<ServerOptions>,
+    pub(crate) options: Arc<ServerOptions>,
 }
 
 impl Server {

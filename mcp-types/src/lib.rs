@@ -21,6 +21,7 @@
 //! `mcp-revisions`.
 
 pub mod codes;
+pub mod headers;
 pub mod jsonrpc;
 pub mod meta;
 mod model;
