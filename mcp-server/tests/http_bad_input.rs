@@ -49,8 +49,8 @@ async fn send(http: &StreamableHttp, method: &str, headers: &[(&str, &str)], bod
     let body = if is_sse {
         // The last event carries the answer.
         text.lines()
-            .filter_map(|l| l.strip_prefix("data: "))
-            .last()
+            .rev()
+            .find_map(|l| l.strip_prefix("data: "))
             .and_then(|d| serde_json::from_str(d).ok())
     } else {
         serde_json::from_str(&text).ok()
