@@ -1,13 +1,15 @@
 //! Connects to an MCP server, lists its tools, and calls one.
 //!
 //! ```text
-//! cargo run --example client -- [--era detect|legacy|modern] COMMAND [ARGS...] [--call TOOL [JSON]]
+//! cargo run --example client -- [--era detect|legacy|modern] (COMMAND [ARGS...] | URL) [--call TOOL [JSON]]
 //! cargo run --example client -- cargo run -q --example echo-server --call weather '{"city":"Oslo"}'
 //! ```
 //! Prints the tool list, then the call's result, as JSON on stdout.
 
-use mcp_client::{Client, ClientHandler, ClientOptions, EraChoice, StdioCommand};
+use mcp_client::http::{HttpConfig, HttpTransport};
+use mcp_client::{ChildTransport, Client, ClientHandler, ClientOptions, EraChoice, StdioCommand};
 use mcp_types::protocol::{ElicitAction, ElicitRequestParams, ElicitResult};
+use mcp_types::transport::Transport;
 use mcp_types::{ErrorObject, Revision};
 use serde_json::{json, Map, Value};
 
@@ -25,7 +27,9 @@ impl ClientHandler for Decline {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: client [--era detect|legacy|modern] COMMAND [ARGS...] [--call TOOL [JSON]]");
+    eprintln!(
+        "usage: client [--era detect|legacy|modern] (COMMAND [ARGS...] | URL) [--call TOOL [JSON]]"
+    );
     std::process::exit(2)
 }
 
@@ -53,19 +57,24 @@ async fn main() {
     let Some((command, rest)) = args.split_first() else {
         usage()
     };
-    if command.starts_with("http://") || command.starts_with("https://") {
-        eprintln!("client: HTTP servers are not supported yet; give a command to run");
-        std::process::exit(2);
-    }
-    let transport =
-        match mcp_client::ChildTransport::spawn(&StdioCommand::new(command.clone(), rest.to_vec()))
-        {
-            Ok(t) => t,
+    let is_url = command.starts_with("http://") || command.starts_with("https://");
+    let transport: Box<dyn Transport> = if is_url {
+        match HttpTransport::new(HttpConfig::new(command.clone())) {
+            Ok(t) => Box::new(t),
+            Err(e) => {
+                eprintln!("client: {e}");
+                std::process::exit(2);
+            }
+        }
+    } else {
+        match ChildTransport::spawn(&StdioCommand::new(command.clone(), rest.to_vec())) {
+            Ok(t) => Box::new(t),
             Err(e) => {
                 eprintln!("client: cannot start {command}: {e}");
                 std::process::exit(1);
             }
-        };
+        }
+    };
     let options = ClientOptions {
         era,
         ..ClientOptions::default().with_elicitation()

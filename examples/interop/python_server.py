@@ -1,10 +1,14 @@
 """A small MCP server written with the official Python SDK (`mcp`), for interop tests.
 
 Its tools return what a proxy must not lose: an `isError` result, `structuredContent`
-with an output schema, and icons on the tool definition. Runs on stdio and serves both
-eras (the SDK answers `initialize` and 2026-07-28 per-request `_meta`).
+with an output schema, icons on the tool definition, and `_meta` on a result. Serves both
+eras (the SDK answers `initialize` and 2026-07-28 per-request `_meta`) on stdio, or with
+`--http PORT` on Streamable HTTP at http://127.0.0.1:PORT/mcp.
 """
 
+import sys
+
+import mcp_types as types
 from mcp.server.mcpserver import MCPServer
 from mcp_types import Icon
 from pydantic import BaseModel
@@ -30,5 +34,16 @@ def boom() -> str:
     raise ValueError("deliberate failure")
 
 
+@app.tool(description="Returns a result carrying _meta.")
+def traced() -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text="traced")],
+        _meta={"com.example/trace": {"id": 7}},
+    )
+
+
 if __name__ == "__main__":
-    app.run("stdio")
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        app.run("stdio")

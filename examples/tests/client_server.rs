@@ -17,6 +17,8 @@ use mcp_types::transport::{memory_pair, CloseReason, Closed, Incoming, Transport
 use mcp_types::{ErrorObject, Frame, Message, RequestId, Revision};
 use serde_json::{json, Map, Value};
 
+use http as http_headers;
+
 #[path = "../../mcp-revisions/tests/common/schemas.rs"]
 mod schemas;
 
@@ -377,4 +379,127 @@ async fn a_child_that_exits_mid_call_fails_the_call_clearly() {
             other => panic!("expected the exit to fail the call, got {other:?}"),
         }
     }
+}
+
+async fn http_server(tools: mcp_server::ToolRegistry) -> String {
+    let (addr, _task) = mcp_server::http::bind(
+        "127.0.0.1:0".parse().expect("addr"),
+        Server::new(tools),
+        mcp_server::http::HttpOptions::default(),
+    )
+    .await
+    .expect("bind");
+    format!("http://{addr}/mcp")
+}
+
+#[tokio::test]
+async fn client_and_server_over_streamable_http_in_every_http_revision() {
+    let url = http_server(mcp_examples::echo_tools()).await;
+    // 2024-11-05 used the older HTTP+SSE transport; Streamable HTTP starts with 2025-03-26.
+    for revision in &Revision::ALL[1..] {
+        let t =
+            mcp_client::http::HttpTransport::new(mcp_client::http::HttpConfig::new(url.clone()))
+                .expect("transport");
+        let client = Client::connect(t, Ada, options(*revision))
+            .await
+            .expect("connect");
+        exercise(&client, *revision).await;
+        client.close().await;
+    }
+}
+
+#[tokio::test]
+async fn over_http_invalid_x_mcp_header_tools_are_dropped_and_valid_ones_mirrored() {
+    use mcp_server::{Outcome, ToolRegistry};
+    let mut tools = ToolRegistry::new();
+    let ok = |_: Map<String, Value>, _| async move {
+        Ok(Outcome::Complete(CallToolResult {
+            content: vec![ContentBlock::text("ok")],
+            ..Default::default()
+        }))
+    };
+    let good = json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}});
+    let bad = json!({"type": "object", "properties": {"amount": {"type": "number", "x-mcp-header": "Amount"}}});
+    tools.raw_tool(Tool::new("routed", good), ok);
+    tools.raw_tool(Tool::new("broken", bad), ok);
+    // A front that records the headers of each POST, then serves as usual.
+    let seen: Arc<Mutex<Vec<http_headers::HeaderMap>>> = Arc::default();
+    let endpoint = mcp_server::http::StreamableHttp::new(Server::new(tools), Default::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    let recorder = seen.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let (endpoint, recorder) = (endpoint.clone(), recorder.clone());
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(
+                    move |req: http_headers::Request<hyper::body::Incoming>| {
+                        let (endpoint, recorder) = (endpoint.clone(), recorder.clone());
+                        async move {
+                            if let Ok(mut s) = recorder.lock() {
+                                s.push(req.headers().clone());
+                            }
+                            Ok::<_, std::convert::Infallible>(endpoint.handle(req).await)
+                        }
+                    },
+                );
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    let t = mcp_client::http::HttpTransport::new(mcp_client::http::HttpConfig::new(url))
+        .expect("transport");
+    let client = Client::connect(t, Ada, options(Revision::V2026_07_28))
+        .await
+        .expect("connect");
+    let listed: Vec<String> = client
+        .list_tools()
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(
+        listed,
+        ["routed"],
+        "a tool whose x-mcp-header is on a number is dropped"
+    );
+    let call = client
+        .call_tool("routed", args(json!({"region": "Hello, 世界"})))
+        .await
+        .expect("call");
+    assert!(!call.result.is_error());
+    let headers = seen
+        .lock()
+        .expect("lock")
+        .last()
+        .cloned()
+        .expect("a request");
+    assert_eq!(
+        headers.get("mcp-method").and_then(|v| v.to_str().ok()),
+        Some("tools/call")
+    );
+    assert_eq!(
+        headers.get("mcp-name").and_then(|v| v.to_str().ok()),
+        Some("routed")
+    );
+    assert_eq!(
+        headers
+            .get("mcp-param-region")
+            .and_then(|v| v.to_str().ok()),
+        Some("=?base64?SGVsbG8sIOS4lueVjA==?=")
+    );
+    assert_eq!(
+        headers
+            .get("mcp-protocol-version")
+            .and_then(|v| v.to_str().ok()),
+        Some("2026-07-28")
+    );
 }

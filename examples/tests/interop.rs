@@ -383,3 +383,175 @@ async fn our_client_drives_a_python_sdk_server_in_both_eras() {
         client.close().await;
     }
 }
+
+/// A free loopback port (bound, then released for the peer to take).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// Waits until something listens on `port`.
+async fn wait_for_port(port: u16) {
+    for _ in 0..150 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("nothing listens on 127.0.0.1:{port}");
+}
+
+fn http_transport(url: &str) -> mcp_client::http::HttpTransport {
+    mcp_client::http::HttpTransport::new(mcp_client::http::HttpConfig::new(url)).expect("transport")
+}
+
+#[tokio::test]
+async fn our_http_client_drives_server_everything_streamable_http() {
+    let Some(modules) = node_modules() else {
+        return;
+    };
+    let port = free_port();
+    let script = modules.join("@modelcontextprotocol/server-everything/dist/index.js");
+    let _server = tokio::process::Command::new("node")
+        .args(["--import", "./loopback.mjs"])
+        .arg(&script)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .current_dir(interop_dir())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start server-everything");
+    wait_for_port(port).await;
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let recorder = Arc::new(Recorder::default());
+    let client = Client::connect(
+        http_transport(&url),
+        recorder.clone(),
+        ClientOptions::default().with_elicitation(),
+    )
+    .await
+    .expect("connect");
+    assert_eq!(
+        client.revision(),
+        Revision::V2025_11_25,
+        "a legacy session after the modern probe"
+    );
+    let echo = client
+        .call_tool("echo", args(json!({"message": "hi"})))
+        .await
+        .expect("echo");
+    assert!(matches!(&echo.result.content[0], ContentBlock::Text(t) if t.text == "Echo: hi"));
+    client.list_tools().await.expect("tools/list");
+    let structured = client
+        .call_tool(
+            "get-structured-content",
+            args(json!({"location": "Chicago"})),
+        )
+        .await
+        .expect("structured");
+    assert_eq!(structured.output, OutputCheck::Valid);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let opts = CallOptions {
+        progress: Some(tx),
+        ..Default::default()
+    };
+    client
+        .call_tool_with(
+            "trigger-long-running-operation",
+            args(json!({"duration": 1, "steps": 3})),
+            &opts,
+        )
+        .await
+        .expect("long operation");
+    let mut progress = 0;
+    while rx.try_recv().is_ok() {
+        progress += 1;
+    }
+    assert!(
+        progress >= 2,
+        "progress over the POST's SSE stream ({progress})"
+    );
+    client
+        .call_tool("trigger-elicitation-request", Map::new())
+        .await
+        .expect("elicitation");
+    assert!(
+        recorder.elicited.load(Ordering::SeqCst),
+        "a server-to-client request over SSE reached our handler"
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn our_http_client_drives_a_python_sdk_http_server_in_both_eras() {
+    let Some(py) = python() else { return };
+    let port = free_port();
+    let _server = tokio::process::Command::new(&py)
+        .args(["python_server.py", "--http", &port.to_string()])
+        .current_dir(interop_dir())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the Python server");
+    wait_for_port(port).await;
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    for (era, revision) in [
+        (
+            EraChoice::Legacy(Revision::V2025_11_25),
+            Revision::V2025_11_25,
+        ),
+        (EraChoice::Modern, Revision::V2026_07_28),
+        (EraChoice::Detect, Revision::V2026_07_28),
+    ] {
+        let client = Client::connect(
+            http_transport(&url),
+            mcp_client::NoHandler,
+            ClientOptions {
+                era,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("connect");
+        assert_eq!(client.revision(), revision);
+        let tools = client.list_tools().await.expect("tools/list");
+        let weather = tools.iter().find(|t| t.name == "weather").expect("weather");
+        assert_eq!(
+            weather.icons.as_ref().map(|i| i[0].src.clone()),
+            Some("https://example.com/weather.png".into())
+        );
+        let call = client
+            .call_tool("weather", args(json!({"city": "Oslo"})))
+            .await
+            .expect("weather");
+        assert_eq!(call.output, OutputCheck::Valid, "{era:?}");
+        assert!(
+            client
+                .call_tool("boom", Map::new())
+                .await
+                .expect("boom")
+                .result
+                .is_error(),
+            "{era:?}"
+        );
+        let traced = client
+            .call_tool("traced", Map::new())
+            .await
+            .expect("traced");
+        let meta = traced.result.meta.expect("_meta survives");
+        assert_eq!(
+            meta.get("com.example/trace"),
+            Some(&json!({"id": 7})),
+            "{era:?}"
+        );
+        client.close().await;
+    }
+}

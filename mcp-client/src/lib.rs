@@ -9,6 +9,7 @@
 //! `InputRequiredResult` → retry loop of a 2026-07-28 one.
 
 mod child;
+pub mod http;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -727,11 +728,26 @@ impl Client {
     /// Every tool, following `nextCursor` to the end. Output schemas are remembered to check
     /// later results.
     pub async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
-        let tools = self
+        let mut tools = self
             .paginate(method::TOOLS_LIST, |r: ListToolsResult| {
                 (r.tools, r.next_cursor)
             })
             .await?;
+        let transport = self.peer.transport();
+        if transport.mirrors_tool_headers() {
+            // TOOL-09: over HTTP, a tool whose x-mcp-header annotations are invalid is dropped.
+            tools.retain(|t| {
+                let schema = t.input_schema.clone().unwrap_or(Value::Null);
+                match mcp_types::headers::header_params(&schema) {
+                    Ok(_) => true,
+                    Err(why) => {
+                        tracing::warn!(tool = %t.name, "dropping tool with invalid x-mcp-header: {why}");
+                        false
+                    }
+                }
+            });
+            transport.tools_listed(&tools);
+        }
         if let Ok(mut m) = self.output_schemas.lock() {
             m.clear();
             for t in &tools {

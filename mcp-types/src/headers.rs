@@ -114,3 +114,170 @@ mod tests {
         assert_eq!(decode_value("=?base64?!!!?="), None);
     }
 }
+
+/// A tool argument mirrored into an `Mcp-Param-{header}` header (2026-07-28 `x-mcp-header`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderParam {
+    /// The chain of `properties` keys from the schema root to the argument.
+    pub path: Vec<String>,
+    /// The `{name}` part of `Mcp-Param-{name}`.
+    pub header: String,
+}
+
+fn is_tchar(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
+}
+
+/// The largest integer a mirrored header may carry (and its negation the smallest).
+pub const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+
+/// Reads the `x-mcp-header` annotations of a tool's `inputSchema`, checking the spec's
+/// constraints: non-empty token syntax (which excludes CR and LF), case-insensitively
+/// unique, only on `integer`, `string` or `boolean` properties, and only on properties
+/// reached from the root through `properties` keys alone. An error names the reason;
+/// a client on HTTP must then drop the tool.
+pub fn header_params(input_schema: &serde_json::Value) -> Result<Vec<HeaderParam>, String> {
+    use serde_json::Value;
+    let mut found = Vec::new();
+    fn walk(
+        schema: &Value,
+        path: &mut Vec<String>,
+        found: &mut Vec<HeaderParam>,
+    ) -> Result<(), String> {
+        let Some(obj) = schema.as_object() else {
+            return Ok(());
+        };
+        if let Some(h) = obj.get("x-mcp-header") {
+            let name = h.as_str().ok_or("x-mcp-header is not a string")?;
+            if name.is_empty() {
+                return Err("x-mcp-header is empty".into());
+            }
+            if let Some(c) = name.chars().find(|c| !is_tchar(*c)) {
+                return Err(format!(
+                    "x-mcp-header {name:?} has {c:?}, not allowed in a header name"
+                ));
+            }
+            if path.is_empty() {
+                return Err("x-mcp-header on the schema root".into());
+            }
+            match obj.get("type").and_then(Value::as_str) {
+                Some("integer" | "string" | "boolean") => {}
+                other => return Err(format!("x-mcp-header {name:?} is on a property of type {other:?}; only integer, string and boolean are allowed")),
+            }
+            found.push(HeaderParam {
+                path: path.clone(),
+                header: name.to_owned(),
+            });
+        }
+        for (k, v) in obj {
+            match k.as_str() {
+                "properties" => {
+                    for (prop, sub) in v.as_object().into_iter().flatten() {
+                        path.push(prop.clone());
+                        walk(sub, path, found)?;
+                        path.pop();
+                    }
+                }
+                "x-mcp-header" => {}
+                _ => {
+                    if contains_annotation(v) {
+                        return Err(format!("x-mcp-header under `{k}`, which is not statically reachable from the root"));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+    fn contains_annotation(v: &Value) -> bool {
+        match v {
+            Value::Object(o) => {
+                o.contains_key("x-mcp-header") || o.values().any(contains_annotation)
+            }
+            Value::Array(a) => a.iter().any(contains_annotation),
+            _ => false,
+        }
+    }
+    walk(input_schema, &mut Vec::new(), &mut found)?;
+    let mut seen = std::collections::HashSet::new();
+    for p in &found {
+        if !seen.insert(p.header.to_ascii_lowercase()) {
+            return Err(format!(
+                "x-mcp-header {:?} is not case-insensitively unique",
+                p.header
+            ));
+        }
+    }
+    Ok(found)
+}
+
+/// The header value of a mirrored argument, encoded; `None` when the argument is absent
+/// or null (the header is then omitted), or not of a mirrorable type or range.
+pub fn param_value(
+    arguments: &serde_json::Map<String, serde_json::Value>,
+    path: &[String],
+) -> Option<String> {
+    use serde_json::Value;
+    let (first, rest) = path.split_first()?;
+    let mut v = arguments.get(first)?;
+    for k in rest {
+        v = v.get(k)?;
+    }
+    let text = match v {
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) if (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&i) => i.to_string(),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Some(encode_value(&text))
+}
+
+#[cfg(test)]
+mod param_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn valid_annotations_are_found_with_their_paths() {
+        let s = json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "opts": {"type": "object", "properties": {"tenant": {"type": "integer", "x-mcp-header": "Tenant"}}}}});
+        let p = header_params(&s).expect("valid");
+        assert_eq!(p.len(), 2);
+        assert!(p.contains(&HeaderParam {
+            path: vec!["opts".into(), "tenant".into()],
+            header: "Tenant".into()
+        }));
+        let args = json!({"region": "Hello, 世界", "opts": {"tenant": 7}});
+        let args = args.as_object().expect("object");
+        assert_eq!(
+            param_value(args, &["region".into()]).as_deref(),
+            Some("=?base64?SGVsbG8sIOS4lueVjA==?=")
+        );
+        assert_eq!(
+            param_value(args, &["opts".into(), "tenant".into()]).as_deref(),
+            Some("7")
+        );
+        assert_eq!(param_value(args, &["missing".into()]), None);
+    }
+
+    #[test]
+    fn each_constraint_is_enforced() {
+        let bad = [
+            json!({"properties": {"a": {"type": "string", "x-mcp-header": ""}}}),
+            json!({"properties": {"a": {"type": "string", "x-mcp-header": "Bad Name"}}}),
+            json!({"properties": {"a": {"type": "string", "x-mcp-header": "X\r\nInjected"}}}),
+            json!({"properties": {"a": {"type": "number", "x-mcp-header": "A"}}}),
+            json!({"properties": {"a": {"type": "string", "x-mcp-header": "A"}, "b": {"type": "string", "x-mcp-header": "a"}}}),
+            json!({"properties": {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "A"}}}}),
+            json!({"anyOf": [{"properties": {"a": {"type": "string", "x-mcp-header": "A"}}}]}),
+            json!({"$defs": {"d": {"type": "string", "x-mcp-header": "A"}}}),
+        ];
+        for s in bad {
+            assert!(header_params(&s).is_err(), "{s}");
+        }
+        assert_eq!(header_params(&json!({"type": "object"})), Ok(vec![]));
+    }
+}

@@ -79,6 +79,16 @@ pub trait Transport: Send + Sync + 'static {
 
     /// Why the transport closed, once it has.
     fn close_reason(&self) -> Option<CloseReason>;
+
+    /// Whether this transport mirrors tool arguments into HTTP headers (Streamable HTTP,
+    /// 2026-07-28): a client on it drops tools whose `x-mcp-header` annotations break the
+    /// spec's constraints (TOOL-09).
+    fn mirrors_tool_headers(&self) -> bool {
+        false
+    }
+
+    /// The tools the server listed, for a transport that mirrors their arguments.
+    fn tools_listed(&self, _tools: &[crate::protocol::Tool]) {}
 }
 
 #[async_trait]
@@ -94,6 +104,34 @@ impl<T: Transport + ?Sized> Transport for Arc<T> {
     }
     fn close_reason(&self) -> Option<CloseReason> {
         (**self).close_reason()
+    }
+    fn mirrors_tool_headers(&self) -> bool {
+        (**self).mirrors_tool_headers()
+    }
+    fn tools_listed(&self, tools: &[crate::protocol::Tool]) {
+        (**self).tools_listed(tools)
+    }
+}
+
+#[async_trait]
+impl<T: Transport + ?Sized> Transport for Box<T> {
+    async fn send(&self, frame: &Frame) -> Result<(), Closed> {
+        (**self).send(frame).await
+    }
+    async fn recv(&self) -> Result<Incoming, Closed> {
+        (**self).recv().await
+    }
+    async fn close(&self) {
+        (**self).close().await
+    }
+    fn close_reason(&self) -> Option<CloseReason> {
+        (**self).close_reason()
+    }
+    fn mirrors_tool_headers(&self) -> bool {
+        (**self).mirrors_tool_headers()
+    }
+    fn tools_listed(&self, tools: &[crate::protocol::Tool]) {
+        (**self).tools_listed(tools)
     }
 }
 

@@ -1,0 +1,585 @@
+//! Streamable HTTP, client side, for both eras, over hyper with rustls for `https`.
+//!
+//! Every message is a POST. A 2026-07-28 request carries the mirrored headers
+//! (`MCP-Protocol-Version` from its `_meta`, `Mcp-Method`, `Mcp-Name`, and
+//! `Mcp-Param-{Name}` for arguments whose schema property has `x-mcp-header`). In the
+//! legacy era the transport keeps the `Mcp-Session-Id` the server assigns at `initialize`,
+//! sends the negotiated `MCP-Protocol-Version`, opens the GET stream for server-initiated
+//! messages, resumes a broken stream with `Last-Event-ID`, and ends the session with
+//! DELETE on close. Answers arrive as JSON or SSE; an HTTP error becomes the JSON-RPC error
+//! of the requests it answered, so no call waits forever.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client as HyperClient;
+use mcp_types::headers::{self, HeaderParam};
+use mcp_types::protocol::{method, Tool};
+use mcp_types::transport::{CloseReason, Closed, Incoming, Transport};
+use mcp_types::{codes, ErrorObject, ErrorResponse, Frame, Message, RequestId, Revision};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
+
+/// How to reach an HTTP server.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// The MCP endpoint (`http://…/mcp` or `https://…`).
+    pub url: String,
+    /// Headers added to every request (authorization, say).
+    pub headers: Vec<(String, String)>,
+    /// How many times a broken legacy SSE stream is resumed with `Last-Event-ID`.
+    pub max_resumes: usize,
+}
+
+impl HttpConfig {
+    /// An endpoint with no extra headers.
+    pub fn new(url: impl Into<String>) -> Self {
+        HttpConfig {
+            url: url.into(),
+            headers: Vec::new(),
+            max_resumes: 5,
+        }
+    }
+}
+
+/// Why an HTTP transport could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// The URL does not parse or is not http(s).
+    #[error("invalid URL {0:?}")]
+    Url(String),
+    /// A configured header is not a valid HTTP header.
+    #[error("invalid header {0:?}")]
+    Header(String),
+}
+
+struct Shared {
+    client: HyperClient<Connector, Full<Bytes>>,
+    url: Uri,
+    extra: HeaderMap,
+    session: Mutex<Option<String>>,
+    /// The legacy revision negotiated at `initialize`, sent on every later request.
+    legacy_version: Mutex<Option<String>>,
+    /// Which requests are `initialize`, to read the negotiated version off the answer.
+    initialize_ids: Mutex<Vec<RequestId>>,
+    tool_headers: RwLock<HashMap<String, Vec<HeaderParam>>>,
+    tx: mpsc::Sender<Incoming>,
+    closed: Mutex<Option<CloseReason>>,
+    shutdown: tokio::sync::Notify,
+    max_resumes: usize,
+    get_stream_open: Mutex<bool>,
+}
+
+/// A Streamable HTTP connection to one server endpoint.
+pub struct HttpTransport {
+    shared: Arc<Shared>,
+    rx: tokio::sync::Mutex<mpsc::Receiver<Incoming>>,
+}
+
+impl HttpTransport {
+    /// A transport to `config.url`. Nothing is sent until the first message.
+    pub fn new(config: HttpConfig) -> Result<HttpTransport, HttpError> {
+        let url: Uri = config
+            .url
+            .parse()
+            .map_err(|_| HttpError::Url(config.url.clone()))?;
+        if !matches!(url.scheme_str(), Some("http" | "https")) {
+            return Err(HttpError::Url(config.url));
+        }
+        let mut extra = HeaderMap::new();
+        for (k, v) in &config.headers {
+            let name =
+                HeaderName::from_bytes(k.as_bytes()).map_err(|_| HttpError::Header(k.clone()))?;
+            let value = HeaderValue::from_str(v).map_err(|_| HttpError::Header(k.clone()))?;
+            extra.insert(name, value);
+        }
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_webpki_roots()
+            .https_or_http()
+            .enable_http1()
+            .build();
+        let client = HyperClient::builder(hyper_util::rt::TokioExecutor::new()).build(connector);
+        let (tx, rx) = mpsc::channel(256);
+        Ok(HttpTransport {
+            shared: Arc::new(Shared {
+                client,
+                url,
+                extra,
+                session: Mutex::new(None),
+                legacy_version: Mutex::new(None),
+                initialize_ids: Mutex::new(Vec::new()),
+                tool_headers: RwLock::new(HashMap::new()),
+                tx,
+                closed: Mutex::new(None),
+                shutdown: tokio::sync::Notify::new(),
+                max_resumes: config.max_resumes,
+                get_stream_open: Mutex::new(false),
+            }),
+            rx: tokio::sync::Mutex::new(rx),
+        })
+    }
+
+    /// The legacy session id, once the server assigned one.
+    pub fn session_id(&self) -> Option<String> {
+        self.shared.session.lock().ok().and_then(|s| s.clone())
+    }
+}
+
+fn request_ids(frame: &Frame) -> Vec<RequestId> {
+    match frame {
+        Frame::Single(Message::Request(r)) => vec![r.id.clone()],
+        Frame::Batch(b) => b
+            .iter()
+            .filter_map(|m| match m {
+                Message::Request(r) => Some(r.id.clone()),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn set(h: &mut HeaderMap, name: &str, value: &str) {
+    if let (Ok(n), Ok(v)) = (
+        HeaderName::from_bytes(name.as_bytes()),
+        HeaderValue::from_str(value),
+    ) {
+        h.insert(n, v);
+    }
+}
+
+impl Shared {
+    fn is_closed(&self) -> bool {
+        self.closed.lock().map(|c| c.is_some()).unwrap_or(true)
+    }
+
+    async fn push(&self, m: Message) {
+        let _ = self.tx.send(Incoming::Frame(Frame::Single(m))).await;
+    }
+
+    /// Fails each of `ids` with `error` (an HTTP failure must not leave a call waiting).
+    async fn fail(&self, ids: &[RequestId], error: ErrorObject) {
+        for id in ids {
+            self.push(Message::Error(ErrorResponse::new(
+                Some(id.clone()),
+                error.clone(),
+            )))
+            .await;
+        }
+    }
+
+    fn headers_for(&self, frame: &Frame) -> HeaderMap {
+        let mut h = self.extra.clone();
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        if let Some(s) = self.session.lock().ok().and_then(|s| s.clone()) {
+            set(&mut h, headers::SESSION_ID, &s);
+        }
+        let single = match frame {
+            Frame::Single(m) => Some(m),
+            Frame::Batch(_) => None,
+        };
+        let modern = single.and_then(mcp_revisions::negotiate::request_protocol_version);
+        match modern {
+            Some(v) => {
+                set(&mut h, headers::PROTOCOL_VERSION, &v);
+                if let Some(Message::Request(r)) = single {
+                    self.mirror(&mut h, r);
+                }
+            }
+            None => {
+                if let Some(v) = self.legacy_version.lock().ok().and_then(|v| v.clone()) {
+                    set(&mut h, headers::PROTOCOL_VERSION, &v);
+                }
+            }
+        }
+        h
+    }
+
+    /// The 2026 headers mirrored from a request body.
+    fn mirror(&self, h: &mut HeaderMap, r: &mcp_types::Request) {
+        set(h, headers::METHOD, &r.method);
+        let params: serde_json::Map<String, Value> = r.params_as().unwrap_or_default();
+        let name_field = match r.method.as_str() {
+            method::TOOLS_CALL | method::PROMPTS_GET => Some("name"),
+            method::RESOURCES_READ => Some("uri"),
+            _ => None,
+        };
+        if let Some(name) = name_field
+            .and_then(|f| params.get(f))
+            .and_then(Value::as_str)
+        {
+            set(h, headers::NAME, &headers::encode_value(name));
+        }
+        if r.method == method::TOOLS_CALL {
+            let (Some(tool), Some(Value::Object(args))) = (
+                params.get("name").and_then(Value::as_str),
+                params.get("arguments"),
+            ) else {
+                return;
+            };
+            let specs = self
+                .tool_headers
+                .read()
+                .ok()
+                .and_then(|m| m.get(tool).cloned())
+                .unwrap_or_default();
+            for p in specs {
+                if let Some(v) = headers::param_value(args, &p.path) {
+                    set(
+                        h,
+                        &format!("{}{}", headers::PARAM_PREFIX, p.header.to_ascii_lowercase()),
+                        &v,
+                    );
+                }
+            }
+        }
+    }
+
+    async fn exchange(self: Arc<Self>, frame: Frame) {
+        let ids = request_ids(&frame);
+        if let Ok(mut init) = self.initialize_ids.lock() {
+            if let Frame::Single(Message::Request(r)) = &frame {
+                if r.method == method::INITIALIZE {
+                    init.push(r.id.clone());
+                }
+            }
+        }
+        let body = Bytes::from(serde_json::to_vec(&frame).unwrap_or_default());
+        let mut req = Request::new(Full::new(body));
+        *req.method_mut() = Method::POST;
+        *req.uri_mut() = self.url.clone();
+        *req.headers_mut() = self.headers_for(&frame);
+        let resp = match self.client.request(req).await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!("POST {} failed: {e}", self.url);
+                let error =
+                    ErrorObject::new(codes::INTERNAL_ERROR, format!("HTTP request failed: {e}"));
+                return self.fail(&ids, error).await;
+            }
+        };
+        let status = resp.status();
+        if let Some(s) = resp
+            .headers()
+            .get(headers::SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+        {
+            if let Ok(mut session) = self.session.lock() {
+                *session = Some(s.to_owned());
+            }
+        }
+        if status == StatusCode::ACCEPTED {
+            return;
+        }
+        let is_sse = resp
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.starts_with("text/event-stream"));
+        if is_sse && status.is_success() {
+            let pending = ids.clone();
+            self.clone().read_sse(resp.into_body(), pending).await;
+            return;
+        }
+        let bytes = resp
+            .into_body()
+            .collect()
+            .await
+            .map(|c| c.to_bytes())
+            .unwrap_or_default();
+        match Frame::parse(&bytes) {
+            Ok(parsed) => {
+                for mut m in parsed.into_messages() {
+                    // An HTTP-level error answer may not name the request: it answers ours.
+                    if let (Message::Error(e), [only]) = (&mut m, ids.as_slice()) {
+                        e.id.get_or_insert_with(|| only.clone());
+                    }
+                    self.take(m).await;
+                }
+            }
+            Err(_) if !ids.is_empty() => {
+                let text = String::from_utf8_lossy(&bytes);
+                let error = if status == StatusCode::NOT_FOUND
+                    && self.session.lock().map(|s| s.is_some()).unwrap_or(false)
+                {
+                    ErrorObject::new(codes::INVALID_REQUEST, "HTTP 404: the session expired")
+                } else {
+                    ErrorObject::new(
+                        codes::INTERNAL_ERROR,
+                        format!(
+                            "HTTP {status}: {}",
+                            text.chars().take(200).collect::<String>()
+                        ),
+                    )
+                };
+                self.fail(&ids, error).await;
+            }
+            Err(_) => {
+                if !status.is_success() {
+                    tracing::warn!(%status, "a notification was not accepted");
+                }
+            }
+        }
+    }
+
+    /// Takes one message from the server, noting what `initialize` negotiated.
+    async fn take(self: &Arc<Self>, m: Message) {
+        if let Message::Response(r) = &m {
+            let was_init = self.initialize_ids.lock().map(|mut i| {
+                let found = i.contains(&r.id);
+                i.retain(|x| x != &r.id);
+                found
+            });
+            if was_init.unwrap_or(false) {
+                if let Ok(v) = r.result_as::<serde_json::Map<String, Value>>() {
+                    if let Some(version) = v.get("protocolVersion").and_then(Value::as_str) {
+                        if let Ok(mut lv) = self.legacy_version.lock() {
+                            *lv = Some(version.to_owned());
+                        }
+                    }
+                }
+                self.clone().open_get_stream();
+            }
+        }
+        self.push(m).await;
+    }
+
+    /// Reads an SSE body; resumes it with `Last-Event-ID` while answers are still due.
+    async fn read_sse(self: Arc<Self>, body: hyper::body::Incoming, mut pending: Vec<RequestId>) {
+        let mut body = body;
+        let mut last_id: Option<String> = None;
+        let mut resumes = 0;
+        loop {
+            let ended_cleanly = self.read_events(body, &mut pending, &mut last_id).await;
+            if pending.is_empty() || ended_cleanly.is_none() || self.is_closed() {
+                return;
+            }
+            // The stream broke before every answer came: resume it (legacy servers with event ids).
+            let Some(last) = last_id.clone().filter(|_| resumes < self.max_resumes) else {
+                let error = ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    "the server closed the stream before answering",
+                );
+                return self.fail(&pending, error).await;
+            };
+            resumes += 1;
+            tokio::time::sleep(Duration::from_millis(100 * resumes as u64)).await;
+            match self.get(Some(&last)).await {
+                Some(b) => body = b,
+                None => {
+                    let error = ErrorObject::new(
+                        codes::INTERNAL_ERROR,
+                        "the stream broke and could not be resumed",
+                    );
+                    return self.fail(&pending, error).await;
+                }
+            }
+        }
+    }
+
+    /// Reads events until the body ends. `Some(())` when it ended, `None` when we are closing.
+    async fn read_events(
+        self: &Arc<Self>,
+        mut body: hyper::body::Incoming,
+        pending: &mut Vec<RequestId>,
+        last_id: &mut Option<String>,
+    ) -> Option<()> {
+        let mut buf: Vec<u8> = Vec::new();
+        let mut data: Vec<u8> = Vec::new();
+        loop {
+            let frame = tokio::select! {
+                f = body.frame() => f,
+                () = self.shutdown.notified() => return None,
+            };
+            let chunk = match frame {
+                Some(Ok(f)) => match f.into_data() {
+                    Ok(d) => d,
+                    Err(_) => continue,
+                },
+                Some(Err(e)) => {
+                    tracing::debug!("SSE stream broke: {e}");
+                    return Some(());
+                }
+                None => return Some(()),
+            };
+            buf.extend_from_slice(&chunk);
+            while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = buf.drain(..=pos).collect();
+                let line = line.strip_suffix(b"\n").unwrap_or(&line);
+                let line = line.strip_suffix(b"\r").unwrap_or(line);
+                if line.is_empty() {
+                    if !data.is_empty() {
+                        match Frame::parse(&data) {
+                            Ok(f) => {
+                                for m in f.into_messages() {
+                                    if let Some(id) =
+                                        matches!(m, Message::Response(_) | Message::Error(_))
+                                            .then(|| m.id().cloned())
+                                            .flatten()
+                                    {
+                                        pending.retain(|p| p != &id);
+                                    }
+                                    self.take(m).await;
+                                }
+                            }
+                            Err(e) => tracing::warn!("bad SSE event data: {e}"),
+                        }
+                        data.clear();
+                    }
+                } else if let Some(d) = line.strip_prefix(b"data:") {
+                    if !data.is_empty() {
+                        data.push(b'\n');
+                    }
+                    data.extend_from_slice(d.strip_prefix(b" ").unwrap_or(d));
+                } else if let Some(id) = line.strip_prefix(b"id:") {
+                    *last_id = Some(
+                        String::from_utf8_lossy(id.strip_prefix(b" ").unwrap_or(id)).into_owned(),
+                    );
+                }
+            }
+        }
+    }
+
+    async fn get(&self, last_event: Option<&str>) -> Option<hyper::body::Incoming> {
+        let mut req = Request::new(Full::new(Bytes::new()));
+        *req.method_mut() = Method::GET;
+        *req.uri_mut() = self.url.clone();
+        let mut h = self.extra.clone();
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        if let Some(s) = self.session.lock().ok().and_then(|s| s.clone()) {
+            set(&mut h, headers::SESSION_ID, &s);
+        }
+        if let Some(v) = self.legacy_version.lock().ok().and_then(|v| v.clone()) {
+            set(&mut h, headers::PROTOCOL_VERSION, &v);
+        }
+        if let Some(l) = last_event {
+            set(&mut h, headers::LAST_EVENT_ID, l);
+        }
+        *req.headers_mut() = h;
+        let resp = self.client.request(req).await.ok()?;
+        let sse = resp
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.starts_with("text/event-stream"));
+        (resp.status().is_success() && sse).then(|| resp.into_body())
+    }
+
+    /// Legacy: the GET stream for server-initiated messages, reopened when it drops.
+    fn open_get_stream(self: Arc<Self>) {
+        if let Ok(mut open) = self.get_stream_open.lock() {
+            if *open || self.session.lock().map(|s| s.is_none()).unwrap_or(true) {
+                return;
+            }
+            *open = true;
+        }
+        tokio::spawn(async move {
+            let mut last_id = None;
+            let mut failures = 0;
+            while !self.is_closed() && failures <= self.max_resumes {
+                match self.get(last_id.as_deref()).await {
+                    Some(body) => {
+                        failures = 0;
+                        if self
+                            .read_events(body, &mut Vec::new(), &mut last_id)
+                            .await
+                            .is_none()
+                        {
+                            return;
+                        }
+                    }
+                    // 405: this server offers no GET stream.
+                    None => return,
+                }
+                failures += 1;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        });
+    }
+}
+
+#[async_trait]
+impl Transport for HttpTransport {
+    async fn send(&self, frame: &Frame) -> Result<(), Closed> {
+        if let Some(r) = self.close_reason() {
+            return Err(Closed(r));
+        }
+        // Each message is its own HTTP exchange; answers arrive through `recv`.
+        tokio::spawn(self.shared.clone().exchange(frame.clone()));
+        Ok(())
+    }
+
+    async fn recv(&self) -> Result<Incoming, Closed> {
+        if let Some(r) = self.close_reason() {
+            return Err(Closed(r));
+        }
+        let mut rx = self.rx.lock().await;
+        tokio::select! {
+            m = rx.recv() => m.ok_or(Closed(CloseReason::PeerClosed)),
+            () = self.shared.shutdown.notified() => Err(Closed(CloseReason::Closed)),
+        }
+    }
+
+    async fn close(&self) {
+        if let Ok(mut c) = self.shared.closed.lock() {
+            c.get_or_insert(CloseReason::Closed);
+        }
+        self.shared.shutdown.notify_waiters();
+        let session = self.shared.session.lock().ok().and_then(|mut s| s.take());
+        if let Some(s) = session {
+            let mut req = Request::new(Full::new(Bytes::new()));
+            *req.method_mut() = Method::DELETE;
+            *req.uri_mut() = self.shared.url.clone();
+            let mut h = self.shared.extra.clone();
+            set(&mut h, headers::SESSION_ID, &s);
+            *req.headers_mut() = h;
+            let _ =
+                tokio::time::timeout(Duration::from_secs(5), self.shared.client.request(req)).await;
+        }
+    }
+
+    fn close_reason(&self) -> Option<CloseReason> {
+        self.shared.closed.lock().ok().and_then(|c| c.clone())
+    }
+
+    fn mirrors_tool_headers(&self) -> bool {
+        true
+    }
+
+    fn tools_listed(&self, tools: &[Tool]) {
+        let map = tools
+            .iter()
+            .filter_map(|t| {
+                let schema = t.input_schema.as_ref()?;
+                let params = headers::header_params(schema).ok()?;
+                (!params.is_empty()).then(|| (t.name.clone(), params))
+            })
+            .collect();
+        if let Ok(mut m) = self.shared.tool_headers.write() {
+            *m = map;
+        }
+    }
+}
+
+/// The revisions whose transport is Streamable HTTP (2024-11-05 used HTTP+SSE).
+pub fn speaks_streamable_http(r: Revision) -> bool {
+    r >= Revision::V2025_03_26
+}
