@@ -145,15 +145,17 @@ pub trait ServerHandler: Send + Sync + 'static {
 pub(crate) struct Notifier {
     pub(crate) peer: Peer,
     pub(crate) revision: Revision,
+    pub(crate) changes: tokio::sync::broadcast::Sender<crate::ListChanged>,
 }
 
 impl Notifier {
-    pub(crate) async fn notify(&self, method_name: &str, params: Value) {
+    /// Sends a notification in the client's revision; false once the connection is gone.
+    pub(crate) async fn notify(&self, method_name: &str, params: Value) -> bool {
         let params = match Translator::canonical_to(self.revision).params(method_name, params) {
             Ok(p) => p,
             Err(e) => {
                 tracing::debug!(method = method_name, revision = %self.revision, "notification not sent: {e}");
-                return;
+                return true;
             }
         };
         let raw = serde_json::value::to_raw_value(&params).ok();
@@ -162,7 +164,9 @@ impl Notifier {
                 method = method_name,
                 "notification not sent: connection closed"
             );
+            return false;
         }
+        true
     }
 }
 
@@ -223,6 +227,12 @@ impl RequestContext {
     /// Whether the client cancelled this request.
     pub fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::Relaxed)
+    }
+
+    /// Announces that a list changed, to every connected client that listens (see
+    /// [`crate::Server::notify_list_changed`]).
+    pub fn list_changed(&self, what: crate::ListChanged) {
+        let _ = self.notifier.changes.send(what);
     }
 
     /// Reports progress, if the client asked for it (a `progressToken`).

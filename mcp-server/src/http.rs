@@ -434,14 +434,9 @@ impl StreamableHttp {
                 )
             }
         };
-        if let Err(why) = check_modern_headers(h, &Message::Request(req.clone())) {
-            tracing::info!("header mismatch: {why}");
-            return rpc_error(
-                StatusCode::BAD_REQUEST,
-                Some(req.id),
-                codes::HEADER_MISMATCH,
-                format!("Header mismatch: {why}"),
-            );
+        if let Err((code, why)) = check_modern_headers(h, &Message::Request(req.clone())) {
+            tracing::info!("rejected 2026 request: {why}");
+            return rpc_error(StatusCode::BAD_REQUEST, Some(req.id), code, why);
         }
         let sse = accepts_sse(h);
         let (client, server_end) = memory_pair(32);
@@ -592,28 +587,49 @@ fn answers(m: &Message, id: &RequestId) -> bool {
     matches!(m, Message::Response(_) | Message::Error(_)) && m.id() == Some(id)
 }
 
-/// Checks the 2026-07-28 mirrored headers against the body.
-fn check_modern_headers(h: &HeaderMap, msg: &Message) -> Result<(), String> {
-    let body_version = meta_version(msg).unwrap_or_default();
-    match header_str(h, headers::PROTOCOL_VERSION) {
-        None => return Err("missing MCP-Protocol-Version header".into()),
-        Some(v) if v != body_version => {
-            return Err(format!(
-            "MCP-Protocol-Version header value '{v}' does not match body value '{body_version}'"
-        ))
+/// Checks a 2026-07-28 request's headers and `_meta`, in the order the spec's examples
+/// imply: a missing version header (`-32020`), `_meta` without the version or capabilities
+/// (`-32602`), then header against body (`-32020`); the version itself is checked later.
+fn check_modern_headers(h: &HeaderMap, msg: &Message) -> Result<(), (i64, String)> {
+    let mismatch = |why: String| (codes::HEADER_MISMATCH, format!("Header mismatch: {why}"));
+    let Some(header_version) = header_str(h, headers::PROTOCOL_VERSION) else {
+        return Err(mismatch("missing MCP-Protocol-Version header".into()));
+    };
+    let meta_obj: serde_json::Map<String, Value> = match msg {
+        Message::Request(r) => r
+            .params_as::<serde_json::Map<String, Value>>()
+            .ok()
+            .and_then(|p| p.get("_meta").and_then(Value::as_object).cloned())
+            .unwrap_or_default(),
+        _ => serde_json::Map::new(),
+    };
+    for key in [meta::PROTOCOL_VERSION, meta::CLIENT_CAPABILITIES] {
+        if !meta_obj.contains_key(key) {
+            return Err((
+                codes::INVALID_PARAMS,
+                format!("Invalid params: _meta lacks {key}"),
+            ));
         }
-        Some(_) => {}
+    }
+    let body_version = meta_obj
+        .get(meta::PROTOCOL_VERSION)
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if header_version != body_version {
+        return Err(mismatch(format!(
+            "MCP-Protocol-Version header value '{header_version}' does not match body value '{body_version}'"
+        )));
     }
     let Message::Request(r) = msg else {
         return Ok(());
     };
     match header_str(h, headers::METHOD) {
-        None => return Err("missing Mcp-Method header".into()),
+        None => return Err(mismatch("missing Mcp-Method header".into())),
         Some(m) if m != r.method => {
-            return Err(format!(
+            return Err(mismatch(format!(
                 "Mcp-Method header value '{m}' does not match body value '{}'",
                 r.method
-            ))
+            )))
         }
         Some(_) => {}
     }
@@ -630,18 +646,18 @@ fn check_modern_headers(h: &HeaderMap, msg: &Message) -> Result<(), String> {
             .and_then(|p| p.get(field).and_then(Value::as_str).map(str::to_owned));
         let header = h.get(headers::NAME).map(|v| {
             v.to_str()
-                .map_err(|_| "Mcp-Name header has invalid characters".to_owned())
+                .map_err(|_| mismatch("Mcp-Name header has invalid characters".into()))
         });
         match header.transpose()? {
-            None => return Err("missing Mcp-Name header".into()),
+            None => return Err(mismatch("missing Mcp-Name header".into())),
             Some(raw) => {
-                let decoded =
-                    headers::decode_value(raw).ok_or("Mcp-Name header is malformed base64")?;
+                let decoded = headers::decode_value(raw.trim())
+                    .ok_or_else(|| mismatch("Mcp-Name header is malformed base64".into()))?;
                 if Some(&decoded) != body.as_ref() {
-                    return Err(format!(
+                    return Err(mismatch(format!(
                         "Mcp-Name header value '{decoded}' does not match body value '{}'",
                         body.unwrap_or_default()
-                    ));
+                    )));
                 }
             }
         }

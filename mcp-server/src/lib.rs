@@ -68,6 +68,29 @@ impl Default for ServerOptions {
 pub struct Server {
     handler: Arc<dyn ServerHandler>,
     pub(crate) options: Arc<ServerOptions>,
+    changes: tokio::sync::broadcast::Sender<ListChanged>,
+}
+
+/// Which list changed, for [`Server::notify_list_changed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListChanged {
+    /// `notifications/tools/list_changed`
+    Tools,
+    /// `notifications/prompts/list_changed`
+    Prompts,
+    /// `notifications/resources/list_changed`
+    Resources,
+}
+
+impl ListChanged {
+    /// The notification's method.
+    pub fn method(self) -> &'static str {
+        match self {
+            ListChanged::Tools => mcp_types::protocol::method::TOOLS_LIST_CHANGED,
+            ListChanged::Prompts => mcp_types::protocol::method::PROMPTS_LIST_CHANGED,
+            ListChanged::Resources => mcp_types::protocol::method::RESOURCES_LIST_CHANGED,
+        }
+    }
 }
 
 impl Server {
@@ -81,7 +104,15 @@ impl Server {
         Server {
             handler: Arc::new(handler),
             options: Arc::new(options),
+            changes: tokio::sync::broadcast::channel(64).0,
         }
+    }
+
+    /// Tells every connected client that a list changed: legacy sessions get the
+    /// notification, 2026 clients on a `subscriptions/listen` stream that asked for it.
+    pub fn notify_list_changed(&self, what: ListChanged) {
+        // No receiver just means nobody listens right now.
+        let _ = self.changes.send(what);
     }
 
     /// Serves one connection until it closes, and says why it closed.
@@ -89,6 +120,7 @@ impl Server {
         let session = Arc::new(session::Session::new(
             self.handler.clone(),
             self.options.clone(),
+            self.changes.clone(),
         ));
         let (_peer, reader): (Peer, _) = Peer::start(Arc::new(transport), session);
         reader

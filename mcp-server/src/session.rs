@@ -38,6 +38,7 @@ struct LegacyState {
 pub(crate) struct Session {
     handler: Arc<dyn ServerHandler>,
     options: Arc<ServerOptions>,
+    changes: tokio::sync::broadcast::Sender<crate::ListChanged>,
     legacy: Mutex<Option<LegacyState>>,
     in_flight: Mutex<HashMap<RequestId, Arc<AtomicBool>>>,
 }
@@ -98,12 +99,30 @@ fn has_capability(caps: &ClientCapabilities, key: &str) -> bool {
 }
 
 impl Session {
-    pub(crate) fn new(handler: Arc<dyn ServerHandler>, options: Arc<ServerOptions>) -> Self {
+    pub(crate) fn new(
+        handler: Arc<dyn ServerHandler>,
+        options: Arc<ServerOptions>,
+        changes: tokio::sync::broadcast::Sender<crate::ListChanged>,
+    ) -> Self {
         Session {
             handler,
             options,
+            changes,
             legacy: Mutex::new(None),
             in_flight: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The revision a request is served in, as far as its envelope tells.
+    fn revision_of(&self, req: &Request) -> Revision {
+        match request_meta(req.params.as_deref())
+            .get(meta::PROTOCOL_VERSION)
+            .and_then(Value::as_str)
+        {
+            Some(v) => Revision::parse(v).unwrap_or(Revision::LATEST),
+            None => self
+                .legacy_state()
+                .map_or(Revision::LATEST_LEGACY, |s| s.revision),
         }
     }
 
@@ -130,17 +149,25 @@ impl Session {
             meta_obj.remove(meta::PROTOCOL_VERSION);
         }
         if m == method::INITIALIZE && !meta_obj.contains_key(meta::PROTOCOL_VERSION) {
-            return self.initialize(params);
+            let out = self.initialize(params)?;
+            if let Some(s) = self.legacy_state() {
+                self.forward_list_changes(peer, s.revision);
+            }
+            return Ok(out);
         }
         // Era of this request: per-request `_meta` (modern) or the session's handshake (legacy).
         let (revision, caps, info, log_level) = match meta_obj.get(meta::PROTOCOL_VERSION) {
             Some(v) => {
+                // 2026-07-28 requires both; a request without capabilities is malformed, not "none".
+                let Some(caps) = meta_obj.get(meta::CLIENT_CAPABILITIES) else {
+                    return Err(invalid_params(
+                        m,
+                        "_meta lacks io.modelcontextprotocol/clientCapabilities",
+                    ));
+                };
                 let rev = check_request_version(v.as_str(), &self.modern_supported())?;
-                let caps: ClientCapabilities = meta_obj
-                    .get(meta::CLIENT_CAPABILITIES)
-                    .map(|c| serde_json::from_value(c.clone()).map_err(|e| invalid_params(m, e)))
-                    .transpose()?
-                    .unwrap_or_default();
+                let caps: ClientCapabilities =
+                    serde_json::from_value(caps.clone()).map_err(|e| invalid_params(m, e))?;
                 let info = meta_obj
                     .get(meta::CLIENT_INFO)
                     .and_then(|i| serde_json::from_value(i.clone()).ok());
@@ -187,10 +214,11 @@ impl Session {
             notifier: Notifier {
                 peer: peer.clone(),
                 revision,
+                changes: self.changes.clone(),
             },
             cancelled,
         };
-        let result = self.route(peer, m, params, ctx).await?;
+        let result = self.route(peer, &req.id, m, params, ctx).await?;
         self.finish(m, revision, result)
     }
 
@@ -228,6 +256,7 @@ impl Session {
     async fn route(
         &self,
         peer: &Peer,
+        id: &RequestId,
         m: &str,
         params: Option<&RawValue>,
         ctx: RequestContext,
@@ -246,6 +275,10 @@ impl Session {
                 })
             }
             method::PING => Ok(json!({})),
+            method::SUBSCRIPTIONS_LISTEN => {
+                let p: SubscriptionsListenRequestParams = decode(m, params)?;
+                self.listen(id, p.notifications, ctx).await
+            }
             method::LOGGING_SET_LEVEL => {
                 let p: SetLevelRequestParams = decode(m, params)?;
                 if let Ok(mut g) = self.legacy.lock() {
@@ -306,6 +339,88 @@ impl Session {
                 format!("Method not found: {other}"),
             )),
         }
+    }
+
+    /// 2026-07-28 `subscriptions/listen`: acknowledges, then relays the list changes the
+    /// client asked for, each tagged with the subscription id, until the client goes away.
+    async fn listen(
+        &self,
+        id: &RequestId,
+        filter: SubscriptionFilter,
+        ctx: RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        let tag = json!({ meta::SUBSCRIPTION_ID: id });
+        let caps = self.handler.capabilities();
+        let granted = SubscriptionFilter {
+            tools_list_changed: filter.tools_list_changed.filter(|_| caps.tools.is_some()),
+            prompts_list_changed: filter
+                .prompts_list_changed
+                .filter(|_| caps.prompts.is_some()),
+            resources_list_changed: filter
+                .resources_list_changed
+                .filter(|_| caps.resources.is_some()),
+            resource_subscriptions: None,
+            ..Default::default()
+        };
+        let mut changes = self.changes.subscribe();
+        let ack = json!({"notifications": granted, "_meta": tag});
+        if !ctx
+            .notifier
+            .notify(method::SUBSCRIPTIONS_ACKNOWLEDGED, ack)
+            .await
+        {
+            return Ok(json!({"_meta": tag}));
+        }
+        let wants = |c: crate::ListChanged| match c {
+            crate::ListChanged::Tools => granted.tools_list_changed == Some(true),
+            crate::ListChanged::Prompts => granted.prompts_list_changed == Some(true),
+            crate::ListChanged::Resources => granted.resources_list_changed == Some(true),
+        };
+        loop {
+            let change = tokio::select! {
+                c = changes.recv() => c,
+                // The stream's end is only seen on a send: probe now and then.
+                () = tokio::time::sleep(std::time::Duration::from_secs(1)) => {
+                    if ctx.notifier.peer.close_reason().is_some() {
+                        break;
+                    }
+                    continue;
+                }
+            };
+            match change {
+                Ok(c) if wants(c) => {
+                    if !ctx.notifier.notify(c.method(), json!({"_meta": tag})).await {
+                        break;
+                    }
+                }
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+            }
+        }
+        Ok(json!({"_meta": tag}))
+    }
+
+    /// Legacy sessions hear about list changes as plain notifications.
+    fn forward_list_changes(&self, peer: &Peer, revision: Revision) {
+        let mut changes = self.changes.subscribe();
+        let notifier = Notifier {
+            peer: peer.clone(),
+            revision,
+            changes: self.changes.clone(),
+        };
+        tokio::spawn(async move {
+            loop {
+                match changes.recv().await {
+                    Ok(c) => {
+                        if !notifier.notify(c.method(), json!({})).await {
+                            return;
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
     }
 
     /// Runs a handler that may ask for input. A 2026-07-28 client gets the
@@ -432,14 +547,19 @@ impl Inbound for Session {
         if let Ok(mut f) = self.in_flight.lock() {
             f.insert(id.clone(), cancelled.clone());
         }
+        let revision = self.revision_of(&req);
         let out = self.dispatch(peer, req, cancelled).await;
         if let Ok(mut f) = self.in_flight.lock() {
             f.remove(&id);
         }
         match out.and_then(|v| serde_json::value::to_raw_value(&v).map_err(internal)) {
             Ok(raw) => response(id, raw),
-            Err(e) => {
+            Err(mut e) => {
                 tracing::info!(method = %method_name, code = e.code, "request failed: {}", e.message);
+                // A code the client's revision forbids (-32002 in 2026) goes as its replacement.
+                if let Some(code) = mcp_revisions::errors::replacement(e.code, revision) {
+                    e.code = code;
+                }
                 error_response(id, e)
             }
         }
