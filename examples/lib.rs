@@ -1,6 +1,8 @@
 //! Shared code of the examples, kept here so tests can drive it.
 
+mod conformance_fixtures;
 mod echo_tools;
+pub use conformance_fixtures::Conformance;
 pub use echo_tools::*;
 
 /// Logs to stderr (stdout may carry the protocol), filtered by `RUST_LOG`.
