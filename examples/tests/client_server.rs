@@ -503,3 +503,43 @@ async fn over_http_invalid_x_mcp_header_tools_are_dropped_and_valid_ones_mirrore
         Some("2026-07-28")
     );
 }
+
+/// Two conformance scenarios report success even when the tool is missing: check the
+/// fixtures' results here, in both eras.
+#[tokio::test]
+async fn conformance_fixtures_return_what_the_scenarios_describe() {
+    for revision in [Revision::V2025_11_25, Revision::V2026_07_28] {
+        let (a, b) = memory_pair(16);
+        tokio::spawn(async move {
+            Server::new(mcp_examples::Conformance::default())
+                .serve(b)
+                .await
+        });
+        let client = Client::connect(a, Ada, options(revision))
+            .await
+            .expect("connect");
+        let simple = client
+            .call_tool("test_simple_text", Map::new())
+            .await
+            .expect("simple text");
+        assert_eq!(
+            text_of(&simple.result),
+            ["This is a simple text response for testing."]
+        );
+        assert!(!simple.result.is_error());
+        let error = client
+            .call_tool("test_error_handling", Map::new())
+            .await
+            .expect("error result");
+        assert!(error.result.is_error(), "{revision}");
+        assert_eq!(
+            text_of(&error.result),
+            ["This tool intentionally returns an error for testing"]
+        );
+        let tools = client.list_tools().await.expect("list");
+        assert!(
+            tools.iter().all(|t| t.description.is_some()),
+            "the suite wants a description on every tool"
+        );
+    }
+}

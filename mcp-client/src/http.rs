@@ -76,6 +76,8 @@ struct Shared {
     shutdown: tokio::sync::Notify,
     max_resumes: usize,
     get_stream_open: Mutex<bool>,
+    /// The last `retry:` (milliseconds) a server sent on an SSE stream.
+    retry_ms: std::sync::atomic::AtomicU64,
 }
 
 /// A Streamable HTTP connection to one server endpoint.
@@ -122,6 +124,7 @@ impl HttpTransport {
                 shutdown: tokio::sync::Notify::new(),
                 max_resumes: config.max_resumes,
                 get_stream_open: Mutex::new(false),
+                retry_ms: std::sync::atomic::AtomicU64::new(0),
             }),
             rx: tokio::sync::Mutex::new(rx),
         })
@@ -365,6 +368,7 @@ impl Shared {
         let mut last_id: Option<String> = None;
         let mut resumes = 0;
         loop {
+            let before = self.retry_ms.load(std::sync::atomic::Ordering::Relaxed);
             let ended_cleanly = self.read_events(body, &mut pending, &mut last_id).await;
             if pending.is_empty() || ended_cleanly.is_none() || self.is_closed() {
                 return;
@@ -378,7 +382,14 @@ impl Shared {
                 return self.fail(&pending, error).await;
             };
             resumes += 1;
-            tokio::time::sleep(Duration::from_millis(100 * resumes as u64)).await;
+            // The server's `retry:` says how long to wait; without one, back off a little.
+            let retry = self.retry_ms.load(std::sync::atomic::Ordering::Relaxed);
+            let wait = if retry != before || retry > 0 {
+                retry
+            } else {
+                100 * resumes as u64
+            };
+            tokio::time::sleep(Duration::from_millis(wait)).await;
             match self.get(Some(&last)).await {
                 Some(b) => body = b,
                 None => {
@@ -446,6 +457,11 @@ impl Shared {
                         data.push(b'\n');
                     }
                     data.extend_from_slice(d.strip_prefix(b" ").unwrap_or(d));
+                } else if let Some(ms) = line.strip_prefix(b"retry:") {
+                    if let Ok(ms) = String::from_utf8_lossy(ms).trim().parse::<u64>() {
+                        self.retry_ms
+                            .store(ms, std::sync::atomic::Ordering::Relaxed);
+                    }
                 } else if let Some(id) = line.strip_prefix(b"id:") {
                     *last_id = Some(
                         String::from_utf8_lossy(id.strip_prefix(b" ").unwrap_or(id)).into_owned(),

@@ -445,10 +445,22 @@ impl Client {
     ) -> Result<(Revision, ServerInfo), ClientError> {
         let params = json!({"_meta": Self::modern_meta(options)});
         let raw = serde_json::value::to_raw_value(&params).ok();
-        let result = match peer
-            .request(method::DISCOVER, raw, timeout.or(options.request_timeout))
-            .await
-        {
+        let mut answer = peer
+            .request(
+                method::DISCOVER,
+                raw.clone(),
+                timeout.or(options.request_timeout),
+            )
+            .await;
+        // A -32022 that lists our version anyway asks for a retry: do it once.
+        if let Err(RpcError::Error(e)) = &answer {
+            if retry_version(e, &options.supported) == Some(Revision::V2026_07_28) {
+                answer = peer
+                    .request(method::DISCOVER, raw, timeout.or(options.request_timeout))
+                    .await;
+            }
+        }
+        let result = match answer {
             Ok(r) => r,
             Err(RpcError::Error(e)) if e.code == codes::UNSUPPORTED_PROTOCOL_VERSION => {
                 // A modern server that does not speak our modern version.

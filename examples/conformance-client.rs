@@ -1,0 +1,234 @@
+//! The client the official conformance suite drives: it reads the scenario from
+//! `MCP_CONFORMANCE_SCENARIO`, the wire revision from `MCP_CONFORMANCE_PROTOCOL_VERSION`,
+//! the server URL from its last argument, and does what the scenario asks.
+//!
+//! ```text
+//! MCP_CONFORMANCE_SCENARIO=tools_call cargo run --example conformance-client -- http://127.0.0.1:PORT/mcp
+//! ```
+
+use async_trait::async_trait;
+use mcp_client::http::{HttpConfig, HttpTransport};
+use mcp_client::{Client, ClientError, ClientHandler, ClientOptions, EraChoice};
+use mcp_types::protocol::*;
+use mcp_types::{ErrorObject, Revision};
+use serde_json::{json, Map, Value};
+
+/// Answers what a server asks the way a cooperative user would: forms filled with their
+/// defaults (or a plain value of the right type), a short model reply, one root.
+struct Cooperative;
+
+fn value_for(schema: &Value) -> Value {
+    if let Some(d) = schema.get("default") {
+        return d.clone();
+    }
+    if let Some(first) = schema.get("enum").and_then(|e| e.get(0)) {
+        return first.clone();
+    }
+    if let Some(first) = schema
+        .get("oneOf")
+        .and_then(|e| e.get(0))
+        .and_then(|o| o.get("const"))
+    {
+        return first.clone();
+    }
+    match schema.get("type").and_then(Value::as_str) {
+        Some("boolean") => json!(true),
+        Some("integer") => json!(1),
+        Some("number") => json!(1.5),
+        Some("array") => json!([]),
+        _ => json!("test"),
+    }
+}
+
+#[async_trait]
+impl ClientHandler for Cooperative {
+    async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
+        let props = params
+            .requested_schema
+            .as_ref()
+            .and_then(|s| s.get("properties"))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let content: Map<String, Value> = props
+            .iter()
+            .map(|(k, s)| (k.clone(), value_for(s)))
+            .collect();
+        Ok(ElicitResult {
+            action: ElicitAction::Accept,
+            content: Some(content),
+            ..Default::default()
+        })
+    }
+
+    async fn create_message(
+        &self,
+        _params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ErrorObject> {
+        Ok(CreateMessageResult {
+            role: Role::Assistant,
+            content: SamplingContent::One(ContentBlock::text("Hello from the conformance client.")),
+            model: "test-model".into(),
+            stop_reason: Some("endTurn".into()),
+            ..Default::default()
+        })
+    }
+
+    async fn list_roots(&self) -> Result<ListRootsResult, ErrorObject> {
+        Ok(ListRootsResult {
+            roots: vec![Root {
+                uri: "file:///test/root".into(),
+                name: Some("Test Root".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        })
+    }
+}
+
+/// Arguments for a tool from its schema: each required property with a plain value.
+fn arguments_for(tool: &Tool) -> Map<String, Value> {
+    let schema = tool.input_schema.clone().unwrap_or_default();
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let props = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    props
+        .iter()
+        .filter(|(k, _)| required.contains(&k.as_str()))
+        .map(|(k, s)| (k.clone(), value_for(s)))
+        .collect()
+}
+
+async fn run(scenario: &str, url: &str, revision: Revision) -> Result<(), ClientError> {
+    let era = if revision == Revision::V2026_07_28 {
+        EraChoice::Modern
+    } else {
+        EraChoice::Legacy(revision)
+    };
+    let options = ClientOptions {
+        era,
+        ..ClientOptions::default()
+            .with_elicitation()
+            .with_sampling()
+            .with_roots()
+    };
+    let transport = HttpTransport::new(HttpConfig::new(url))
+        .map_err(|e| ClientError::Negotiation(e.to_string()))?;
+    let client = Client::connect(transport, Cooperative, options).await?;
+    let obj = |v: Value| v.as_object().cloned().unwrap_or_default();
+    match scenario {
+        "initialize" => {}
+        "tools_call" => {
+            client.list_tools().await?;
+            client
+                .call_tool("add_numbers", obj(json!({"a": 5, "b": 3})))
+                .await?;
+        }
+        "elicitation-sep1034-client-defaults" => {
+            client
+                .call_tool("test_client_elicitation_defaults", Map::new())
+                .await?;
+        }
+        "sse-retry" => {
+            client.call_tool("test_reconnection", Map::new()).await?;
+        }
+        "sep-2322-client-request-state" => {
+            for t in [
+                "test_mrtr_echo_state",
+                "test_mrtr_no_state",
+                "test_mrtr_unrelated",
+                "test_mrtr_no_result_type",
+            ] {
+                client.call_tool(t, Map::new()).await?;
+            }
+        }
+        "http-standard-headers" => {
+            for t in client.list_tools().await? {
+                let args = arguments_for(&t);
+                client.call_tool(&t.name, args).await?;
+            }
+            for r in client.list_resources().await? {
+                client.read_resource(&r.uri).await?;
+            }
+            for p in client.list_prompts().await? {
+                client.get_prompt(&p.name, Map::new()).await?;
+            }
+        }
+        "http-custom-headers" => {
+            client.list_tools().await?;
+            let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+                .ok()
+                .and_then(|c| serde_json::from_str(&c).ok())
+                .unwrap_or_default();
+            for call in context
+                .get("toolCalls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let name = call.get("name").and_then(Value::as_str).unwrap_or_default();
+                let args = call.get("arguments").cloned().map(obj).unwrap_or_default();
+                client.call_tool(name, args).await?;
+            }
+        }
+        "http-invalid-tool-headers" => {
+            // Tools with invalid x-mcp-header annotations are dropped by the client; call the rest.
+            for t in client.list_tools().await? {
+                let args = arguments_for(&t);
+                client.call_tool(&t.name, args).await?;
+            }
+        }
+        "json-schema-2020-12-preservation" => {
+            let tools = client.list_tools().await?;
+            if let Some(schema) = tools
+                .iter()
+                .find(|t| t.name == "json_schema_2020_12_tool")
+                .and_then(|t| t.input_schema.clone())
+            {
+                client
+                    .call_tool("json_schema_echo", obj(json!({"schema": schema})))
+                    .await?;
+            }
+        }
+        _ => {
+            // request-metadata, json-schema-ref-no-deref and anything new: list, and call what is listed.
+            for t in client.list_tools().await? {
+                let args = arguments_for(&t);
+                let _ = client.call_tool(&t.name, args).await;
+            }
+        }
+    }
+    client.close().await;
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() {
+    mcp_examples::init_logging();
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let revision = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION")
+        .ok()
+        .and_then(|v| Revision::parse(&v).ok())
+        .unwrap_or(Revision::LATEST_LEGACY);
+    let Some(url) = std::env::args().skip(1).last() else {
+        eprintln!("usage: conformance-client URL (with MCP_CONFORMANCE_SCENARIO set)");
+        std::process::exit(2);
+    };
+    if scenario.starts_with("auth/") {
+        eprintln!("conformance-client: authorization is not implemented");
+        std::process::exit(1);
+    }
+    if let Err(e) = run(&scenario, &url, revision).await {
+        eprintln!("conformance-client: {scenario}: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,145 @@
+//! The official conformance suite (`@modelcontextprotocol/conformance`, pinned in
+//! `examples/interop/package.json`) against our conformance server and client, at
+//! 2025-11-25 and 2026-07-28, every non-auth scenario. Failures that are expected stand in
+//! `examples/interop/conformance/*.yml`, one reason each; the suite fails the run when
+//! anything else fails or when an expected failure starts passing (a stale baseline).
+//! With `MCP_INTEROP=required` (as `.ci/run` sets) a missing suite fails the test.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio::io::AsyncBufReadExt;
+
+fn interop_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("interop")
+}
+
+fn suite() -> Option<PathBuf> {
+    let bin = interop_dir().join("node_modules/.bin/conformance");
+    if bin.exists() {
+        return Some(bin);
+    }
+    assert!(
+        std::env::var("MCP_INTEROP").as_deref() != Ok("required"),
+        "the conformance suite is not installed; run .ci/run or (cd examples/interop && npm ci)"
+    );
+    eprintln!("SKIPPED: the conformance suite is not installed (cd examples/interop && npm ci)");
+    None
+}
+
+fn example(name: &str) -> String {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    dir.join("examples")
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
+        .display()
+        .to_string()
+}
+
+/// Runs the suite with `args`; passes when it exits 0 (its baseline check included).
+async fn conformance(suite: &Path, args: &[&str]) {
+    let out = tokio::time::timeout(
+        Duration::from_secs(600),
+        tokio::process::Command::new("node")
+            .args([
+                "--import",
+                "./node20-globsync.mjs",
+                "--import",
+                "./loopback.mjs",
+            ])
+            .arg(suite)
+            .args(args)
+            .current_dir(interop_dir())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the suite finished in time")
+    .expect("node runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary: Vec<&str> = stdout
+        .lines()
+        .filter(|l| {
+            l.starts_with('✓')
+                || l.starts_with('✗')
+                || l.contains("aseline")
+                || l.starts_with("Total")
+        })
+        .collect();
+    eprintln!("{}", summary.join("\n"));
+    assert!(
+        out.status.success(),
+        "conformance {args:?} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+async fn server_suite(revision: &str) {
+    let Some(suite) = suite() else { return };
+    let mut server = tokio::process::Command::new(example("conformance-server"))
+        .arg("127.0.0.1:0")
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start conformance-server");
+    let stdout = server.stdout.take().expect("stdout");
+    let url = tokio::io::BufReader::new(stdout)
+        .lines()
+        .next_line()
+        .await
+        .expect("read")
+        .expect("the server prints its URL");
+    let baseline = format!("conformance/server-{revision}.yml");
+    conformance(
+        &suite,
+        &[
+            "server",
+            "--url",
+            &url,
+            "--requirements",
+            revision,
+            "--expected-failures",
+            &baseline,
+        ],
+    )
+    .await;
+}
+
+async fn client_suite(revision: &str) {
+    let Some(suite) = suite() else { return };
+    let baseline = format!("conformance/client-{revision}.yml");
+    let client = example("conformance-client");
+    conformance(
+        &suite,
+        &[
+            "client",
+            "--command",
+            &client,
+            "--requirements",
+            revision,
+            "--expected-failures",
+            &baseline,
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn server_passes_the_2025_11_25_requirements() {
+    server_suite("2025-11-25").await;
+}
+
+#[tokio::test]
+async fn server_passes_the_2026_07_28_requirements() {
+    server_suite("2026-07-28").await;
+}
+
+#[tokio::test]
+async fn client_passes_the_2025_11_25_requirements() {
+    client_suite("2025-11-25").await;
+}
+
+#[tokio::test]
+async fn client_passes_the_2026_07_28_requirements() {
+    client_suite("2026-07-28").await;
+}
