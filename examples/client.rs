@@ -6,14 +6,14 @@
 //! ```
 //! Prints the tool list, then the call's result, as JSON on stdout.
 
-use mcp_client::http::{HttpConfig, HttpTransport};
+use mcp_client::http::HttpConfig;
 use mcp_client::{ChildTransport, Client, ClientHandler, ClientOptions, EraChoice, StdioCommand};
 use mcp_types::protocol::{ElicitAction, ElicitRequestParams, ElicitResult};
-use mcp_types::transport::Transport;
 use mcp_types::{ErrorObject, Revision};
 use serde_json::{json, Map, Value};
 
 /// Answers elicitation by declining: a script cannot ask a person.
+#[derive(Clone)]
 struct Decline;
 
 #[async_trait::async_trait]
@@ -57,29 +57,23 @@ async fn main() {
     let Some((command, rest)) = args.split_first() else {
         usage()
     };
-    let is_url = command.starts_with("http://") || command.starts_with("https://");
-    let transport: Box<dyn Transport> = if is_url {
-        match HttpTransport::new(HttpConfig::new(command.clone())) {
-            Ok(t) => Box::new(t),
-            Err(e) => {
-                eprintln!("client: {e}");
-                std::process::exit(2);
-            }
-        }
+    let options = ClientOptions {
+        era,
+        ..ClientOptions::default().with_elicitation()
+    };
+    let connected = if command.starts_with("http://") || command.starts_with("https://") {
+        // Streamable HTTP, else the 2024-11-05 HTTP+SSE transport.
+        mcp_client::connect_http(HttpConfig::new(command.clone()), Decline, options).await
     } else {
         match ChildTransport::spawn(&StdioCommand::new(command.clone(), rest.to_vec())) {
-            Ok(t) => Box::new(t),
+            Ok(t) => Client::connect(t, Decline, options).await,
             Err(e) => {
                 eprintln!("client: cannot start {command}: {e}");
                 std::process::exit(1);
             }
         }
     };
-    let options = ClientOptions {
-        era,
-        ..ClientOptions::default().with_elicitation()
-    };
-    let client = match Client::connect(transport, Decline, options).await {
+    let client = match connected {
         Ok(c) => c,
         Err(e) => {
             eprintln!("client: {e}");

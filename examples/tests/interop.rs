@@ -555,3 +555,44 @@ async fn our_http_client_drives_a_python_sdk_http_server_in_both_eras() {
         client.close().await;
     }
 }
+
+#[tokio::test]
+async fn our_client_speaks_the_2024_11_05_http_sse_transport_to_server_everything() {
+    let Some(modules) = node_modules() else {
+        return;
+    };
+    let port = free_port();
+    let script = modules.join("@modelcontextprotocol/server-everything/dist/index.js");
+    let _server = tokio::process::Command::new("node")
+        .args(["--import", "./loopback.mjs"])
+        .arg(&script)
+        .arg("sse")
+        .env("PORT", port.to_string())
+        .current_dir(interop_dir())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start server-everything (sse)");
+    wait_for_port(port).await;
+    // The SSE URL is no Streamable HTTP endpoint: connect_http falls back to HTTP+SSE.
+    let config = mcp_client::http::HttpConfig::new(format!("http://127.0.0.1:{port}/sse"));
+    let options = ClientOptions {
+        era: EraChoice::Legacy(Revision::V2024_11_05),
+        ..Default::default()
+    };
+    let client = mcp_client::connect_http(config, mcp_client::NoHandler, options)
+        .await
+        .expect("connect over HTTP+SSE");
+    assert_eq!(client.revision(), Revision::V2024_11_05);
+    let echo = client
+        .call_tool("echo", args(json!({"message": "old school"})))
+        .await
+        .expect("echo");
+    assert!(
+        matches!(&echo.result.content[0], ContentBlock::Text(t) if t.text == "Echo: old school")
+    );
+    let tools = client.list_tools().await.expect("tools/list");
+    assert!(tools.iter().any(|t| t.name == "echo"));
+    client.close().await;
+}

@@ -410,8 +410,7 @@ impl Shared {
         pending: &mut Vec<RequestId>,
         last_id: &mut Option<String>,
     ) -> Option<()> {
-        let mut buf: Vec<u8> = Vec::new();
-        let mut data: Vec<u8> = Vec::new();
+        let mut parser = crate::sse::SseParser::default();
         loop {
             let frame = tokio::select! {
                 f = body.frame() => f,
@@ -428,44 +427,29 @@ impl Shared {
                 }
                 None => return Some(()),
             };
-            buf.extend_from_slice(&chunk);
-            while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = buf.drain(..=pos).collect();
-                let line = line.strip_suffix(b"\n").unwrap_or(&line);
-                let line = line.strip_suffix(b"\r").unwrap_or(line);
-                if line.is_empty() {
-                    if !data.is_empty() {
-                        match Frame::parse(&data) {
-                            Ok(f) => {
-                                for m in f.into_messages() {
-                                    if let Some(id) =
-                                        matches!(m, Message::Response(_) | Message::Error(_))
-                                            .then(|| m.id().cloned())
-                                            .flatten()
-                                    {
-                                        pending.retain(|p| p != &id);
-                                    }
-                                    self.take(m).await;
+            for event in parser.feed(&chunk) {
+                if let Some(ms) = event.retry {
+                    self.retry_ms
+                        .store(ms, std::sync::atomic::Ordering::Relaxed);
+                }
+                if event.id.is_some() {
+                    last_id.clone_from(&event.id);
+                }
+                if event.data.is_empty() {
+                    continue; // a priming event
+                }
+                match Frame::parse(event.data.as_bytes()) {
+                    Ok(f) => {
+                        for m in f.into_messages() {
+                            if matches!(m, Message::Response(_) | Message::Error(_)) {
+                                if let Some(id) = m.id() {
+                                    pending.retain(|p| p != id);
                                 }
                             }
-                            Err(e) => tracing::warn!("bad SSE event data: {e}"),
+                            self.take(m).await;
                         }
-                        data.clear();
                     }
-                } else if let Some(d) = line.strip_prefix(b"data:") {
-                    if !data.is_empty() {
-                        data.push(b'\n');
-                    }
-                    data.extend_from_slice(d.strip_prefix(b" ").unwrap_or(d));
-                } else if let Some(ms) = line.strip_prefix(b"retry:") {
-                    if let Ok(ms) = String::from_utf8_lossy(ms).trim().parse::<u64>() {
-                        self.retry_ms
-                            .store(ms, std::sync::atomic::Ordering::Relaxed);
-                    }
-                } else if let Some(id) = line.strip_prefix(b"id:") {
-                    *last_id = Some(
-                        String::from_utf8_lossy(id.strip_prefix(b" ").unwrap_or(id)).into_owned(),
-                    );
+                    Err(e) => tracing::warn!("bad SSE event data: {e}"),
                 }
             }
         }

@@ -10,6 +10,8 @@
 
 mod child;
 pub mod http;
+pub mod http_sse;
+pub mod sse;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,6 +31,33 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use tokio::sync::{broadcast, mpsc};
+
+/// Connects to an HTTP server in whichever transport it speaks: Streamable HTTP
+/// (2025-03-26 and later, both eras), else the 2024-11-05 HTTP+SSE transport, as the spec's
+/// backward-compatibility notes describe. `config.url` is the Streamable HTTP endpoint or,
+/// for an old server, its SSE URL.
+pub async fn connect_http(
+    config: http::HttpConfig,
+    handler: impl ClientHandler + Clone,
+    options: ClientOptions,
+) -> Result<Client, ClientError> {
+    let bad = |e: http::HttpError| ClientError::Negotiation(e.to_string());
+    let streamable = http::HttpTransport::new(config.clone()).map_err(bad)?;
+    match Client::connect(streamable, handler.clone(), options.clone()).await {
+        Ok(c) => Ok(c),
+        Err(first) => {
+            tracing::debug!("Streamable HTTP failed ({first}); trying HTTP+SSE");
+            let Ok(sse) = http_sse::SseTransport::connect(config).await else {
+                return Err(first);
+            };
+            let era = match options.era {
+                EraChoice::Legacy(r) => EraChoice::Legacy(r),
+                _ => EraChoice::Legacy(Revision::LATEST_LEGACY),
+            };
+            Client::connect(sse, handler, ClientOptions { era, ..options }).await
+        }
+    }
+}
 
 /// Why a client operation failed.
 #[derive(Debug, thiserror::Error)]

@@ -1,0 +1,204 @@
+//! The HTTP+SSE transport of 2024-11-05 (deprecated since 2025-03-26), client side, for
+//! servers that never moved to Streamable HTTP: a GET opens an event stream whose first
+//! `endpoint` event names the URL to POST messages to; every message from the server,
+//! answers included, arrives on that stream.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use http::{header, HeaderValue, Method, Request, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client as HyperClient;
+use mcp_types::transport::{CloseReason, Closed, Incoming, Transport};
+use mcp_types::{codes, ErrorObject, ErrorResponse, Frame, Message};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::http::{HttpConfig, HttpError};
+use crate::sse::SseParser;
+
+type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
+
+/// A connection to a 2024-11-05 HTTP+SSE server.
+pub struct SseTransport {
+    client: HyperClient<Connector, Full<Bytes>>,
+    endpoint: Uri,
+    tx: mpsc::Sender<Incoming>,
+    rx: tokio::sync::Mutex<mpsc::Receiver<Incoming>>,
+    closed: Arc<Mutex<Option<CloseReason>>>,
+    shutdown: Arc<tokio::sync::Notify>,
+}
+
+/// Resolves the `endpoint` event's URL (often just a path) against the stream's URL.
+fn resolve(base: &Uri, endpoint: &str) -> Option<Uri> {
+    if endpoint.starts_with("http://") || endpoint.starts_with("https://") {
+        return endpoint.parse().ok();
+    }
+    let mut parts = base.clone().into_parts();
+    parts.path_and_query = Some(endpoint.parse().ok()?);
+    Uri::from_parts(parts).ok()
+}
+
+impl SseTransport {
+    /// Opens the event stream at `config.url` and waits for the `endpoint` event.
+    pub async fn connect(config: HttpConfig) -> Result<SseTransport, HttpError> {
+        let url: Uri = config
+            .url
+            .parse()
+            .map_err(|_| HttpError::Url(config.url.clone()))?;
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_webpki_roots()
+            .https_or_http()
+            .enable_http1()
+            .build();
+        let client: HyperClient<Connector, Full<Bytes>> =
+            HyperClient::builder(hyper_util::rt::TokioExecutor::new()).build(connector);
+        let mut req = Request::new(Full::new(Bytes::new()));
+        *req.method_mut() = Method::GET;
+        *req.uri_mut() = url.clone();
+        req.headers_mut().insert(
+            header::ACCEPT,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        for (k, v) in &config.headers {
+            let name = http::HeaderName::from_bytes(k.as_bytes())
+                .map_err(|_| HttpError::Header(k.clone()))?;
+            req.headers_mut().insert(
+                name,
+                HeaderValue::from_str(v).map_err(|_| HttpError::Header(k.clone()))?,
+            );
+        }
+        let resp = client
+            .request(req)
+            .await
+            .map_err(|e| HttpError::Url(format!("{}: {e}", config.url)))?;
+        if !resp.status().is_success() {
+            return Err(HttpError::Url(format!(
+                "{}: HTTP {}",
+                config.url,
+                resp.status()
+            )));
+        }
+        let (tx, rx) = mpsc::channel(256);
+        let (endpoint_tx, endpoint_rx) = oneshot::channel();
+        let closed = Arc::new(Mutex::new(None));
+        let shutdown = Arc::new(tokio::sync::Notify::new());
+        let (stream_tx, stream_closed, stream_shutdown) =
+            (tx.clone(), closed.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            let mut body = resp.into_body();
+            let mut parser = SseParser::default();
+            let mut endpoint_tx = Some(endpoint_tx);
+            loop {
+                let frame = tokio::select! {
+                    f = body.frame() => f,
+                    () = stream_shutdown.notified() => break,
+                };
+                let Some(Ok(frame)) = frame else { break };
+                let Ok(chunk) = frame.into_data() else {
+                    continue;
+                };
+                for event in parser.feed(&chunk) {
+                    if event.event.as_deref() == Some("endpoint") {
+                        if let Some(t) = endpoint_tx.take() {
+                            let _ = t.send(event.data);
+                        }
+                        continue;
+                    }
+                    match Frame::parse(event.data.as_bytes()) {
+                        Ok(f) => {
+                            let _ = stream_tx.send(Incoming::Frame(f)).await;
+                        }
+                        Err(e) => tracing::warn!("bad SSE message: {e}"),
+                    }
+                }
+            }
+            if let Ok(mut c) = stream_closed.lock() {
+                c.get_or_insert(CloseReason::PeerClosed);
+            }
+            stream_shutdown.notify_waiters();
+        });
+        let endpoint = endpoint_rx.await.map_err(|_| {
+            HttpError::Url(format!(
+                "{}: the stream ended before the endpoint event",
+                config.url
+            ))
+        })?;
+        let endpoint = resolve(&url, &endpoint).ok_or_else(|| HttpError::Url(endpoint.clone()))?;
+        Ok(SseTransport {
+            client,
+            endpoint,
+            tx,
+            rx: tokio::sync::Mutex::new(rx),
+            closed,
+            shutdown,
+        })
+    }
+}
+
+#[async_trait]
+impl Transport for SseTransport {
+    async fn send(&self, frame: &Frame) -> Result<(), Closed> {
+        if let Some(r) = self.close_reason() {
+            return Err(Closed(r));
+        }
+        let mut req = Request::new(Full::new(Bytes::from(
+            serde_json::to_vec(frame).unwrap_or_default(),
+        )));
+        *req.method_mut() = Method::POST;
+        *req.uri_mut() = self.endpoint.clone();
+        req.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        let (client, tx, frame) = (self.client.clone(), self.tx.clone(), frame.clone());
+        tokio::spawn(async move {
+            let failure = match client.request(req).await {
+                Ok(r) if r.status().is_success() => None,
+                Ok(r) => Some(format!("HTTP {}", r.status())),
+                Err(e) => Some(e.to_string()),
+            };
+            if let Some(why) = failure {
+                // The answer will never come on the stream: fail the requests now.
+                for m in frame.into_messages() {
+                    if let Message::Request(r) = m {
+                        let e =
+                            ErrorObject::new(codes::INTERNAL_ERROR, format!("POST failed: {why}"));
+                        let _ = tx
+                            .send(Incoming::Frame(Frame::Single(Message::Error(
+                                ErrorResponse::new(Some(r.id), e),
+                            ))))
+                            .await;
+                    }
+                }
+            }
+        });
+        Ok(())
+    }
+
+    async fn recv(&self) -> Result<Incoming, Closed> {
+        let mut rx = self.rx.lock().await;
+        tokio::select! {
+            m = rx.recv() => m.ok_or(Closed(CloseReason::PeerClosed)),
+            () = self.shutdown.notified() => {
+                // Drain what arrived before the stream ended.
+                match rx.try_recv() {
+                    Ok(m) => Ok(m),
+                    Err(_) => Err(Closed(self.close_reason().unwrap_or(CloseReason::PeerClosed))),
+                }
+            }
+        }
+    }
+
+    async fn close(&self) {
+        if let Ok(mut c) = self.closed.lock() {
+            c.get_or_insert(CloseReason::Closed);
+        }
+        self.shutdown.notify_waiters();
+    }
+
+    fn close_reason(&self) -> Option<CloseReason> {
+        self.closed.lock().ok().and_then(|c| c.clone())
+    }
+}
