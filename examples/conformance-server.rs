@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! cargo run --example conformance-server -- [ADDR]     # default 127.0.0.1:0; prints the URL
+//! cargo run --example conformance-server -- --stdio    # on stdio (as a gateway upstream)
 //! ```
 
 use mcp_server::http::{bind, HttpOptions};
@@ -12,13 +13,9 @@ use mcp_types::protocol::Implementation;
 #[tokio::main]
 async fn main() {
     mcp_examples::init_logging();
-    let addr = std::env::args()
+    let arg = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:0".into());
-    let Ok(addr) = addr.parse() else {
-        eprintln!("conformance-server: bad address {addr:?}");
-        std::process::exit(2);
-    };
     let options = ServerOptions {
         info: Implementation {
             name: "mcp-proxy-conformance-server".into(),
@@ -28,6 +25,14 @@ async fn main() {
         ..Default::default()
     };
     let server = Server::with_options(mcp_examples::Conformance::default(), options);
+    if arg == "--stdio" {
+        server.serve(mcp_server::stdio()).await;
+        return;
+    }
+    let Ok(addr) = arg.parse::<std::net::SocketAddr>() else {
+        eprintln!("conformance-server: bad address {arg:?}");
+        std::process::exit(2);
+    };
     match bind(addr, server, HttpOptions::default()).await {
         Ok((local, task)) => {
             println!("http://{local}/mcp");

@@ -2,8 +2,10 @@
 
 mod conformance_fixtures;
 mod echo_tools;
+mod notes_tools;
 pub use conformance_fixtures::Conformance;
 pub use echo_tools::*;
+pub use notes_tools::*;
 
 /// Logs to stderr (stdout may carry the protocol), filtered by `RUST_LOG`.
 pub fn init_logging() {

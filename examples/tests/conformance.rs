@@ -143,3 +143,59 @@ async fn client_passes_the_2025_11_25_requirements() {
 async fn client_passes_the_2026_07_28_requirements() {
     client_suite("2026-07-28").await;
 }
+
+/// The gateway in front of our conformance server (a stdio upstream, names unprefixed):
+/// the suite must see what it sees talking to the server directly.
+async fn gateway_suite(revision: &str) {
+    let Some(suite) = suite() else { return };
+    let config = std::env::temp_dir().join(format!(
+        "mcp-gateway-conformance-{revision}-{}.json",
+        std::process::id()
+    ));
+    let text = serde_json::json!({"mcpServers": {"conformance": {
+        "command": example("conformance-server"), "args": ["--stdio"], "namespace": ""}}});
+    std::fs::write(&config, text.to_string()).expect("write config");
+    let mut gateway = tokio::process::Command::new(example("gateway"))
+        .args([
+            "--config",
+            &config.display().to_string(),
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the gateway");
+    let stdout = gateway.stdout.take().expect("stdout");
+    let url = tokio::io::BufReader::new(stdout)
+        .lines()
+        .next_line()
+        .await
+        .expect("read")
+        .expect("the gateway prints its URL");
+    let baseline = format!("conformance/gateway-{revision}.yml");
+    conformance(
+        &suite,
+        &[
+            "server",
+            "--url",
+            &url,
+            "--requirements",
+            revision,
+            "--expected-failures",
+            &baseline,
+        ],
+    )
+    .await;
+    let _ = std::fs::remove_file(config);
+}
+
+#[tokio::test]
+async fn gateway_passes_the_2025_11_25_requirements_like_the_server_it_fronts() {
+    gateway_suite("2025-11-25").await;
+}
+
+#[tokio::test]
+async fn gateway_passes_the_2026_07_28_requirements_like_the_server_it_fronts() {
+    gateway_suite("2026-07-28").await;
+}

@@ -232,6 +232,9 @@ pub struct CallOptions {
     pub timeout: Option<Duration>,
     /// Receives the request's progress notifications.
     pub progress: Option<mpsc::UnboundedSender<ProgressNotificationParams>>,
+    /// Return a 2026 `InputRequiredResult` to the caller instead of answering it with the
+    /// [`ClientHandler`] (a proxy relays it to its host).
+    pub return_input_required: bool,
 }
 
 /// What the client found when it checked `structuredContent` against the tool's
@@ -664,7 +667,9 @@ impl Client {
                     method: method_name.into(),
                     reason: e.to_string(),
                 })?;
-            if value.get("resultType").and_then(Value::as_str) != Some("input_required") {
+            if value.get("resultType").and_then(Value::as_str) != Some("input_required")
+                || opts.return_input_required
+            {
                 return Ok(value);
             }
             let ir: InputRequiredResult = decode(method_name, value)?;
@@ -930,7 +935,7 @@ impl Client {
             };
             let opts = CallOptions {
                 timeout: Some(Duration::from_secs(u64::from(u32::MAX))),
-                progress: None,
+                ..Default::default()
             };
             client
                 .request(method::SUBSCRIPTIONS_LISTEN, to_value(&p), &opts)

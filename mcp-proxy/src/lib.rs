@@ -1,4 +1,35 @@
 //! # mcp-proxy
 //!
-//! Planned: the `Aggregator` that composes upstream MCP servers into one server for every
-//! host revision (issues 5 and 6). Nothing is implemented yet; see `ARCHITECTURE.md`.
+//! The [`Aggregator`]: any number of upstream MCP servers (stdio, Streamable HTTP,
+//! HTTP+SSE or in-process; either era) composed into one dual-era server that every
+//! host, 2024-11-05 to 2026-07-28, can use. Names are namespaced by configuration
+//! ([`naming`]), calls are routed by table lookup, what upstreams say is kept and
+//! translated to each host's revision by `mcp-server`, and a failing upstream is
+//! restarted without disturbing the rest.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport};
+//! use mcp_client::StdioCommand;
+//!
+//! let upstreams = vec![UpstreamConfig {
+//!     key: "everything".into(),
+//!     namespace: None,
+//!     trusted: false,
+//!     transport: UpstreamTransport::Stdio(StdioCommand::new("npx", ["-y", "@modelcontextprotocol/server-everything"])),
+//! }];
+//! let aggregator = Aggregator::start(upstreams, AggregatorOptions::default()).await?;
+//! let server = mcp_server::Server::new(aggregator.clone());
+//! let notifier = server.clone();
+//! aggregator.on_list_changed(move |what| notifier.notify_list_changed(what));
+//! server.serve(mcp_server::stdio()).await;
+//! # Ok(()) }
+//! ```
+
+mod aggregator;
+pub mod config;
+pub mod naming;
+
+pub use aggregator::{
+    Aggregator, AggregatorOptions, StartError, UpstreamConfig, UpstreamTransport,
+};

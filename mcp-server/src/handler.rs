@@ -219,6 +219,17 @@ impl RequestContext {
         self.input_responses.get(key)
     }
 
+    /// Every answer to input requests on this round (empty on a first call).
+    pub fn input_responses(&self) -> &Map<String, Value> {
+        &self.input_responses
+    }
+
+    /// The log level the client wants for this request (legacy: `logging/setLevel`;
+    /// 2026-07-28: the request's `logLevel`), if any.
+    pub fn log_level(&self) -> Option<&LoggingLevel> {
+        self.log_level.as_ref()
+    }
+
     /// The `requestState` of this round, on a retry.
     pub fn request_state(&self) -> Option<&str> {
         self.request_state.as_deref()

@@ -1,0 +1,125 @@
+//! The gateway: upstream MCP servers from a Claude Desktop / Cursor style config, served
+//! as one MCP server on stdio (default) or Streamable HTTP at `/mcp`.
+//!
+//! ```text
+//! cargo run --release --example gateway -- [--config FILE] [--http ADDR]
+//! ```
+//! Without `--config` it serves two in-process demo upstreams (`echo` and `notes`).
+
+use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport};
+use mcp_server::http::{bind, HttpOptions};
+use mcp_server::{Server, ServerOptions};
+use mcp_types::protocol::Implementation;
+
+fn usage() -> ! {
+    eprintln!("usage: gateway [--config FILE] [--http ADDR]");
+    std::process::exit(2)
+}
+
+fn demo() -> (Vec<UpstreamConfig>, AggregatorOptions) {
+    let upstream = |key: &str, server: Server| UpstreamConfig {
+        key: key.into(),
+        namespace: None,
+        trusted: true,
+        transport: UpstreamTransport::InProcess(server),
+    };
+    (
+        vec![
+            upstream("echo", Server::new(mcp_examples::echo_tools())),
+            upstream("notes", Server::new(mcp_examples::notes_tools())),
+        ],
+        AggregatorOptions::default(),
+    )
+}
+
+#[tokio::main]
+async fn main() {
+    mcp_examples::init_logging();
+    let mut args = std::env::args().skip(1);
+    let (mut config, mut http) = (None, None);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--config" => config = Some(args.next().unwrap_or_else(|| usage())),
+            "--http" => http = Some(args.next().unwrap_or_else(|| usage())),
+            _ => usage(),
+        }
+    }
+    let (upstreams, options) = match &config {
+        None => demo(),
+        Some(path) => {
+            let text = match std::fs::read_to_string(path) {
+                Ok(t) => t,
+                Err(e) => {
+                    eprintln!("gateway: cannot read {path}: {e}");
+                    std::process::exit(2);
+                }
+            };
+            match mcp_proxy::config::parse(&text, path) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("gateway: {e}");
+                    std::process::exit(2);
+                }
+            }
+        }
+    };
+    let aggregator = match Aggregator::start(upstreams, options).await {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("gateway: {e}");
+            std::process::exit(2);
+        }
+    };
+    let server = Server::with_options(
+        aggregator.clone(),
+        ServerOptions {
+            info: Implementation {
+                name: "mcp-proxy-gateway".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    );
+    let notifier = server.clone();
+    aggregator.on_list_changed(move |what| notifier.notify_list_changed(what));
+    for (key, up, error) in aggregator.status() {
+        match (up, error) {
+            (true, _) => eprintln!("gateway: upstream `{key}` connected"),
+            (false, e) => eprintln!(
+                "gateway: upstream `{key}` unavailable: {}",
+                e.unwrap_or_default()
+            ),
+        }
+    }
+    let names: Vec<String> = aggregator.tools().into_iter().map(|t| t.name).collect();
+    eprintln!(
+        "gateway: serving {} tools: {}",
+        names.len(),
+        names.join(", ")
+    );
+    match http {
+        None => {
+            eprintln!("gateway: serving MCP on stdio (all revisions 2024-11-05 … 2026-07-28)");
+            let reason = server.serve(mcp_server::stdio()).await;
+            eprintln!("gateway: stdio closed: {reason}");
+        }
+        Some(addr) => {
+            let Ok(addr) = addr.parse() else { usage() };
+            match bind(addr, server, HttpOptions::default()).await {
+                Ok((local, task)) => {
+                    eprintln!("gateway: serving MCP on http://{local}/mcp");
+                    println!("http://{local}/mcp");
+                    if let Ok(Err(e)) = task.await {
+                        eprintln!("gateway: {e}");
+                    }
+                }
+                Err(e) => {
+                    eprintln!("gateway: cannot listen on {addr}: {e}");
+                    std::process::exit(1);
+                }
+            }
+        }
+    }
+    aggregator.shutdown().await;
+}

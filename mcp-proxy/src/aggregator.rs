@@ -1,0 +1,999 @@
+//! [`Aggregator`]: many upstream MCP servers behind one [`ServerHandler`].
+//!
+//! Each upstream is an `mcp-client` connection (stdio child, Streamable HTTP or HTTP+SSE,
+//! or an in-process server), in whichever era it speaks. The catalog of their tools,
+//! prompts, resources and templates is merged in a deterministic order (upstreams by
+//! key, then each upstream's own order); calls are routed by table lookup to the owning
+//! upstream under the tool's real name. What an upstream says is kept as it said it
+//! (the typed model is lossless); the server session translates each answer to the host's
+//! revision. An upstream that fails is reported in the results of calls to it, restarted
+//! with backoff, and never disturbs the others.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mcp_client::http::HttpConfig;
+use mcp_client::{
+    CallOptions, ChildTransport, Client, ClientError, ClientOptions, EraChoice, NoHandler,
+    StdioCommand,
+};
+use mcp_revisions::policy::has_text_duplicate;
+use mcp_server::{ListChanged, Outcome, RequestContext, ServerHandler};
+use mcp_types::protocol::*;
+use mcp_types::transport::memory_pair;
+use mcp_types::{codes, ErrorObject};
+use serde_json::{json, Map, Value};
+
+use crate::naming::{Namespacing, Prefixed};
+
+/// How to reach an upstream.
+#[derive(Clone)]
+pub enum UpstreamTransport {
+    /// A child process on stdio.
+    Stdio(StdioCommand),
+    /// An HTTP endpoint (Streamable HTTP, else HTTP+SSE).
+    Http(HttpConfig),
+    /// A server in this process (demos, tests): a fresh connection at each start.
+    InProcess(mcp_server::Server),
+}
+
+impl std::fmt::Debug for UpstreamTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UpstreamTransport::Stdio(c) => write!(f, "stdio {:?}", c.command),
+            UpstreamTransport::Http(h) => write!(f, "http {}", h.url),
+            UpstreamTransport::InProcess(_) => f.write_str("in-process"),
+        }
+    }
+}
+
+/// One upstream server.
+#[derive(Clone, Debug)]
+pub struct UpstreamConfig {
+    /// The configuration key (names the upstream in errors and logs).
+    pub key: String,
+    /// The namespace of its names; default: the key, sanitised. `Some("")` exposes names
+    /// unprefixed.
+    pub namespace: Option<String>,
+    /// Whether its tool annotations are trusted (TOOL-15); untrusted ones are kept raw
+    /// but a policy must not rely on them.
+    pub trusted: bool,
+    /// How to reach it.
+    pub transport: UpstreamTransport,
+}
+
+/// How the aggregator behaves.
+#[derive(Clone)]
+pub struct AggregatorOptions {
+    /// Exposed names.
+    pub namespacing: Arc<dyn Namespacing>,
+    /// Longest an upstream may take to answer one call (a timeout cancels it upstream).
+    pub call_timeout: Duration,
+    /// Longest an upstream may take to start and answer its handshake.
+    pub connect_timeout: Duration,
+    /// First and longest wait between restarts of a failed upstream.
+    pub restart_backoff: (Duration, Duration),
+}
+
+impl std::fmt::Debug for AggregatorOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AggregatorOptions")
+            .field("call_timeout", &self.call_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("restart_backoff", &self.restart_backoff)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for AggregatorOptions {
+    fn default() -> Self {
+        AggregatorOptions {
+            namespacing: Arc::new(Prefixed::default()),
+            call_timeout: Duration::from_secs(120),
+            connect_timeout: Duration::from_secs(30),
+            restart_backoff: (Duration::from_millis(500), Duration::from_secs(30)),
+        }
+    }
+}
+
+/// Why the aggregator could not start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StartError {
+    /// Two upstreams end up with the same namespace.
+    #[error("upstreams `{first}` and `{second}` both use the namespace `{namespace}`")]
+    NamespaceCollision {
+        /// The namespace.
+        namespace: String,
+        /// One key.
+        first: String,
+        /// The other.
+        second: String,
+    },
+    /// Two names end up exposed the same.
+    #[error("`{first}` and `{second}` are both exposed as `{exposed}`")]
+    NameCollision {
+        /// The exposed name.
+        exposed: String,
+        /// `key/name` of one.
+        first: String,
+        /// `key/name` of the other.
+        second: String,
+    },
+}
+
+struct Upstream {
+    config: UpstreamConfig,
+    namespace: String,
+    client: RwLock<Option<Client>>,
+    last_error: Mutex<Option<String>>,
+}
+
+impl Upstream {
+    fn client(&self) -> Option<Client> {
+        self.client.read().ok().and_then(|c| c.clone())
+    }
+
+    fn unavailable(&self) -> String {
+        let why = self
+            .last_error
+            .lock()
+            .ok()
+            .and_then(|e| e.clone())
+            .unwrap_or_else(|| "not connected".into());
+        format!("upstream `{}` is unavailable: {why}", self.config.key)
+    }
+}
+
+/// One upstream's part of the catalog.
+#[derive(Default, Clone)]
+struct Listing {
+    tools: Vec<Tool>,
+    prompts: Vec<Prompt>,
+    resources: Vec<Resource>,
+    templates: Vec<ResourceTemplate>,
+}
+
+/// Called when a merged list changes.
+type ChangeListener = Arc<dyn Fn(ListChanged) + Send + Sync>;
+
+struct Inner {
+    upstreams: Vec<Arc<Upstream>>,
+    options: AggregatorOptions,
+    listings: RwLock<Vec<Listing>>,
+    on_change: Mutex<Option<ChangeListener>>,
+    stopped: AtomicBool,
+}
+
+/// Upstream MCP servers composed into one server. Cheap to clone.
+#[derive(Clone)]
+pub struct Aggregator {
+    inner: Arc<Inner>,
+}
+
+fn tool_error(text: String) -> CallToolResult {
+    CallToolResult {
+        content: vec![ContentBlock::text(text)],
+        is_error: Some(true),
+        ..Default::default()
+    }
+}
+
+impl Aggregator {
+    /// Starts every upstream concurrently and builds the catalog. An upstream that fails
+    /// to start does not fail the aggregator (it is retried in the background); clashing
+    /// namespaces or exposed names do.
+    pub async fn start(
+        configs: Vec<UpstreamConfig>,
+        options: AggregatorOptions,
+    ) -> Result<Aggregator, StartError> {
+        let mut sorted = configs;
+        sorted.sort_by(|a, b| a.key.cmp(&b.key));
+        let mut by_namespace: HashMap<String, String> = HashMap::new();
+        let mut upstreams = Vec::new();
+        for c in sorted {
+            let namespace = c
+                .namespace
+                .clone()
+                .unwrap_or_else(|| options.namespacing.namespace_for_key(&c.key));
+            let ns_key = crate::naming::sanitize(&namespace);
+            if !namespace.is_empty() {
+                if let Some(first) = by_namespace.insert(ns_key.clone(), c.key.clone()) {
+                    return Err(StartError::NamespaceCollision {
+                        namespace: ns_key,
+                        first,
+                        second: c.key,
+                    });
+                }
+            }
+            upstreams.push(Arc::new(Upstream {
+                config: c,
+                namespace,
+                client: RwLock::new(None),
+                last_error: Mutex::new(None),
+            }));
+        }
+        let inner = Arc::new(Inner {
+            listings: RwLock::new(vec![Listing::default(); upstreams.len()]),
+            upstreams,
+            options,
+            on_change: Mutex::new(None),
+            stopped: AtomicBool::new(false),
+        });
+        let agg = Aggregator { inner };
+        let starts: Vec<_> = (0..agg.inner.upstreams.len())
+            .map(|i| {
+                let agg = agg.clone();
+                tokio::spawn(async move { agg.connect(i).await })
+            })
+            .collect();
+        for s in starts {
+            let _ = s.await;
+        }
+        agg.check_collisions()?;
+        for i in 0..agg.inner.upstreams.len() {
+            let agg = agg.clone();
+            tokio::spawn(async move { agg.supervise(i).await });
+        }
+        Ok(agg)
+    }
+
+    /// Calls `f` whenever a merged list changes (wire it to
+    /// [`mcp_server::Server::notify_list_changed`]).
+    pub fn on_list_changed(&self, f: impl Fn(ListChanged) + Send + Sync + 'static) {
+        if let Ok(mut g) = self.inner.on_change.lock() {
+            *g = Some(Arc::new(f));
+        }
+    }
+
+    /// Closes every upstream (children are killed) and stops restarting them.
+    pub async fn shutdown(&self) {
+        self.inner.stopped.store(true, Ordering::SeqCst);
+        for u in &self.inner.upstreams {
+            let client = u.client.write().ok().and_then(|mut c| c.take());
+            if let Some(c) = client {
+                c.close().await;
+            }
+        }
+    }
+
+    /// The merged tools as hosts see them (exposed names), in catalog order.
+    pub fn tools(&self) -> Vec<Tool> {
+        self.tool_entries()
+            .into_iter()
+            .map(|(exposed, _, mut t)| {
+                t.name = exposed;
+                t
+            })
+            .collect()
+    }
+
+    /// `(key, connected, last error)` of each upstream.
+    pub fn status(&self) -> Vec<(String, bool, Option<String>)> {
+        self.inner
+            .upstreams
+            .iter()
+            .map(|u| {
+                (
+                    u.config.key.clone(),
+                    u.client().is_some(),
+                    u.last_error.lock().ok().and_then(|e| e.clone()),
+                )
+            })
+            .collect()
+    }
+
+    fn changed(&self, what: ListChanged) {
+        let f = self.inner.on_change.lock().ok().and_then(|g| g.clone());
+        if let Some(f) = f {
+            f(what);
+        }
+    }
+
+    async fn open(&self, config: &UpstreamConfig) -> Result<Client, String> {
+        let options = ClientOptions {
+            era: EraChoice::Detect,
+            request_timeout: Some(self.inner.options.call_timeout),
+            ..Default::default()
+        };
+        let connect = async {
+            match &config.transport {
+                UpstreamTransport::Stdio(cmd) => {
+                    let t = ChildTransport::spawn(cmd)
+                        .map_err(|e| format!("cannot start `{}`: {e}", cmd.command))?;
+                    Client::connect(t, NoHandler, options)
+                        .await
+                        .map_err(|e| e.to_string())
+                }
+                UpstreamTransport::Http(h) => {
+                    mcp_client::connect_http(h.clone(), NoHandler, options)
+                        .await
+                        .map_err(|e| e.to_string())
+                }
+                UpstreamTransport::InProcess(server) => {
+                    let (a, b) = memory_pair(64);
+                    let server = server.clone();
+                    tokio::spawn(async move { server.serve(b).await });
+                    Client::connect(a, NoHandler, options)
+                        .await
+                        .map_err(|e| e.to_string())
+                }
+            }
+        };
+        match tokio::time::timeout(self.inner.options.connect_timeout, connect).await {
+            Ok(r) => r,
+            Err(_) => Err(format!(
+                "no handshake within {:?}",
+                self.inner.options.connect_timeout
+            )),
+        }
+    }
+
+    /// Connects upstream `i` and lists what it offers; false when it failed.
+    async fn connect(&self, i: usize) -> bool {
+        let u = self.inner.upstreams[i].clone();
+        match self.open(&u.config).await {
+            Ok(client) => {
+                let listing = list_all(&client).await;
+                tracing::info!(upstream = %u.config.key, revision = %client.revision(), tools = listing.tools.len(), "upstream connected");
+                if let Ok(mut c) = u.client.write() {
+                    *c = Some(client);
+                }
+                if let Ok(mut e) = u.last_error.lock() {
+                    *e = None;
+                }
+                if let Ok(mut l) = self.inner.listings.write() {
+                    l[i] = listing;
+                }
+                true
+            }
+            Err(e) => {
+                tracing::warn!(upstream = %u.config.key, "upstream failed: {e}");
+                if let Ok(mut le) = u.last_error.lock() {
+                    *le = Some(e);
+                }
+                false
+            }
+        }
+    }
+
+    /// Keeps upstream `i` alive: relists on its list-changed notifications, and restarts it
+    /// with backoff when its connection ends.
+    async fn supervise(&self, i: usize) {
+        let u = self.inner.upstreams[i].clone();
+        let (min, max) = self.inner.options.restart_backoff;
+        let mut backoff = min;
+        while !self.inner.stopped.load(Ordering::SeqCst) {
+            let Some(client) = u.client() else {
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(max);
+                if self.connect(i).await {
+                    backoff = min;
+                    self.announce_all();
+                }
+                continue;
+            };
+            let mut notes = client.notifications();
+            if client.revision().era() == mcp_types::Era::Modern {
+                // A 2026 upstream tells of list changes only on a subscription stream.
+                let _listen = client.listen(SubscriptionFilter {
+                    tools_list_changed: Some(true),
+                    prompts_list_changed: Some(true),
+                    resources_list_changed: Some(true),
+                    ..Default::default()
+                });
+            }
+            loop {
+                let note = tokio::select! {
+                    n = notes.recv() => n.ok(),
+                    () = tokio::time::sleep(Duration::from_millis(500)) => None,
+                };
+                if let Some(TypedNotification::Bare(_)) = note {
+                    // A list_changed of some kind: relist this upstream.
+                    let listing = list_all(&client).await;
+                    if let Ok(mut l) = self.inner.listings.write() {
+                        l[i] = listing;
+                    }
+                    self.announce_all();
+                }
+                if client.close_reason().is_some() || self.inner.stopped.load(Ordering::SeqCst) {
+                    break;
+                }
+            }
+            if self.inner.stopped.load(Ordering::SeqCst) {
+                return;
+            }
+            let reason = client
+                .close_reason()
+                .map(|r| r.to_string())
+                .unwrap_or_default();
+            tracing::warn!(upstream = %u.config.key, "upstream connection ended ({reason}); restarting");
+            if let Ok(mut c) = u.client.write() {
+                *c = None;
+            }
+            if let Ok(mut e) = u.last_error.lock() {
+                *e = Some(format!("connection ended: {reason}"));
+            }
+            if let Ok(mut l) = self.inner.listings.write() {
+                l[i] = Listing::default();
+            }
+            self.announce_all();
+        }
+    }
+
+    fn announce_all(&self) {
+        for c in [
+            ListChanged::Tools,
+            ListChanged::Prompts,
+            ListChanged::Resources,
+        ] {
+            self.changed(c);
+        }
+    }
+
+    fn check_collisions(&self) -> Result<(), StartError> {
+        let mut seen: HashMap<String, String> = HashMap::new();
+        for (exposed, i, original) in self.tool_entries() {
+            let who = format!("{}/{}", self.inner.upstreams[i].config.key, original.name);
+            if let Some(first) = seen.insert(exposed.clone(), who.clone()) {
+                return Err(StartError::NameCollision {
+                    exposed,
+                    first,
+                    second: who,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// `(exposed name, upstream index, tool as the upstream sent it)`, in catalog order.
+    fn tool_entries(&self) -> Vec<(String, usize, Tool)> {
+        let listings = self
+            .inner
+            .listings
+            .read()
+            .map(|l| l.clone())
+            .unwrap_or_default();
+        let naming = &self.inner.options.namespacing;
+        let mut seen = BTreeMap::new();
+        let mut out = Vec::new();
+        for (i, l) in listings.into_iter().enumerate() {
+            let ns = &self.inner.upstreams[i].namespace;
+            for t in l.tools {
+                let exposed = naming.expose(ns, &t.name);
+                if seen
+                    .insert(exposed.clone(), i)
+                    .is_some_and(|prev| prev != i)
+                {
+                    tracing::warn!(tool = %exposed, "name clash after a list change; the later tool is hidden");
+                    continue;
+                }
+                out.push((exposed, i, t));
+            }
+        }
+        out
+    }
+
+    fn prompt_entries(&self) -> Vec<(String, usize, Prompt)> {
+        let listings = self
+            .inner
+            .listings
+            .read()
+            .map(|l| l.clone())
+            .unwrap_or_default();
+        let naming = &self.inner.options.namespacing;
+        listings
+            .into_iter()
+            .enumerate()
+            .flat_map(|(i, l)| {
+                let ns = self.inner.upstreams[i].namespace.clone();
+                l.prompts
+                    .into_iter()
+                    .map(move |p| (naming.expose(&ns, &p.name), i, p))
+            })
+            .collect()
+    }
+
+    /// The upstream owning a resource URI: one that listed it, else one with a matching template.
+    fn resource_owner(&self, uri: &str) -> Option<usize> {
+        let listings = self.inner.listings.read().ok()?;
+        listings
+            .iter()
+            .position(|l| l.resources.iter().any(|r| r.uri == uri))
+            .or_else(|| {
+                listings.iter().position(|l| {
+                    l.templates
+                        .iter()
+                        .any(|t| template_matches(&t.uri_template, uri))
+                })
+            })
+    }
+
+    async fn upstream_call(
+        &self,
+        i: usize,
+        method_name: &str,
+        params: Value,
+        ctx: &RequestContext,
+    ) -> Result<Value, ClientError> {
+        let u = &self.inner.upstreams[i];
+        let client = u
+            .client()
+            .ok_or_else(|| ClientError::Negotiation(u.unavailable()))?;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let opts = CallOptions {
+            timeout: Some(self.inner.options.call_timeout),
+            progress: Some(tx),
+            return_input_required: true,
+        };
+        let mut params = params;
+        if let Value::Object(p) = &mut params {
+            // What the upstream may ask for, and hear, is what this host declared.
+            let meta = p.entry("_meta").or_insert_with(|| json!({}));
+            if let Value::Object(m) = meta {
+                m.insert(
+                    mcp_types::meta::CLIENT_CAPABILITIES.into(),
+                    json!(ctx.client_capabilities()),
+                );
+                if let Some(level) = ctx.log_level() {
+                    m.insert(mcp_types::meta::LOG_LEVEL.into(), json!(level));
+                }
+            }
+            if !ctx.input_responses().is_empty() {
+                p.insert(
+                    "inputResponses".into(),
+                    Value::Object(ctx.input_responses().clone()),
+                );
+            }
+            if let Some(state) = ctx.request_state() {
+                p.insert("requestState".into(), json!(state));
+            }
+        }
+        let mut logs = client.notifications();
+        let call = client.request(method_name, params, &opts);
+        tokio::pin!(call);
+        // Progress and log messages from upstream reach the host, progress under its own token.
+        loop {
+            tokio::select! {
+                r = &mut call => return r,
+                Some(p) = rx.recv() => {
+                    let progress = p.progress.as_f64().unwrap_or_default();
+                    ctx.progress(progress, p.total.and_then(|t| t.as_f64()), p.message.as_deref()).await;
+                }
+                Ok(TypedNotification::Log(l)) = logs.recv() => {
+                    ctx.log(l.level, l.logger.as_deref(), l.data).await;
+                }
+            }
+        }
+    }
+}
+
+/// Whether `uri` fits an RFC 6570 level-1 template (`{var}` matches one or more characters
+/// other than `/`).
+fn template_matches(template: &str, uri: &str) -> bool {
+    let mut rest = uri;
+    let mut parts = template.split('{');
+    let Some(first) = parts.next() else {
+        return false;
+    };
+    let Some(r) = rest.strip_prefix(first) else {
+        return false;
+    };
+    rest = r;
+    for part in parts {
+        let Some((_, literal)) = part.split_once('}') else {
+            return false;
+        };
+        let end = if literal.is_empty() {
+            rest.find('/').unwrap_or(rest.len())
+        } else {
+            match rest.find(literal) {
+                Some(e) => e,
+                None => return false,
+            }
+        };
+        if end == 0 {
+            return false;
+        }
+        rest = &rest[end..];
+        match rest.strip_prefix(literal) {
+            Some(r) => rest = r,
+            None => return false,
+        }
+    }
+    rest.is_empty()
+}
+
+async fn list_all(client: &Client) -> Listing {
+    let caps = client.server().capabilities.clone();
+    let mut l = Listing::default();
+    if caps.tools.is_some() {
+        l.tools = client.list_tools().await.unwrap_or_default();
+    }
+    if caps.prompts.is_some() {
+        l.prompts = client.list_prompts().await.unwrap_or_default();
+    }
+    if caps.resources.is_some() {
+        l.resources = client.list_resources().await.unwrap_or_default();
+        l.templates = client.list_resource_templates().await.unwrap_or_default();
+    }
+    l
+}
+
+fn call_failure(upstream: &str, e: ClientError) -> Result<Outcome<CallToolResult>, ErrorObject> {
+    match e {
+        // The upstream's own protocol answer (an unknown tool, bad params) goes through.
+        ClientError::Server(e) => Err(e),
+        ClientError::Timeout(t) => Ok(Outcome::Complete(tool_error(format!(
+            "upstream `{upstream}` did not answer within {t:?}; the call was cancelled"
+        )))),
+        other => Ok(Outcome::Complete(tool_error(format!(
+            "upstream `{upstream}` failed: {other}"
+        )))),
+    }
+}
+
+/// An upstream's `InputRequiredResult`, relayed: a 2026 host answers it itself; for a
+/// legacy host the server session turns its requests into real ones.
+fn input_required(upstream: &str, v: &Value) -> Result<Option<InputRequiredResult>, ErrorObject> {
+    if v.get("resultType").and_then(Value::as_str) != Some("input_required") {
+        return Ok(None);
+    }
+    let mut ir: InputRequiredResult = decode(upstream, v.clone())?;
+    strip_hop_meta(&mut ir.meta);
+    Ok(Some(ir))
+}
+
+fn decode<T: serde::de::DeserializeOwned>(upstream: &str, v: Value) -> Result<T, ErrorObject> {
+    serde_json::from_value(v).map_err(|e| {
+        ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!("upstream `{upstream}` sent an invalid result: {e}"),
+        )
+    })
+}
+
+/// Drops per-hop keys from an upstream result's `_meta`: the host's answer comes from the
+/// gateway, which names itself; everything else in `_meta` is kept.
+fn strip_hop_meta(meta: &mut Option<Map<String, Value>>) {
+    if let Some(m) = meta {
+        m.remove(mcp_types::meta::SERVER_INFO);
+        if m.is_empty() {
+            *meta = None;
+        }
+    }
+}
+
+fn forward_meta(meta: Option<Map<String, Value>>) -> Option<Map<String, Value>> {
+    // The host's progress token is ours to keep; the upstream gets its own.
+    meta.map(|mut m| {
+        m.remove(mcp_types::meta::PROGRESS_TOKEN);
+        m
+    })
+    .filter(|m| !m.is_empty())
+}
+
+#[async_trait]
+impl ServerHandler for Aggregator {
+    fn capabilities(&self) -> ServerCapabilities {
+        let lc = || {
+            Some(ListChangedCapability {
+                list_changed: Some(true),
+                ..Default::default()
+            })
+        };
+        ServerCapabilities {
+            tools: lc(),
+            prompts: lc(),
+            resources: Some(ResourcesCapability {
+                list_changed: Some(true),
+                ..Default::default()
+            }),
+            completions: Some(Map::new()),
+            ..Default::default()
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        _ctx: &RequestContext,
+        _p: PaginatedRequestParams,
+    ) -> Result<ListToolsResult, ErrorObject> {
+        Ok(ListToolsResult {
+            tools: self.tools(),
+            ..Default::default()
+        })
+    }
+
+    async fn call_tool(
+        &self,
+        ctx: &RequestContext,
+        p: CallToolRequestParams,
+    ) -> Result<Outcome<CallToolResult>, ErrorObject> {
+        let Some((_, i, tool)) = self
+            .tool_entries()
+            .into_iter()
+            .find(|(e, _, _)| *e == p.name)
+        else {
+            return Err(ErrorObject::new(
+                codes::INVALID_PARAMS,
+                format!("Unknown tool: {}", p.name),
+            ));
+        };
+        let key = self.inner.upstreams[i].config.key.clone();
+        let params = CallToolRequestParams {
+            name: tool.name,
+            arguments: p.arguments,
+            meta: forward_meta(p.meta),
+            ..Default::default()
+        };
+        let value = match self
+            .upstream_call(i, method::TOOLS_CALL, json!(params), ctx)
+            .await
+        {
+            Ok(v) => v,
+            Err(e) => return call_failure(&key, e),
+        };
+        if let Some(ir) = input_required(&key, &value)? {
+            return Ok(Outcome::InputRequired(ir));
+        }
+        let mut result: CallToolResult = decode(&key, value)?;
+        strip_hop_meta(&mut result.meta);
+        result.result_type = None;
+        // TOOL-28: hosts that read only `content` still see the structured value.
+        if let Some(v) = result.structured_content.clone() {
+            let mut as_map = Map::new();
+            as_map.insert("content".into(), json!(result.content));
+            if !has_text_duplicate(&as_map, &v) && !result.is_error() {
+                result.content.push(ContentBlock::text(v.to_string()));
+            }
+        }
+        Ok(Outcome::Complete(result))
+    }
+
+    async fn list_prompts(
+        &self,
+        _ctx: &RequestContext,
+        _p: PaginatedRequestParams,
+    ) -> Result<ListPromptsResult, ErrorObject> {
+        let prompts = self
+            .prompt_entries()
+            .into_iter()
+            .map(|(exposed, _, mut p)| {
+                p.name = exposed;
+                p
+            })
+            .collect();
+        Ok(ListPromptsResult {
+            prompts,
+            ..Default::default()
+        })
+    }
+
+    async fn get_prompt(
+        &self,
+        ctx: &RequestContext,
+        p: GetPromptRequestParams,
+    ) -> Result<Outcome<GetPromptResult>, ErrorObject> {
+        let Some((_, i, prompt)) = self
+            .prompt_entries()
+            .into_iter()
+            .find(|(e, _, _)| *e == p.name)
+        else {
+            return Err(ErrorObject::new(
+                codes::INVALID_PARAMS,
+                format!("Unknown prompt: {}", p.name),
+            ));
+        };
+        let key = self.inner.upstreams[i].config.key.clone();
+        let params = GetPromptRequestParams {
+            name: prompt.name,
+            arguments: p.arguments,
+            meta: forward_meta(p.meta),
+            ..Default::default()
+        };
+        match self
+            .upstream_call(i, method::PROMPTS_GET, json!(params), ctx)
+            .await
+        {
+            Ok(v) => {
+                if let Some(ir) = input_required(&key, &v)? {
+                    return Ok(Outcome::InputRequired(ir));
+                }
+                let mut r: GetPromptResult = decode(&key, v)?;
+                strip_hop_meta(&mut r.meta);
+                r.result_type = None;
+                Ok(Outcome::Complete(r))
+            }
+            Err(ClientError::Server(e)) => Err(e),
+            Err(e) => Err(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!("upstream `{key}` failed: {e}"),
+            )),
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        _ctx: &RequestContext,
+        _p: PaginatedRequestParams,
+    ) -> Result<ListResourcesResult, ErrorObject> {
+        let listings = self
+            .inner
+            .listings
+            .read()
+            .map(|l| l.clone())
+            .unwrap_or_default();
+        Ok(ListResourcesResult {
+            resources: listings.into_iter().flat_map(|l| l.resources).collect(),
+            ..Default::default()
+        })
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _ctx: &RequestContext,
+        _p: PaginatedRequestParams,
+    ) -> Result<ListResourceTemplatesResult, ErrorObject> {
+        let listings = self
+            .inner
+            .listings
+            .read()
+            .map(|l| l.clone())
+            .unwrap_or_default();
+        Ok(ListResourceTemplatesResult {
+            resource_templates: listings.into_iter().flat_map(|l| l.templates).collect(),
+            ..Default::default()
+        })
+    }
+
+    async fn read_resource(
+        &self,
+        ctx: &RequestContext,
+        p: ResourceRequestParams,
+    ) -> Result<Outcome<ReadResourceResult>, ErrorObject> {
+        let Some(i) = self.resource_owner(&p.uri) else {
+            return Err(ErrorObject::new(
+                codes::RESOURCE_NOT_FOUND,
+                format!("Resource not found: {}", p.uri),
+            )
+            .with_data(json!({"uri": p.uri})));
+        };
+        let key = self.inner.upstreams[i].config.key.clone();
+        let params = ResourceRequestParams {
+            uri: p.uri.clone(),
+            meta: forward_meta(p.meta),
+            ..Default::default()
+        };
+        match self
+            .upstream_call(i, method::RESOURCES_READ, json!(params), ctx)
+            .await
+        {
+            Ok(v) => {
+                if let Some(ir) = input_required(&key, &v)? {
+                    return Ok(Outcome::InputRequired(ir));
+                }
+                let mut r: ReadResourceResult = decode(&key, v)?;
+                strip_hop_meta(&mut r.meta);
+                // The gateway sets its own caching hints for its hosts.
+                r.ttl_ms = None;
+                r.cache_scope = None;
+                r.result_type = None;
+                Ok(Outcome::Complete(r))
+            }
+            Err(ClientError::Server(e)) => Err(e),
+            Err(e) => Err(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!("upstream `{key}` failed: {e}"),
+            )),
+        }
+    }
+
+    async fn subscribe(
+        &self,
+        ctx: &RequestContext,
+        p: ResourceRequestParams,
+        subscribe: bool,
+    ) -> Result<(), ErrorObject> {
+        let Some(i) = self.resource_owner(&p.uri) else {
+            return Err(ErrorObject::new(
+                codes::RESOURCE_NOT_FOUND,
+                format!("Resource not found: {}", p.uri),
+            )
+            .with_data(json!({"uri": p.uri})));
+        };
+        let legacy_upstream = self.inner.upstreams[i]
+            .client()
+            .is_some_and(|c| c.revision().era() == mcp_types::Era::Legacy);
+        if legacy_upstream {
+            let m = if subscribe {
+                method::RESOURCES_SUBSCRIBE
+            } else {
+                method::RESOURCES_UNSUBSCRIBE
+            };
+            let key = self.inner.upstreams[i].config.key.clone();
+            self.upstream_call(i, m, json!({"uri": p.uri}), ctx)
+                .await
+                .map_err(|e| match e {
+                    ClientError::Server(e) => e,
+                    other => ErrorObject::new(
+                        codes::INTERNAL_ERROR,
+                        format!("upstream `{key}` failed: {other}"),
+                    ),
+                })?;
+        }
+        Ok(())
+    }
+
+    async fn complete(
+        &self,
+        ctx: &RequestContext,
+        mut p: CompleteRequestParams,
+    ) -> Result<CompleteResult, ErrorObject> {
+        let owner = match p.reference.kind.as_str() {
+            "ref/prompt" => {
+                let name = p.reference.name.clone().unwrap_or_default();
+                let found = self
+                    .prompt_entries()
+                    .into_iter()
+                    .find(|(e, _, _)| *e == name);
+                found.map(|(_, i, prompt)| {
+                    p.reference.name = Some(prompt.name);
+                    i
+                })
+            }
+            _ => p.reference.uri.as_deref().and_then(|u| {
+                self.resource_owner(u).or_else(|| {
+                    let listings = self.inner.listings.read().ok()?;
+                    listings
+                        .iter()
+                        .position(|l| l.templates.iter().any(|t| t.uri_template == u))
+                })
+            }),
+        };
+        let Some(i) = owner else {
+            return Ok(CompleteResult::default());
+        };
+        let key = self.inner.upstreams[i].config.key.clone();
+        p.meta = forward_meta(p.meta);
+        match self
+            .upstream_call(i, method::COMPLETION_COMPLETE, json!(p), ctx)
+            .await
+        {
+            Ok(v) => {
+                let mut r: CompleteResult = decode(&key, v)?;
+                strip_hop_meta(&mut r.meta);
+                Ok(r)
+            }
+            Err(ClientError::Server(e)) => Err(e),
+            Err(e) => Err(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!("upstream `{key}` failed: {e}"),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::template_matches;
+
+    #[test]
+    fn templates_match_level_one_expressions() {
+        assert!(template_matches(
+            "test://template/{id}/data",
+            "test://template/123/data"
+        ));
+        assert!(!template_matches(
+            "test://template/{id}/data",
+            "test://template//data"
+        ));
+        assert!(!template_matches(
+            "test://template/{id}/data",
+            "test://other/123/data"
+        ));
+        assert!(template_matches("file:///{path}", "file:///a"));
+    }
+}

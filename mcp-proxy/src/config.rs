@@ -1,0 +1,211 @@
+//! The gateway configuration: the `mcpServers` JSON that Claude Desktop and Cursor users
+//! already have, plus per-server `namespace` and `trusted`, and a top-level `gateway`
+//! object (`separator`, `maxNameLength`).
+//!
+//! ```json
+//! {"mcpServers": {
+//!    "fs":   {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]},
+//!    "docs": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer …"}, "trusted": true}},
+//!  "gateway": {"separator": "__", "maxNameLength": 64}}
+//! ```
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use mcp_client::http::HttpConfig;
+use mcp_client::StdioCommand;
+use serde_json::Value;
+
+use crate::naming::Prefixed;
+use crate::{AggregatorOptions, UpstreamConfig, UpstreamTransport};
+
+/// A configuration that cannot be used, saying where and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{source_name}: {location}: {problem}")]
+pub struct ConfigError {
+    /// The file (or other source) read.
+    pub source_name: String,
+    /// Where in it: `mcpServers.<key>.<field>`, or the top level.
+    pub location: String,
+    /// What is wrong.
+    pub problem: String,
+}
+
+/// Reads a configuration. `source_name` names it in errors (a file path, say).
+pub fn parse(
+    text: &str,
+    source_name: &str,
+) -> Result<(Vec<UpstreamConfig>, AggregatorOptions), ConfigError> {
+    let err = |location: &str, problem: String| ConfigError {
+        source_name: source_name.to_owned(),
+        location: location.to_owned(),
+        problem,
+    };
+    let root: Value =
+        serde_json::from_str(text).map_err(|e| err("(file)", format!("not JSON: {e}")))?;
+    let servers = root
+        .get("mcpServers")
+        .and_then(Value::as_object)
+        .ok_or_else(|| err("mcpServers", "missing, or not an object of servers".into()))?;
+    let mut upstreams = Vec::new();
+    for (key, s) in servers {
+        let at = |field: &str| {
+            if field.is_empty() {
+                format!("mcpServers.{key}")
+            } else {
+                format!("mcpServers.{key}.{field}")
+            }
+        };
+        let obj = s
+            .as_object()
+            .ok_or_else(|| err(&at(""), "not an object".into()))?;
+        let string = |field: &str| -> Result<Option<String>, ConfigError> {
+            match obj.get(field) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(v)) => Ok(Some(v.clone())),
+                Some(_) => Err(err(&at(field), "must be a string".into())),
+            }
+        };
+        let strings = |field: &str| -> Result<Vec<String>, ConfigError> {
+            match obj.get(field) {
+                None | Some(Value::Null) => Ok(Vec::new()),
+                Some(Value::Array(a)) => a
+                    .iter()
+                    .map(|v| {
+                        v.as_str()
+                            .map(str::to_owned)
+                            .ok_or_else(|| err(&at(field), "must be an array of strings".into()))
+                    })
+                    .collect(),
+                Some(_) => Err(err(&at(field), "must be an array of strings".into())),
+            }
+        };
+        let map = |field: &str| -> Result<BTreeMap<String, String>, ConfigError> {
+            match obj.get(field) {
+                None | Some(Value::Null) => Ok(BTreeMap::new()),
+                Some(Value::Object(m)) => m
+                    .iter()
+                    .map(|(k, v)| {
+                        v.as_str()
+                            .map(|s| (k.clone(), s.to_owned()))
+                            .ok_or_else(|| err(&at(field), format!("`{k}` must be a string")))
+                    })
+                    .collect(),
+                Some(_) => Err(err(&at(field), "must be an object of strings".into())),
+            }
+        };
+        let transport = match (string("command")?, string("url")?) {
+            (Some(command), None) => UpstreamTransport::Stdio(StdioCommand {
+                command,
+                args: strings("args")?,
+                env: map("env")?.into_iter().collect::<HashMap<_, _>>(),
+                cwd: string("cwd")?.map(Into::into),
+            }),
+            (None, Some(url)) => {
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(err(&at("url"), format!("{url:?} is not an http(s) URL")));
+                }
+                UpstreamTransport::Http(HttpConfig {
+                    headers: map("headers")?.into_iter().collect(),
+                    ..HttpConfig::new(url)
+                })
+            }
+            (Some(_), Some(_)) => {
+                return Err(err(
+                    &at(""),
+                    "has both `command` and `url`; give one".into(),
+                ))
+            }
+            (None, None) => {
+                return Err(err(
+                    &at(""),
+                    "needs `command` (stdio) or `url` (HTTP)".into(),
+                ))
+            }
+        };
+        let trusted = match obj.get("trusted") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(err(&at("trusted"), "must be true or false".into())),
+        };
+        upstreams.push(UpstreamConfig {
+            key: key.clone(),
+            namespace: string("namespace")?,
+            trusted,
+            transport,
+        });
+    }
+    let mut naming = Prefixed::default();
+    if let Some(g) = root.get("gateway") {
+        let g = g
+            .as_object()
+            .ok_or_else(|| err("gateway", "must be an object".into()))?;
+        if let Some(s) = g.get("separator") {
+            naming.separator = s
+                .as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| err("gateway.separator", "must be a string".into()))?;
+        }
+        if let Some(n) = g.get("maxNameLength") {
+            let n = n
+                .as_u64()
+                .filter(|n| (16..=128).contains(n))
+                .ok_or_else(|| {
+                    err(
+                        "gateway.maxNameLength",
+                        "must be an integer from 16 to 128".into(),
+                    )
+                })?;
+            naming.max_len = n as usize;
+        }
+    }
+    Ok((
+        upstreams,
+        AggregatorOptions {
+            namespacing: Arc::new(naming),
+            ..Default::default()
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_desktop_format_with_our_additions() {
+        let (ups, _) = parse(
+            r#"{"mcpServers": {"fs": {"command": "npx", "args": ["-y", "x"], "env": {"A": "1"}, "cwd": "/tmp"},
+                 "web": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer t"}, "namespace": "w", "trusted": true}},
+                "gateway": {"separator": "_", "maxNameLength": 48}}"#,
+            "c.json",
+        )
+        .expect("valid");
+        assert_eq!(ups.len(), 2);
+        assert!(
+            matches!(&ups[0].transport, UpstreamTransport::Stdio(c) if c.command == "npx" && c.env["A"] == "1")
+        );
+        assert!(ups[1].trusted && ups[1].namespace.as_deref() == Some("w"));
+    }
+
+    #[test]
+    fn errors_name_the_file_the_key_and_the_problem() {
+        let e = parse(r#"{"mcpServers": {"fs": {"args": []}}}"#, "c.json").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "c.json: mcpServers.fs: needs `command` (stdio) or `url` (HTTP)"
+        );
+        let e = parse(
+            r#"{"mcpServers": {"fs": {"command": "x", "args": "y"}}}"#,
+            "c.json",
+        )
+        .unwrap_err();
+        assert_eq!(e.location, "mcpServers.fs.args");
+        let e = parse(r#"{"servers": {}}"#, "c.json").unwrap_err();
+        assert_eq!(e.location, "mcpServers");
+        assert!(parse("{oops", "c.json")
+            .unwrap_err()
+            .problem
+            .starts_with("not JSON"));
+    }
+}
