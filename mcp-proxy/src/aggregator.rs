@@ -198,7 +198,7 @@ impl Aggregator {
                 .namespace
                 .clone()
                 .unwrap_or_else(|| options.namespacing.namespace_for_key(&c.key));
-            let ns_key = crate::naming::sanitize(&namespace);
+            let ns_key = crate::naming::sanitize_namespace(&namespace);
             if !namespace.is_empty() {
                 if let Some(first) = by_namespace.insert(ns_key.clone(), c.key.clone()) {
                     return Err(StartError::NamespaceCollision {

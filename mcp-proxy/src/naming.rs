@@ -12,7 +12,7 @@ pub trait Namespacing: Send + Sync + 'static {
 
     /// The namespace a configuration key gives when no explicit one is set.
     fn namespace_for_key(&self, key: &str) -> String {
-        sanitize(key)
+        sanitize_namespace(key)
     }
 }
 
@@ -22,6 +22,20 @@ pub fn sanitize(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// A namespace: every character outside `[A-Za-z0-9_]` becomes `_`, so keys that differ
+/// only in punctuation (`fff-nix`, `fff_nix`, `fff.nix`) are seen to clash.
+pub fn sanitize_namespace(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
                 c
             } else {
                 '_'

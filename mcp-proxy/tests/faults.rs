@@ -1,0 +1,306 @@
+//! Upstream faults: one killed mid-call, one that hangs, one that writes garbage, one that
+//! never starts. Each gives the host a clear error naming the upstream, calls to the
+//! other upstreams succeed, and no child process is left behind.
+
+use std::time::Duration;
+
+use mcp_client::StdioCommand;
+use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport};
+use mcp_server::{Outcome, RequestContext, Server, ServerHandler};
+use mcp_types::protocol::*;
+use serde_json::{json, Value};
+
+/// A stdio server that lists one tool, `act`, and misbehaves when it is called.
+const FAULTY: &str = r#"
+import json, sys, time
+mode = sys.argv[1]
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\n"); sys.stdout.flush()
+for line in sys.stdin:
+    msg = json.loads(line)
+    i, m = msg.get("id"), msg.get("method")
+    if i is None:
+        continue
+    if m == "initialize":
+        send({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": "2025-06-18",
+              "capabilities": {"tools": {}}, "serverInfo": {"name": "faulty", "version": "1"}}})
+    elif m == "tools/list":
+        send({"jsonrpc": "2.0", "id": i, "result": {"tools": [{"name": "act", "inputSchema": {"type": "object"}}]}})
+    elif m == "tools/call":
+        if mode == "die":
+            sys.exit(3)
+        if mode == "garbage":
+            print("this is not json", flush=True)
+            print('{"also": "not json-rpc"}', flush=True)
+        time.sleep(3600)
+    else:
+        send({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": "Method not found"}})
+"#;
+
+fn faulty(key: &str, mode: &str) -> UpstreamConfig {
+    UpstreamConfig {
+        key: key.into(),
+        namespace: None,
+        trusted: false,
+        // The marker lets the test find leftover processes.
+        transport: UpstreamTransport::Stdio(StdioCommand::new(
+            "python3",
+            ["-c", FAULTY, mode, "mcp-proxy-fault-test-marker"],
+        )),
+    }
+}
+
+fn healthy() -> UpstreamConfig {
+    UpstreamConfig {
+        key: "echo".into(),
+        namespace: None,
+        trusted: false,
+        transport: UpstreamTransport::InProcess(Server::new(mcp_examples::echo_tools())),
+    }
+}
+
+/// Calls through the aggregator as a host would (in-process, 2026).
+async fn call(
+    agg: &Aggregator,
+    name: &str,
+    args: Value,
+) -> Result<CallToolResult, mcp_types::ErrorObject> {
+    let (a, b) = mcp_types::transport::memory_pair(16);
+    let server = Server::new(agg.clone());
+    tokio::spawn(async move { server.serve(b).await });
+    let client = mcp_client::Client::connect(a, mcp_client::NoHandler, Default::default())
+        .await
+        .expect("host connects");
+    let out = client
+        .call_tool(name, args.as_object().cloned().unwrap_or_default())
+        .await;
+    client.close().await;
+    match out {
+        Ok(c) => Ok(c.result),
+        Err(mcp_client::ClientError::Server(e)) => Err(e),
+        Err(e) => panic!("host side failed: {e}"),
+    }
+}
+
+fn text(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|b| {
+            if let ContentBlock::Text(t) = b {
+                Some(t.text.clone())
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+fn leftovers() -> usize {
+    let out = std::process::Command::new("pgrep")
+        .args(["-f", "mcp-proxy-fault-test-marker"])
+        .output()
+        .expect("pgrep");
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+#[tokio::test]
+async fn faulty_upstreams_fail_clearly_and_alone() {
+    let options = AggregatorOptions {
+        call_timeout: Duration::from_secs(2),
+        connect_timeout: Duration::from_secs(10),
+        restart_backoff: (Duration::from_millis(200), Duration::from_secs(1)),
+        ..Default::default()
+    };
+    let never = UpstreamConfig {
+        key: "ghost".into(),
+        namespace: None,
+        trusted: false,
+        transport: UpstreamTransport::Stdio(StdioCommand::new(
+            "/nonexistent/mcp-server",
+            Vec::<String>::new(),
+        )),
+    };
+    let agg = Aggregator::start(
+        vec![
+            healthy(),
+            faulty("dies", "die"),
+            faulty("hangs", "hang"),
+            faulty("babbles", "garbage"),
+            never,
+        ],
+        options,
+    )
+    .await
+    .expect("one failing upstream does not stop the others");
+    let status = agg.status();
+    let ghost = status.iter().find(|(k, _, _)| k == "ghost").expect("ghost");
+    assert!(!ghost.1, "the upstream that never starts is reported");
+    assert!(
+        ghost
+            .2
+            .as_deref()
+            .unwrap_or_default()
+            .contains("/nonexistent/mcp-server"),
+        "{:?}",
+        ghost.2
+    );
+
+    let (dies, hangs, babbles, echo) = tokio::join!(
+        call(&agg, "dies__act", json!({})),
+        call(&agg, "hangs__act", json!({})),
+        call(&agg, "babbles__act", json!({})),
+        call(&agg, "echo__echo", json!({"text": "still here"})),
+    );
+    let dies = dies.expect("a result");
+    assert!(
+        dies.is_error() && text(&dies).contains("`dies`"),
+        "{}",
+        text(&dies)
+    );
+    let hangs = hangs.expect("a result");
+    assert!(
+        hangs.is_error() && text(&hangs).contains("`hangs` did not answer"),
+        "{}",
+        text(&hangs)
+    );
+    let babbles = babbles.expect("a result");
+    assert!(
+        babbles.is_error() && text(&babbles).contains("`babbles`"),
+        "{}",
+        text(&babbles)
+    );
+    assert_eq!(
+        text(&echo.expect("echo")),
+        "still here",
+        "the healthy upstream is unaffected"
+    );
+
+    // The dead one is restarted with backoff and serves again.
+    let mut back = false;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if agg.status().iter().any(|(k, up, _)| k == "dies" && *up) {
+            back = true;
+            break;
+        }
+    }
+    assert!(back, "the upstream that died was restarted");
+
+    agg.shutdown().await;
+    let mut remaining = leftovers();
+    for _ in 0..25 {
+        if remaining == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        remaining = leftovers();
+    }
+    assert_eq!(remaining, 0, "no child process is left behind");
+}
+
+/// A handler whose two tools clash once sanitised.
+struct Named(&'static str);
+
+#[async_trait::async_trait]
+impl ServerHandler for Named {
+    fn capabilities(&self) -> ServerCapabilities {
+        ServerCapabilities {
+            tools: Some(Default::default()),
+            ..Default::default()
+        }
+    }
+    async fn list_tools(
+        &self,
+        _: &RequestContext,
+        _: PaginatedRequestParams,
+    ) -> Result<ListToolsResult, mcp_types::ErrorObject> {
+        let mut tools = vec![Tool::new(self.0, json!({"type": "object"}))];
+        if self.0.contains('.') {
+            tools.push(Tool::new(
+                self.0.replace('.', "_"),
+                json!({"type": "object"}),
+            ));
+        }
+        Ok(ListToolsResult {
+            tools,
+            ..Default::default()
+        })
+    }
+    async fn call_tool(
+        &self,
+        _: &RequestContext,
+        _: CallToolRequestParams,
+    ) -> Result<Outcome<CallToolResult>, mcp_types::ErrorObject> {
+        Ok(Outcome::Complete(CallToolResult {
+            content: vec![ContentBlock::text("ok")],
+            ..Default::default()
+        }))
+    }
+}
+
+fn in_process(key: &str, handler: impl ServerHandler) -> UpstreamConfig {
+    UpstreamConfig {
+        key: key.into(),
+        namespace: None,
+        trusted: false,
+        transport: UpstreamTransport::InProcess(Server::new(handler)),
+    }
+}
+
+#[tokio::test]
+async fn clashing_namespaces_and_names_stop_start_up_naming_both() {
+    let e = Aggregator::start(
+        vec![
+            in_process("fff-nix", Named("a")),
+            in_process("fff_nix", Named("b")),
+        ],
+        Default::default(),
+    )
+    .await
+    .err()
+    .expect("a clash");
+    assert_eq!(
+        e.to_string(),
+        "upstreams `fff-nix` and `fff_nix` both use the namespace `fff_nix`"
+    );
+    let e = Aggregator::start(
+        vec![in_process("x", Named("admin.list"))],
+        Default::default(),
+    )
+    .await
+    .err()
+    .expect("a clash");
+    assert_eq!(
+        e.to_string(),
+        "`x/admin.list` and `x/admin_list` are both exposed as `x__admin_list`"
+    );
+}
+
+#[tokio::test]
+async fn names_outside_the_should_rules_stay_callable() {
+    let agg = Aggregator::start(
+        vec![in_process("odd", Named("with space"))],
+        Default::default(),
+    )
+    .await
+    .expect("start");
+    let names: Vec<String> = agg.tools().into_iter().map(|t| t.name).collect();
+    assert!(names.contains(&"odd__with_space".to_owned()), "{names:?}");
+    let r = call(&agg, "odd__with_space", json!({}))
+        .await
+        .expect("call");
+    assert_eq!(text(&r), "ok");
+    agg.shutdown().await;
+}
+
+#[tokio::test]
+async fn unknown_tools_are_invalid_params() {
+    let agg = Aggregator::start(vec![healthy()], Default::default())
+        .await
+        .expect("start");
+    let e = call(&agg, "echo__nope", json!({}))
+        .await
+        .expect_err("unknown");
+    assert_eq!(e.code, -32602);
+    agg.shutdown().await;
+}
