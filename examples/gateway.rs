@@ -22,6 +22,7 @@ fn demo() -> (Vec<UpstreamConfig>, AggregatorOptions) {
         namespace: None,
         trusted: true,
         transport: UpstreamTransport::InProcess(server),
+        revision: None,
     };
     (
         vec![

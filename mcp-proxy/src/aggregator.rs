@@ -63,6 +63,8 @@ pub struct UpstreamConfig {
     pub trusted: bool,
     /// How to reach it.
     pub transport: UpstreamTransport,
+    /// Pins the revision to speak with it; default: detect its era and negotiate.
+    pub revision: Option<mcp_types::Revision>,
 }
 
 /// How the aggregator behaves.
@@ -293,8 +295,13 @@ impl Aggregator {
     }
 
     async fn open(&self, config: &UpstreamConfig) -> Result<Client, String> {
+        let era = match config.revision {
+            None => EraChoice::Detect,
+            Some(r) if r.era() == mcp_types::Era::Modern => EraChoice::Modern,
+            Some(r) => EraChoice::Legacy(r),
+        };
         let options = ClientOptions {
-            era: EraChoice::Detect,
+            era,
             request_timeout: Some(self.inner.options.call_timeout),
             ..Default::default()
         };

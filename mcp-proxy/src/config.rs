@@ -1,5 +1,6 @@
 //! The gateway configuration: the `mcpServers` JSON that Claude Desktop and Cursor users
-//! already have, plus per-server `namespace` and `trusted`, and a top-level `gateway`
+//! already have, plus per-server `namespace`, `trusted` and `protocolVersion` (pin the
+//! revision spoken with that server; default: detect), and a top-level `gateway`
 //! object (`separator`, `maxNameLength`).
 //!
 //! ```json
@@ -128,11 +129,19 @@ pub fn parse(
             Some(Value::Bool(b)) => *b,
             Some(_) => return Err(err(&at("trusted"), "must be true or false".into())),
         };
+        let revision = match string("protocolVersion")? {
+            None => None,
+            Some(v) => Some(
+                mcp_types::Revision::parse(&v)
+                    .map_err(|e| err(&at("protocolVersion"), e.to_string()))?,
+            ),
+        };
         upstreams.push(UpstreamConfig {
             key: key.clone(),
             namespace: string("namespace")?,
             trusted,
             transport,
+            revision,
         });
     }
     let mut naming = Prefixed::default();

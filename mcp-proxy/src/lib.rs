@@ -17,6 +17,7 @@
 //!     namespace: None,
 //!     trusted: false,
 //!     transport: UpstreamTransport::Stdio(StdioCommand::new("npx", ["-y", "@modelcontextprotocol/server-everything"])),
+//!     revision: None,
 //! }];
 //! let aggregator = Aggregator::start(upstreams, AggregatorOptions::default()).await?;
 //! let server = mcp_server::Server::new(aggregator.clone());

@@ -47,6 +47,7 @@ fn faulty(key: &str, mode: &str) -> UpstreamConfig {
             "python3",
             ["-c", FAULTY, mode, "mcp-proxy-fault-test-marker"],
         )),
+        revision: None,
     }
 }
 
@@ -56,6 +57,7 @@ fn healthy() -> UpstreamConfig {
         namespace: None,
         trusted: false,
         transport: UpstreamTransport::InProcess(Server::new(mcp_examples::echo_tools())),
+        revision: None,
     }
 }
 
@@ -119,6 +121,7 @@ async fn faulty_upstreams_fail_clearly_and_alone() {
             "/nonexistent/mcp-server",
             Vec::<String>::new(),
         )),
+        revision: None,
     };
     let agg = Aggregator::start(
         vec![
@@ -244,6 +247,7 @@ fn in_process(key: &str, handler: impl ServerHandler) -> UpstreamConfig {
         namespace: None,
         trusted: false,
         transport: UpstreamTransport::InProcess(Server::new(handler)),
+        revision: None,
     }
 }
 

@@ -1,0 +1,17 @@
+// A host built on the official TypeScript SDK client (legacy era), for gateway tests:
+// connects to a URL, lists tools, makes the calls given as JSON, prints what it saw.
+//
+// usage: node host.mjs URL '[["tool", {args}], ...]'
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+const [url, callsJson] = process.argv.slice(2);
+const client = new Client({ name: "ts-host", version: "1.0.0" }, { capabilities: {} });
+await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+const tools = await client.listTools();
+const results = {};
+for (const [name, args] of JSON.parse(callsJson)) {
+  results[name] = await client.callTool({ name, arguments: args });
+}
+await client.close();
+console.log(JSON.stringify({ tools: tools.tools, results }));

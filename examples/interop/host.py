@@ -1,0 +1,28 @@
+"""A host built on the official Python SDK client (`mcp`), for gateway tests: connects to a
+URL in the given mode, lists tools, makes the calls given as JSON, prints what it saw.
+
+usage: host.py MODE URL '[["tool", {args}], ...]'   (MODE: legacy | 2026-07-28)
+"""
+
+import asyncio
+import json
+import sys
+
+from mcp import Client
+
+
+async def main() -> None:
+    mode, url, calls = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    async with Client(url, mode=mode) as client:
+        tools = await client.list_tools()
+        results = {}
+        for name, args in calls:
+            r = await client.call_tool(name, args)
+            results[name] = r.model_dump(mode="json", by_alias=True, exclude_none=True)
+        print(json.dumps({"protocolVersion": client.protocol_version,
+                          "tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools.tools],
+                          "results": results}))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

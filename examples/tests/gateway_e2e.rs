@@ -1,0 +1,335 @@
+//! The gateway end to end with real peers. Upstreams: `server-everything` on stdio and on
+//! Streamable HTTP, a Python SDK server in both eras (detected: 2026; pinned: 2025-06-18),
+//! and our echo server. Hosts: the TypeScript SDK client (legacy), the Python SDK client
+//! in both eras, and our client pinned to 2024-11-05, 2025-03-26 and 2025-06-18 with every
+//! message the gateway writes validated against the host's schema.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_client::{ChildTransport, Client, ClientOptions, EraChoice, NoHandler, StdioCommand};
+use mcp_types::protocol::*;
+use mcp_types::Revision;
+use serde_json::{json, Map, Value};
+use tokio::io::AsyncBufReadExt;
+
+mod common;
+use common::{validate_all, Recording};
+
+fn interop_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("interop")
+}
+
+fn example(name: &str) -> String {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    dir.join("examples")
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
+        .display()
+        .to_string()
+}
+
+/// The peers, or a skip (a failure under `MCP_INTEROP=required`).
+fn peers() -> Option<(PathBuf, PathBuf)> {
+    let node =
+        interop_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let py = interop_dir().join(".venv/bin/python");
+    if node.exists() && py.exists() {
+        return Some((node, py));
+    }
+    assert!(
+        std::env::var("MCP_INTEROP").as_deref() != Ok("required"),
+        "interop peers are not installed"
+    );
+    eprintln!("SKIPPED: interop peers are not installed (see README, Interop)");
+    None
+}
+
+struct Fixture {
+    config: PathBuf,
+    _everything_http: tokio::process::Child,
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.config);
+    }
+}
+
+async fn fixture(tag: &str) -> Option<Fixture> {
+    let (everything, py) = peers()?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("port");
+    let everything_http = tokio::process::Command::new("node")
+        .args(["--import", "./loopback.mjs"])
+        .arg(&everything)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .current_dir(interop_dir())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("server-everything over HTTP");
+    for _ in 0..150 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let server = interop_dir().join("python_server.py").display().to_string();
+    let config = json!({"mcpServers": {
+        "everything": {"command": "node", "args": [everything.display().to_string(), "stdio"]},
+        "everything_http": {"url": format!("http://127.0.0.1:{port}/mcp")},
+        "py": {"command": py.display().to_string(), "args": [server]},
+        "py_legacy": {"command": py.display().to_string(), "args": [server], "protocolVersion": "2025-06-18"},
+        "echo": {"command": example("echo-server")}
+    }});
+    let path =
+        std::env::temp_dir().join(format!("mcp-gateway-e2e-{tag}-{}.json", std::process::id()));
+    std::fs::write(&path, config.to_string()).expect("config");
+    Some(Fixture {
+        config: path,
+        _everything_http: everything_http,
+    })
+}
+
+/// What every host calls, by exposed name.
+fn calls() -> Value {
+    json!([
+        ["echo__fail", {}],
+        ["py__weather", {"city": "Oslo"}],
+        ["py_legacy__boom", {}],
+        ["py__traced", {}],
+        ["everything__get-resource-links", {"count": 2}],
+        ["everything_http__echo", {"message": "through http"}]
+    ])
+}
+
+/// Checks what a host saw, for the revision it speaks.
+fn check(seen: &Value, revision: Revision) {
+    let names: Vec<&str> = seen["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    for expected in [
+        "echo__echo",
+        "py__weather",
+        "py_legacy__weather",
+        "everything__echo",
+        "everything_http__echo",
+    ] {
+        assert!(
+            names.contains(&expected),
+            "{revision}: {expected} missing from {names:?}"
+        );
+    }
+    let tool = |n: &str| {
+        seen["tools"]
+            .as_array()
+            .and_then(|t| t.iter().find(|x| x["name"] == n))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let r = &seen["results"];
+    assert_eq!(
+        r["echo__fail"]["isError"], true,
+        "{revision}: isError survives"
+    );
+    assert_eq!(r["py_legacy__boom"]["isError"], true, "{revision}");
+    assert_eq!(
+        r["py__traced"]["_meta"]["com.example/trace"],
+        json!({"id": 7}),
+        "{revision}: _meta survives"
+    );
+    let texts = |k: &str| -> String {
+        r[k]["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|b| b["text"].as_str())
+            .collect()
+    };
+    assert!(
+        texts("everything_http__echo").contains("through http"),
+        "{revision}"
+    );
+    let links = r["everything__get-resource-links"]["content"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let structured = &r["py__weather"]["structuredContent"];
+    if revision >= Revision::V2025_06_18 {
+        assert_eq!(structured["conditions"], "Sunny in Oslo", "{revision}");
+        assert!(
+            links
+                .iter()
+                .filter(|b| b["type"] == "resource_link")
+                .count()
+                >= 2,
+            "{revision}: resource_link kept"
+        );
+    } else {
+        assert!(
+            structured.is_null(),
+            "{revision}: no structuredContent before 2025-06-18"
+        );
+        assert!(
+            texts("py__weather").contains("Sunny in Oslo"),
+            "{revision}: kept as text"
+        );
+        assert!(
+            links.iter().all(|b| b["type"] != "resource_link"),
+            "{revision}"
+        );
+        assert!(
+            links.iter().any(|b| b["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("Resource link:"))),
+            "{revision}: the URI stays visible"
+        );
+    }
+    let icons = &tool("py__weather")["icons"];
+    assert_eq!(
+        icons.is_array(),
+        revision >= Revision::V2025_11_25,
+        "{revision}: icons only where the revision has them"
+    );
+    let annotated = &tool("echo__echo")["annotations"]["readOnlyHint"];
+    assert_eq!(
+        annotated == &json!(true),
+        revision >= Revision::V2025_03_26,
+        "{revision}: annotations only from 2025-03-26"
+    );
+}
+
+async fn run_host(program: &str, args: &[String]) -> Value {
+    let out = tokio::time::timeout(
+        Duration::from_secs(180),
+        tokio::process::Command::new(program)
+            .args(args)
+            .current_dir(interop_dir())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the host finished")
+    .expect("the host ran");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{program} failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+async fn http_gateway(config: &Path) -> (tokio::process::Child, String) {
+    let mut child = tokio::process::Command::new(example("gateway"))
+        .args([
+            "--config",
+            &config.display().to_string(),
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("gateway");
+    let out = child.stdout.take().expect("stdout");
+    let url = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::io::BufReader::new(out).lines().next_line(),
+    )
+    .await
+    .expect("the gateway started")
+    .expect("read")
+    .expect("a URL");
+    (child, url)
+}
+
+#[tokio::test]
+async fn sdk_hosts_see_every_upstream_through_the_gateway() {
+    let Some(f) = fixture("sdk").await else {
+        return;
+    };
+    let (_gateway, url) = http_gateway(&f.config).await;
+    let calls = calls().to_string();
+    let ts = run_host("node", &["host.mjs".into(), url.clone(), calls.clone()]).await;
+    check(&ts, Revision::V2025_11_25);
+    let py = interop_dir().join(".venv/bin/python").display().to_string();
+    for (mode, revision) in [
+        ("legacy", Revision::V2025_11_25),
+        ("2026-07-28", Revision::V2026_07_28),
+    ] {
+        let seen = run_host(
+            &py,
+            &["host.py".into(), mode.into(), url.clone(), calls.clone()],
+        )
+        .await;
+        assert_eq!(seen["protocolVersion"], revision.as_str());
+        check(&seen, revision);
+    }
+}
+
+#[tokio::test]
+async fn older_hosts_get_valid_messages_of_their_revision() {
+    let Some(f) = fixture("old").await else {
+        return;
+    };
+    for revision in [
+        Revision::V2024_11_05,
+        Revision::V2025_03_26,
+        Revision::V2025_06_18,
+    ] {
+        let t = ChildTransport::spawn(&StdioCommand::new(
+            example("gateway"),
+            ["--config".to_owned(), f.config.display().to_string()],
+        ))
+        .expect("gateway on stdio");
+        let (sent, received) = (
+            Arc::new(Mutex::new(Vec::new())),
+            Arc::new(Mutex::new(Vec::new())),
+        );
+        let t = Recording {
+            inner: t,
+            sent: sent.clone(),
+            received: Some(received.clone()),
+        };
+        let options = ClientOptions {
+            era: EraChoice::Legacy(revision),
+            supported: vec![revision],
+            ..Default::default()
+        };
+        let client = Client::connect(t, NoHandler, options)
+            .await
+            .expect("connect");
+        assert_eq!(client.revision(), revision);
+        let tools = client.list_tools().await.expect("tools");
+        let mut results = Map::new();
+        for c in calls().as_array().into_iter().flatten() {
+            let name = c[0].as_str().unwrap_or_default();
+            let args = c[1].as_object().cloned().unwrap_or_default();
+            let r = client.call_tool(name, args).await.expect(name);
+            results.insert(name.into(), serde_json::to_value(&r.result).expect("json"));
+        }
+        client.close().await;
+        check(&json!({"tools": tools, "results": results}), revision);
+        let (c, s) = (
+            sent.lock().expect("lock").clone(),
+            received.lock().expect("lock").clone(),
+        );
+        validate_all(revision, &c, &s);
+    }
+}
