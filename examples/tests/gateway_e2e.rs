@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_client::{ChildTransport, Client, ClientOptions, EraChoice, NoHandler, StdioCommand};
-use mcp_types::protocol::*;
 use mcp_types::Revision;
 use serde_json::{json, Map, Value};
 use tokio::io::AsyncBufReadExt;

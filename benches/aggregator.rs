@@ -1,0 +1,88 @@
+//! The aggregator's costs:
+//! - `call/direct` vs `call/through_aggregator`: one `tools/call` of the echo tool,
+//!   host → server in-memory, versus host → gateway → upstream, both in-memory and 2026;
+//! - `tools_list_10000_to_2024_11_05`: an aggregated 10,000-tool `tools/list` result
+//!   translated for a 2024-11-05 host, bytes to bytes.
+
+// criterion_group! and criterion_main! generate undocumented items.
+#![allow(missing_docs)]
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use mcp_client::{Client, ClientOptions, EraChoice, NoHandler};
+use mcp_proxy::{Aggregator, UpstreamConfig, UpstreamTransport};
+use mcp_revisions::Translator;
+use mcp_server::Server;
+use mcp_types::transport::memory_pair;
+use mcp_types::Revision;
+use serde_json::{json, Map, Value};
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let args: Map<String, Value> = json!({"text": "hello"})
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let options = || ClientOptions {
+        era: EraChoice::Modern,
+        ..Default::default()
+    };
+    let (direct, gateway) = rt.block_on(async {
+        let (a, b) = memory_pair(64);
+        tokio::spawn(async move { Server::new(mcp_examples::echo_tools()).serve(b).await });
+        let direct = Client::connect(a, NoHandler, options())
+            .await
+            .expect("direct");
+        let upstream = UpstreamConfig {
+            key: "echo".into(),
+            namespace: None,
+            trusted: true,
+            transport: UpstreamTransport::InProcess(Server::new(mcp_examples::echo_tools())),
+            revision: None,
+        };
+        let agg = Aggregator::start(vec![upstream], Default::default())
+            .await
+            .expect("aggregator");
+        let (a, b) = memory_pair(64);
+        tokio::spawn(async move { Server::new(agg).serve(b).await });
+        let gateway = Client::connect(a, NoHandler, options())
+            .await
+            .expect("through the aggregator");
+        (direct, gateway)
+    });
+    let mut g = c.benchmark_group("call");
+    g.bench_function("direct", |b| {
+        b.iter(|| {
+            rt.block_on(direct.call_tool("echo", args.clone()))
+                .expect("call")
+        })
+    });
+    g.bench_function("through_aggregator", |b| {
+        b.iter(|| {
+            rt.block_on(gateway.call_tool("echo__echo", args.clone()))
+                .expect("call")
+        })
+    });
+    g.finish();
+
+    let list = mcp_benches::tools_list_result(10_000);
+    let bytes = serde_json::to_vec(&list).expect("encode");
+    let translator = Translator::canonical_to(Revision::V2024_11_05);
+    let mut g = c.benchmark_group("aggregated");
+    g.throughput(Throughput::Bytes(bytes.len() as u64));
+    g.sample_size(20);
+    g.bench_function("tools_list_10000_to_2024_11_05", |b| {
+        b.iter(|| {
+            let v: Value = serde_json::from_slice(&bytes).expect("decode");
+            let out = translator.result("tools/list", v).expect("translate");
+            serde_json::to_vec(&out).expect("encode")
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
