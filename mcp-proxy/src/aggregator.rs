@@ -78,6 +78,9 @@ pub struct AggregatorOptions {
     pub connect_timeout: Duration,
     /// First and longest wait between restarts of a failed upstream.
     pub restart_backoff: (Duration, Duration),
+    /// Items per page of a merged list (0: everything in one page). Cursors name a
+    /// version of the catalog; one issued before a list change is refused with `-32602`.
+    pub page_size: usize,
 }
 
 impl std::fmt::Debug for AggregatorOptions {
@@ -97,6 +100,7 @@ impl Default for AggregatorOptions {
             call_timeout: Duration::from_secs(120),
             connect_timeout: Duration::from_secs(30),
             restart_backoff: (Duration::from_millis(500), Duration::from_secs(30)),
+            page_size: 0,
         }
     }
 }
@@ -156,6 +160,8 @@ struct Listing {
     prompts: Vec<Prompt>,
     resources: Vec<Resource>,
     templates: Vec<ResourceTemplate>,
+    /// When a 2026 upstream's `ttlMs` (if it gave a positive one) says to list again.
+    stale_at: Option<std::time::Instant>,
 }
 
 /// Called when a merged list changes.
@@ -165,6 +171,8 @@ struct Inner {
     upstreams: Vec<Arc<Upstream>>,
     options: AggregatorOptions,
     listings: RwLock<Vec<Listing>>,
+    /// Bumped on every catalog change; cursors carry it.
+    generation: std::sync::atomic::AtomicU64,
     on_change: Mutex<Option<ChangeListener>>,
     stopped: AtomicBool,
 }
@@ -219,6 +227,7 @@ impl Aggregator {
         }
         let inner = Arc::new(Inner {
             listings: RwLock::new(vec![Listing::default(); upstreams.len()]),
+            generation: std::sync::atomic::AtomicU64::new(1),
             upstreams,
             options,
             on_change: Mutex::new(None),
@@ -431,6 +440,7 @@ impl Aggregator {
     }
 
     fn announce_all(&self) {
+        self.inner.generation.fetch_add(1, Ordering::SeqCst);
         for c in [
             ListChanged::Tools,
             ListChanged::Prompts,
@@ -516,6 +526,73 @@ impl Aggregator {
                         .any(|t| template_matches(&t.uri_template, uri))
                 })
             })
+    }
+
+    /// One page of a merged list. The cursor is `<generation>.<offset>`; a cursor from
+    /// another generation of the catalog is stale.
+    fn page<T>(
+        &self,
+        items: Vec<T>,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<T>, Option<String>), ErrorObject> {
+        let generation = self.inner.generation.load(Ordering::SeqCst);
+        let start = match cursor {
+            None => 0,
+            Some(c) => {
+                let parsed = c
+                    .split_once('.')
+                    .and_then(|(g, o)| Some((g.parse::<u64>().ok()?, o.parse::<usize>().ok()?)));
+                match parsed {
+                    Some((g, o)) if g == generation && o <= items.len() => o,
+                    Some(_) => {
+                        return Err(ErrorObject::new(
+                            codes::INVALID_PARAMS,
+                            "Invalid cursor: the list changed since it was issued; list again",
+                        ))
+                    }
+                    None => {
+                        return Err(ErrorObject::new(
+                            codes::INVALID_PARAMS,
+                            format!("Invalid cursor: {c:?}"),
+                        ))
+                    }
+                }
+            }
+        };
+        let size = self.inner.options.page_size;
+        if size == 0 {
+            return Ok((items.into_iter().skip(start).collect(), None));
+        }
+        let total = items.len();
+        let page: Vec<T> = items.into_iter().skip(start).take(size).collect();
+        let next = (start + size < total).then(|| format!("{generation}.{}", start + size));
+        Ok((page, next))
+    }
+
+    /// Lists again the upstreams whose `ttlMs` has run out.
+    async fn refresh_stale(&self) {
+        let now = std::time::Instant::now();
+        let stale: Vec<usize> = self
+            .inner
+            .listings
+            .read()
+            .map(|l| {
+                l.iter()
+                    .enumerate()
+                    .filter(|(_, x)| x.stale_at.is_some_and(|t| t <= now))
+                    .map(|(i, _)| i)
+                    .collect()
+            })
+            .unwrap_or_default();
+        for i in stale {
+            if let Some(client) = self.inner.upstreams[i].client() {
+                let listing = list_all(&client).await;
+                if let Ok(mut l) = self.inner.listings.write() {
+                    l[i] = listing;
+                }
+                self.inner.generation.fetch_add(1, Ordering::SeqCst);
+            }
+        }
     }
 
     async fn upstream_call(
@@ -616,6 +693,18 @@ fn template_matches(template: &str, uri: &str) -> bool {
 async fn list_all(client: &Client) -> Listing {
     let caps = client.server().capabilities.clone();
     let mut l = Listing::default();
+    if caps.tools.is_some() && client.revision().era() == mcp_types::Era::Modern {
+        // The upstream's own caching hint for its list (private scope: the gateway's
+        // connection is its one audience).
+        let first = client
+            .request(method::TOOLS_LIST, json!({}), &CallOptions::default())
+            .await;
+        let ttl = first
+            .ok()
+            .and_then(|v| v.get("ttlMs").and_then(Value::as_u64))
+            .filter(|t| *t > 0);
+        l.stale_at = ttl.map(|t| std::time::Instant::now() + Duration::from_millis(t));
+    }
     if caps.tools.is_some() {
         l.tools = client.list_tools().await.unwrap_or_default();
     }
@@ -706,10 +795,13 @@ impl ServerHandler for Aggregator {
     async fn list_tools(
         &self,
         _ctx: &RequestContext,
-        _p: PaginatedRequestParams,
+        p: PaginatedRequestParams,
     ) -> Result<ListToolsResult, ErrorObject> {
+        self.refresh_stale().await;
+        let (tools, next_cursor) = self.page(self.tools(), p.cursor.as_deref())?;
         Ok(ListToolsResult {
-            tools: self.tools(),
+            tools,
+            next_cursor,
             ..Default::default()
         })
     }
@@ -763,7 +855,7 @@ impl ServerHandler for Aggregator {
     async fn list_prompts(
         &self,
         _ctx: &RequestContext,
-        _p: PaginatedRequestParams,
+        p: PaginatedRequestParams,
     ) -> Result<ListPromptsResult, ErrorObject> {
         let prompts = self
             .prompt_entries()
@@ -773,8 +865,10 @@ impl ServerHandler for Aggregator {
                 p
             })
             .collect();
+        let (prompts, next_cursor) = self.page(prompts, p.cursor.as_deref())?;
         Ok(ListPromptsResult {
             prompts,
+            next_cursor,
             ..Default::default()
         })
     }

@@ -308,3 +308,79 @@ async fn unknown_tools_are_invalid_params() {
     assert_eq!(e.code, -32602);
     agg.shutdown().await;
 }
+
+#[tokio::test]
+async fn merged_lists_page_deterministically_and_stale_cursors_are_refused() {
+    let options = AggregatorOptions {
+        page_size: 3,
+        ..Default::default()
+    };
+    let notes = UpstreamConfig {
+        key: "notes".into(),
+        namespace: None,
+        trusted: false,
+        transport: UpstreamTransport::InProcess(Server::new(mcp_examples::notes_tools())),
+        revision: None,
+    };
+    let agg = Aggregator::start(vec![notes, healthy()], options)
+        .await
+        .expect("start");
+    let (a, b) = mcp_types::transport::memory_pair(16);
+    let server = Server::new(agg.clone());
+    let notifier = server.clone();
+    agg.on_list_changed(move |w| notifier.notify_list_changed(w));
+    tokio::spawn(async move { server.serve(b).await });
+    let client = mcp_client::Client::connect(a, mcp_client::NoHandler, Default::default())
+        .await
+        .expect("host");
+    let all: Vec<String> = client
+        .list_tools()
+        .await
+        .expect("paged list")
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(
+        all,
+        [
+            "echo__echo",
+            "echo__pixel",
+            "echo__weather",
+            "echo__fail",
+            "echo__count",
+            "echo__greet",
+            "notes__add",
+            "notes__list"
+        ],
+        "upstreams in key order, each in its own order, across pages"
+    );
+    let again: Vec<String> = client
+        .list_tools()
+        .await
+        .expect("again")
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(all, again, "the same order every time");
+    let first = client
+        .request("tools/list", json!({}), &Default::default())
+        .await
+        .expect("page 1");
+    let cursor = first["nextCursor"].as_str().expect("more pages").to_owned();
+    // A cursor of another catalog generation (issued before a list change) is refused.
+    let e = client
+        .request(
+            "tools/list",
+            json!({"cursor": "999.3"}),
+            &Default::default(),
+        )
+        .await
+        .expect_err("stale");
+    assert!(matches!(e, mcp_client::ClientError::Server(e) if e.code == -32602));
+    let ok = client
+        .request("tools/list", json!({"cursor": cursor}), &Default::default())
+        .await
+        .expect("current cursor");
+    assert_eq!(ok["tools"].as_array().map(Vec::len), Some(3));
+    agg.shutdown().await;
+}
