@@ -85,6 +85,9 @@ pub enum ClientError {
     /// The request cannot be expressed in the negotiated revision.
     #[error(transparent)]
     Translate(#[from] TranslateError),
+    /// The request was cancelled by the caller.
+    #[error("the request was cancelled")]
+    Cancelled,
     /// The server kept asking for input.
     #[error("the server asked for input {0} times; giving up")]
     TooManyInputRounds(usize),
@@ -235,6 +238,9 @@ pub struct CallOptions {
     /// Return a 2026 `InputRequiredResult` to the caller instead of answering it with the
     /// [`ClientHandler`] (a proxy relays it to its host).
     pub return_input_required: bool,
+    /// Cancels the request when notified: `notifications/cancelled` goes to the server and
+    /// the call returns [`ClientError::Cancelled`].
+    pub cancel: Option<Arc<tokio::sync::Notify>>,
 }
 
 /// What the client found when it checked `structuredContent` against the tool's
@@ -661,7 +667,20 @@ impl Client {
                 .with_client_capabilities(to_value(&self.options.capabilities))
                 .params(method_name, p)?;
             let raw = serde_json::value::to_raw_value(&p).ok();
-            let result = self.peer.request(method_name, raw, timeout).await?;
+            let id = self.peer.next_id();
+            let call = self
+                .peer
+                .request_with_id(id.clone(), method_name, raw, timeout);
+            let result = match &opts.cancel {
+                None => call.await?,
+                Some(cancel) => tokio::select! {
+                    r = call => r?,
+                    () = cancel.notified() => {
+                        self.peer.cancel(&id, "cancelled by the caller").await;
+                        return Err(ClientError::Cancelled);
+                    }
+                },
+            };
             let value: Value =
                 serde_json::from_str(result.get()).map_err(|e| ClientError::InvalidResult {
                     method: method_name.into(),

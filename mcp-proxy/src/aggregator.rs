@@ -607,10 +607,12 @@ impl Aggregator {
             .client()
             .ok_or_else(|| ClientError::Negotiation(u.unavailable()))?;
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let cancel = Arc::new(tokio::sync::Notify::new());
         let opts = CallOptions {
             timeout: Some(self.inner.options.call_timeout),
             progress: Some(tx),
             return_input_required: true,
+            cancel: Some(cancel.clone()),
         };
         let mut params = params;
         if let Value::Object(p) = &mut params {
@@ -648,6 +650,11 @@ impl Aggregator {
                 }
                 Ok(TypedNotification::Log(l)) = logs.recv() => {
                     ctx.log(l.level, l.logger.as_deref(), l.data).await;
+                }
+                // The host cancelled (a notification, or a closed 2026 stream): so do we.
+                () = ctx.cancelled() => {
+                    cancel.notify_one();
+                    return (&mut call).await;
                 }
             }
         }

@@ -384,3 +384,77 @@ async fn merged_lists_page_deterministically_and_stale_cursors_are_refused() {
     assert_eq!(ok["tools"].as_array().map(Vec::len), Some(3));
     agg.shutdown().await;
 }
+
+/// A tool that runs until its caller cancels it, and says when that happened.
+struct Patient(std::sync::Arc<tokio::sync::Notify>);
+
+#[async_trait::async_trait]
+impl ServerHandler for Patient {
+    fn capabilities(&self) -> ServerCapabilities {
+        ServerCapabilities {
+            tools: Some(Default::default()),
+            ..Default::default()
+        }
+    }
+    async fn list_tools(
+        &self,
+        _: &RequestContext,
+        _: PaginatedRequestParams,
+    ) -> Result<ListToolsResult, mcp_types::ErrorObject> {
+        Ok(ListToolsResult {
+            tools: vec![Tool::new("wait", json!({"type": "object"}))],
+            ..Default::default()
+        })
+    }
+    async fn call_tool(
+        &self,
+        ctx: &RequestContext,
+        _: CallToolRequestParams,
+    ) -> Result<Outcome<CallToolResult>, mcp_types::ErrorObject> {
+        for _ in 0..200 {
+            if ctx.is_cancelled() {
+                self.0.notify_one();
+                return Err(mcp_types::ErrorObject::new(-32800, "cancelled"));
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        Ok(Outcome::Complete(CallToolResult::default()))
+    }
+}
+
+#[tokio::test]
+async fn a_host_cancelling_a_call_cancels_it_upstream() {
+    let seen = std::sync::Arc::new(tokio::sync::Notify::new());
+    let agg = Aggregator::start(
+        vec![in_process("slow", Patient(seen.clone()))],
+        Default::default(),
+    )
+    .await
+    .expect("start");
+    let (a, b) = mcp_types::transport::memory_pair(16);
+    let server = Server::new(agg.clone());
+    tokio::spawn(async move { server.serve(b).await });
+    let host = mcp_client::Client::connect(a, mcp_client::NoHandler, Default::default())
+        .await
+        .expect("host");
+    let cancel = std::sync::Arc::new(tokio::sync::Notify::new());
+    let opts = mcp_client::CallOptions {
+        cancel: Some(cancel.clone()),
+        ..Default::default()
+    };
+    let call = host.call_tool_with("slow__wait", Default::default(), &opts);
+    let trigger = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        cancel.notify_one();
+    };
+    let (out, ()) = tokio::join!(call, trigger);
+    assert!(
+        matches!(out, Err(mcp_client::ClientError::Cancelled)),
+        "{out:?}"
+    );
+    tokio::time::timeout(Duration::from_secs(3), seen.notified())
+        .await
+        .expect("the upstream saw the cancellation");
+    host.close().await;
+    agg.shutdown().await;
+}

@@ -181,7 +181,38 @@ pub struct RequestContext {
     pub(crate) progress_token: Option<ProgressToken>,
     pub(crate) log_level: Option<LoggingLevel>,
     pub(crate) notifier: Notifier,
-    pub(crate) cancelled: Arc<AtomicBool>,
+    pub(crate) cancelled: Arc<Cancellation>,
+}
+
+/// The cancelled state of one in-flight request, awaitable.
+#[derive(Debug, Default)]
+pub(crate) struct Cancellation {
+    flag: AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl Cancellation {
+    pub(crate) fn cancel(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+
+    async fn wait(&self) {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so a cancel between the two still wakes us.
+            notified.as_mut().enable();
+            if self.is_cancelled() {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 fn severity(level: &LoggingLevel) -> u8 {
@@ -237,7 +268,13 @@ impl RequestContext {
 
     /// Whether the client cancelled this request.
     pub fn is_cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::Relaxed)
+        self.cancelled.is_cancelled()
+    }
+
+    /// Resolves once the client cancels this request (at once if it already has); select
+    /// on it to stop long work promptly.
+    pub async fn cancelled(&self) {
+        self.cancelled.wait().await
     }
 
     /// Announces that a list changed, to every connected client that listens (see

@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -23,7 +22,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use crate::handler::{Notifier, Outcome, RequestContext, ServerHandler};
+use crate::handler::{Cancellation, Notifier, Outcome, RequestContext, ServerHandler};
 use crate::ServerOptions;
 
 /// What a legacy client settled at `initialize`.
@@ -40,7 +39,7 @@ pub(crate) struct Session {
     options: Arc<ServerOptions>,
     changes: tokio::sync::broadcast::Sender<crate::ListChanged>,
     legacy: Mutex<Option<LegacyState>>,
-    in_flight: Mutex<HashMap<RequestId, Arc<AtomicBool>>>,
+    in_flight: Mutex<HashMap<RequestId, Arc<Cancellation>>>,
 }
 
 fn invalid_params(method_name: &str, e: impl std::fmt::Display) -> ErrorObject {
@@ -134,7 +133,7 @@ impl Session {
         &self,
         peer: &Peer,
         req: Request,
-        cancelled: Arc<AtomicBool>,
+        cancelled: Arc<Cancellation>,
     ) -> Result<Value, ErrorObject> {
         let params = req.params.as_deref();
         let m = req.method.as_str();
@@ -543,7 +542,7 @@ impl Inbound for Session {
     async fn request(&self, peer: &Peer, req: Request) -> Message {
         let id = req.id.clone();
         let method_name = req.method.clone();
-        let cancelled = Arc::new(AtomicBool::new(false));
+        let cancelled = Arc::new(Cancellation::default());
         if let Ok(mut f) = self.in_flight.lock() {
             f.insert(id.clone(), cancelled.clone());
         }
@@ -565,6 +564,16 @@ impl Inbound for Session {
         }
     }
 
+    async fn closed(&self, _reason: &mcp_types::transport::CloseReason) {
+        // A closed connection cancels what it asked (2026 HTTP: closing the stream is the
+        // cancellation).
+        if let Ok(f) = self.in_flight.lock() {
+            for flag in f.values() {
+                flag.cancel();
+            }
+        }
+    }
+
     async fn notification(&self, _peer: &Peer, n: Notification) {
         match n.method.as_str() {
             method::CANCELLED => {
@@ -576,7 +585,7 @@ impl Inbound for Session {
                     .request_id
                     .and_then(|id| self.in_flight.lock().ok().and_then(|f| f.get(&id).cloned()));
                 if let Some(flag) = flag {
-                    flag.store(true, Ordering::Relaxed);
+                    flag.cancel();
                 }
             }
             method::INITIALIZED | method::ROOTS_LIST_CHANGED | method::PROGRESS => {}

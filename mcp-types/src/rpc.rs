@@ -42,6 +42,9 @@ pub trait Inbound: Send + Sync + 'static {
 
     /// Takes a notification. Runs on the read loop: keep it short.
     async fn notification(&self, peer: &Peer, notification: Notification);
+
+    /// The connection closed. Requests still being handled may stop (default: nothing).
+    async fn closed(&self, _reason: &CloseReason) {}
 }
 
 type Pending = Mutex<HashMap<RequestId, oneshot::Sender<Result<Box<RawValue>, ErrorObject>>>>;
@@ -228,6 +231,7 @@ impl Peer {
         if let Ok(mut c) = self.shared.closed.lock() {
             c.get_or_insert(reason.clone());
         }
+        inbound.closed(&reason).await;
         // Dropping the senders wakes every waiting request with the close reason.
         if let Ok(mut p) = self.shared.pending.lock() {
             p.clear();
