@@ -42,6 +42,7 @@ fn bench(c: &mut Criterion) {
             trusted: true,
             transport: UpstreamTransport::InProcess(Server::new(mcp_examples::echo_tools())),
             revision: None,
+            tools: Default::default(),
         };
         let agg = Aggregator::start(vec![upstream], Default::default())
             .await

@@ -23,6 +23,7 @@ fn demo() -> (Vec<UpstreamConfig>, AggregatorOptions) {
         trusted: true,
         transport: UpstreamTransport::InProcess(server),
         revision: None,
+        tools: Default::default(),
     };
     (
         vec![

@@ -28,6 +28,7 @@ use mcp_types::{codes, ErrorObject};
 use serde_json::{json, Map, Value};
 
 use crate::naming::{Namespacing, Prefixed};
+use crate::policy::{may_be_destructive, Confirm, Confirmation, Surface, ToolFilter, Verdict};
 
 /// How to reach an upstream.
 #[derive(Clone)]
@@ -65,6 +66,23 @@ pub struct UpstreamConfig {
     pub transport: UpstreamTransport,
     /// Pins the revision to speak with it; default: detect its era and negotiate.
     pub revision: Option<mcp_types::Revision>,
+    /// Which of its tools are exposed (default: all).
+    pub tools: ToolFilter,
+}
+
+impl UpstreamConfig {
+    /// An upstream named `key`, with the defaults: namespace from the key, untrusted,
+    /// era detected, every tool exposed.
+    pub fn new(key: impl Into<String>, transport: UpstreamTransport) -> Self {
+        UpstreamConfig {
+            key: key.into(),
+            namespace: None,
+            trusted: false,
+            transport,
+            revision: None,
+            tools: ToolFilter::default(),
+        }
+    }
 }
 
 /// How the aggregator behaves.
@@ -81,6 +99,10 @@ pub struct AggregatorOptions {
     /// Items per page of a merged list (0: everything in one page). Cursors name a
     /// version of the catalog; one issued before a list change is refused with `-32602`.
     pub page_size: usize,
+    /// Decides calls to tools that may be destructive (TOOL-17); `None`: no gate.
+    pub confirm: Option<Arc<dyn Confirm>>,
+    /// What hosts see in `tools/list` (TOOL-24).
+    pub surface: Surface,
 }
 
 impl std::fmt::Debug for AggregatorOptions {
@@ -89,6 +111,9 @@ impl std::fmt::Debug for AggregatorOptions {
             .field("call_timeout", &self.call_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("restart_backoff", &self.restart_backoff)
+            .field("page_size", &self.page_size)
+            .field("confirm", &self.confirm.is_some())
+            .field("surface", &self.surface)
             .finish_non_exhaustive()
     }
 }
@@ -101,6 +126,8 @@ impl Default for AggregatorOptions {
             connect_timeout: Duration::from_secs(30),
             restart_backoff: (Duration::from_millis(500), Duration::from_secs(30)),
             page_size: 0,
+            confirm: None,
+            surface: Surface::Direct,
         }
     }
 }
@@ -182,6 +209,9 @@ struct Inner {
 pub struct Aggregator {
     inner: Arc<Inner>,
 }
+
+/// The key of the gateway's own confirmation request among a round's input requests.
+const CONFIRM_KEY: &str = "gateway_confirm";
 
 fn tool_error(text: String) -> CallToolResult {
     CallToolResult {
@@ -277,6 +307,32 @@ impl Aggregator {
             .map(|(exposed, _, mut t)| {
                 t.name = exposed;
                 t
+            })
+            .collect()
+    }
+
+    /// `(namespace, key, connected)` of each upstream, in catalog order.
+    pub(crate) fn upstream_names(&self) -> Vec<(String, String, bool)> {
+        self.inner
+            .upstreams
+            .iter()
+            .map(|u| {
+                (
+                    u.namespace.clone(),
+                    u.config.key.clone(),
+                    u.client().is_some(),
+                )
+            })
+            .collect()
+    }
+
+    /// `(namespace, tool with its exposed name)`, in catalog order.
+    pub(crate) fn namespaced_tools(&self) -> Vec<(String, Tool)> {
+        self.tool_entries()
+            .into_iter()
+            .map(|(exposed, i, mut t)| {
+                t.name = exposed;
+                (self.inner.upstreams[i].namespace.clone(), t)
             })
             .collect()
     }
@@ -477,8 +533,12 @@ impl Aggregator {
         let mut seen = BTreeMap::new();
         let mut out = Vec::new();
         for (i, l) in listings.into_iter().enumerate() {
-            let ns = &self.inner.upstreams[i].namespace;
+            let u = &self.inner.upstreams[i];
+            let ns = &u.namespace;
             for t in l.tools {
+                if !u.config.tools.permits(&t.name) {
+                    continue;
+                }
                 let exposed = naming.expose(ns, &t.name);
                 if seen
                     .insert(exposed.clone(), i)
@@ -595,6 +655,145 @@ impl Aggregator {
         }
     }
 
+    /// A call to the tool hosts know as `name`: policy first, then the owning upstream.
+    pub(crate) async fn call_exposed(
+        &self,
+        ctx: &RequestContext,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        meta: Option<Map<String, Value>>,
+    ) -> Result<Outcome<CallToolResult>, ErrorObject> {
+        let Some((_, i, tool)) = self.tool_entries().into_iter().find(|(e, _, _)| e == name) else {
+            let message = match self.denied_upstream(name) {
+                Some(key) => format!(
+                    "Tool {name} of upstream `{key}` is not allowed by this gateway's policy"
+                ),
+                None => format!("Unknown tool: {name}"),
+            };
+            return Err(ErrorObject::new(codes::INVALID_PARAMS, message));
+        };
+        let u = &self.inner.upstreams[i];
+        let key = u.config.key.clone();
+        if let Some(refusal) = self
+            .confirmation(ctx, name, &key, &tool, u.config.trusted, arguments.as_ref())
+            .await
+        {
+            return Ok(refusal);
+        }
+        let params = CallToolRequestParams {
+            name: tool.name,
+            arguments,
+            meta: forward_meta(meta),
+            ..Default::default()
+        };
+        let value = match self
+            .upstream_call(i, method::TOOLS_CALL, json!(params), ctx)
+            .await
+        {
+            Ok(v) => v,
+            Err(e) => return call_failure(&key, e),
+        };
+        if let Some(ir) = input_required(&key, &value)? {
+            return Ok(Outcome::InputRequired(ir));
+        }
+        let mut result: CallToolResult = decode(&key, value)?;
+        strip_hop_meta(&mut result.meta);
+        result.result_type = None;
+        // TOOL-28: hosts that read only `content` still see the structured value.
+        if let Some(v) = result.structured_content.clone() {
+            let mut as_map = Map::new();
+            as_map.insert("content".into(), json!(result.content));
+            if !has_text_duplicate(&as_map, &v) && !result.is_error() {
+                result.content.push(ContentBlock::text(v.to_string()));
+            }
+        }
+        Ok(Outcome::Complete(result))
+    }
+
+    /// The key of the upstream whose filtered-out tool would be exposed as `name`.
+    fn denied_upstream(&self, name: &str) -> Option<String> {
+        let listings = self.inner.listings.read().ok()?;
+        let naming = &self.inner.options.namespacing;
+        listings.iter().enumerate().find_map(|(i, l)| {
+            let u = &self.inner.upstreams[i];
+            l.tools
+                .iter()
+                .any(|t| {
+                    !u.config.tools.permits(&t.name) && naming.expose(&u.namespace, &t.name) == name
+                })
+                .then(|| u.config.key.clone())
+        })
+    }
+
+    /// The confirmation gate (TOOL-17): `None` to go ahead, else what to answer instead.
+    /// Only a first round is gated: a retry carrying `inputResponses` continues a call the
+    /// host already confirmed (or is answering this gate).
+    async fn confirmation(
+        &self,
+        ctx: &RequestContext,
+        exposed: &str,
+        key: &str,
+        tool: &Tool,
+        trusted: bool,
+        arguments: Option<&Map<String, Value>>,
+    ) -> Option<Outcome<CallToolResult>> {
+        let hook = self.inner.options.confirm.as_ref()?;
+        if let Some(answer) = ctx.input_response(CONFIRM_KEY) {
+            let accepted = answer.get("action").and_then(Value::as_str) == Some("accept")
+                && answer.pointer("/content/confirm").and_then(Value::as_bool) == Some(true);
+            return (!accepted).then(|| {
+                Outcome::Complete(tool_error(format!(
+                    "The user declined the call to {exposed}; nothing was done."
+                )))
+            });
+        }
+        if !ctx.input_responses().is_empty() || !may_be_destructive(tool, trusted) {
+            return None;
+        }
+        let call = Confirmation {
+            upstream: key,
+            exposed,
+            tool,
+            arguments,
+        };
+        match hook.confirm(&call).await {
+            Verdict::Allow => None,
+            Verdict::Refuse(why) => Some(Outcome::Complete(tool_error(format!(
+                "The call to {exposed} was refused: {why}"
+            )))),
+            Verdict::AskHost if ctx.client_capabilities().elicitation.is_none() => {
+                Some(Outcome::Complete(tool_error(format!(
+                    "The call to {exposed} needs the user's confirmation (it may be destructive), \
+                     and this host cannot ask: it did not declare elicitation."
+                ))))
+            }
+            Verdict::AskHost => {
+                let mut requests = Map::new();
+                requests.insert(
+                    CONFIRM_KEY.into(),
+                    json!({
+                        "method": method::ELICITATION_CREATE,
+                        "params": {
+                            "message": format!(
+                                "Allow the call to {} (upstream `{key}`)? It may change or delete data.",
+                                tool.display_name()
+                            ),
+                            "requestedSchema": {
+                                "type": "object",
+                                "properties": {"confirm": {"type": "boolean", "title": "Allow this call"}},
+                                "required": ["confirm"]
+                            }
+                        }
+                    }),
+                );
+                Some(Outcome::InputRequired(InputRequiredResult {
+                    input_requests: Some(requests),
+                    ..Default::default()
+                }))
+            }
+        }
+    }
+
     async fn upstream_call(
         &self,
         i: usize,
@@ -627,11 +826,10 @@ impl Aggregator {
                     m.insert(mcp_types::meta::LOG_LEVEL.into(), json!(level));
                 }
             }
-            if !ctx.input_responses().is_empty() {
-                p.insert(
-                    "inputResponses".into(),
-                    Value::Object(ctx.input_responses().clone()),
-                );
+            let mut responses = ctx.input_responses().clone();
+            responses.remove(CONFIRM_KEY);
+            if !responses.is_empty() {
+                p.insert("inputResponses".into(), Value::Object(responses));
             }
             if let Some(state) = ctx.request_state() {
                 p.insert("requestState".into(), json!(state));
@@ -805,7 +1003,11 @@ impl ServerHandler for Aggregator {
         p: PaginatedRequestParams,
     ) -> Result<ListToolsResult, ErrorObject> {
         self.refresh_stale().await;
-        let (tools, next_cursor) = self.page(self.tools(), p.cursor.as_deref())?;
+        let tools = match self.inner.options.surface {
+            Surface::Direct => self.tools(),
+            Surface::Dispatcher => crate::dispatcher::tools(),
+        };
+        let (tools, next_cursor) = self.page(tools, p.cursor.as_deref())?;
         Ok(ListToolsResult {
             tools,
             next_cursor,
@@ -818,45 +1020,12 @@ impl ServerHandler for Aggregator {
         ctx: &RequestContext,
         p: CallToolRequestParams,
     ) -> Result<Outcome<CallToolResult>, ErrorObject> {
-        let Some((_, i, tool)) = self
-            .tool_entries()
-            .into_iter()
-            .find(|(e, _, _)| *e == p.name)
-        else {
-            return Err(ErrorObject::new(
-                codes::INVALID_PARAMS,
-                format!("Unknown tool: {}", p.name),
-            ));
-        };
-        let key = self.inner.upstreams[i].config.key.clone();
-        let params = CallToolRequestParams {
-            name: tool.name,
-            arguments: p.arguments,
-            meta: forward_meta(p.meta),
-            ..Default::default()
-        };
-        let value = match self
-            .upstream_call(i, method::TOOLS_CALL, json!(params), ctx)
-            .await
-        {
-            Ok(v) => v,
-            Err(e) => return call_failure(&key, e),
-        };
-        if let Some(ir) = input_required(&key, &value)? {
-            return Ok(Outcome::InputRequired(ir));
-        }
-        let mut result: CallToolResult = decode(&key, value)?;
-        strip_hop_meta(&mut result.meta);
-        result.result_type = None;
-        // TOOL-28: hosts that read only `content` still see the structured value.
-        if let Some(v) = result.structured_content.clone() {
-            let mut as_map = Map::new();
-            as_map.insert("content".into(), json!(result.content));
-            if !has_text_duplicate(&as_map, &v) && !result.is_error() {
-                result.content.push(ContentBlock::text(v.to_string()));
+        if self.inner.options.surface == Surface::Dispatcher {
+            if let Some(out) = crate::dispatcher::call(self, ctx, &p).await {
+                return out;
             }
         }
-        Ok(Outcome::Complete(result))
+        self.call_exposed(ctx, &p.name, p.arguments, p.meta).await
     }
 
     async fn list_prompts(

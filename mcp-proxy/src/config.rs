@@ -1,13 +1,17 @@
 //! The gateway configuration: the `mcpServers` JSON that Claude Desktop and Cursor users
-//! already have, plus per-server `namespace`, `trusted` and `protocolVersion` (pin the
-//! revision spoken with that server; default: detect), and a top-level `gateway`
-//! object (`separator`, `maxNameLength`).
+//! already have, plus per-server `namespace`, `trusted`, `protocolVersion` (pin the
+//! revision spoken with that server; default: detect) and `allowTools`/`denyTools`
+//! (name patterns, `*` for any run; see [`ToolFilter`]), and a top-level `gateway`
+//! object: `separator`, `maxNameLength`, `confirmDestructive` (ask the host's user
+//! before a call to a tool that may be destructive; see [`crate::policy`]) and
+//! `surface` (`"direct"`, or `"dispatcher"` for three dispatcher tools).
 //!
 //! ```json
 //! {"mcpServers": {
-//!    "fs":   {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]},
+//!    "fs":   {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"],
+//!             "denyTools": ["write_*", "move_file"]},
 //!    "docs": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer …"}, "trusted": true}},
-//!  "gateway": {"separator": "__", "maxNameLength": 64}}
+//!  "gateway": {"separator": "__", "maxNameLength": 64, "confirmDestructive": true, "surface": "direct"}}
 //! ```
 
 use std::collections::{BTreeMap, HashMap};
@@ -18,6 +22,7 @@ use mcp_client::StdioCommand;
 use serde_json::Value;
 
 use crate::naming::Prefixed;
+use crate::policy::{AskHost, Surface, ToolFilter};
 use crate::{AggregatorOptions, UpstreamConfig, UpstreamTransport};
 
 /// A configuration that cannot be used, saying where and why.
@@ -136,15 +141,24 @@ pub fn parse(
                     .map_err(|e| err(&at("protocolVersion"), e.to_string()))?,
             ),
         };
+        let allow = match obj.get("allowTools") {
+            None | Some(Value::Null) => None,
+            Some(_) => Some(strings("allowTools")?),
+        };
         upstreams.push(UpstreamConfig {
             key: key.clone(),
             namespace: string("namespace")?,
             trusted,
             transport,
             revision,
+            tools: ToolFilter {
+                allow,
+                deny: strings("denyTools")?,
+            },
         });
     }
     let mut naming = Prefixed::default();
+    let mut options = AggregatorOptions::default();
     if let Some(g) = root.get("gateway") {
         let g = g
             .as_object()
@@ -167,14 +181,29 @@ pub fn parse(
                 })?;
             naming.max_len = n as usize;
         }
+        match g.get("confirmDestructive") {
+            None | Some(Value::Null) | Some(Value::Bool(false)) => {}
+            Some(Value::Bool(true)) => options.confirm = Some(Arc::new(AskHost)),
+            Some(_) => {
+                return Err(err(
+                    "gateway.confirmDestructive",
+                    "must be true or false".into(),
+                ))
+            }
+        }
+        options.surface = match g.get("surface").map(|v| v.as_str()) {
+            None | Some(Some("direct")) => Surface::Direct,
+            Some(Some("dispatcher")) => Surface::Dispatcher,
+            Some(_) => {
+                return Err(err(
+                    "gateway.surface",
+                    "must be \"direct\" or \"dispatcher\"".into(),
+                ))
+            }
+        };
     }
-    Ok((
-        upstreams,
-        AggregatorOptions {
-            namespacing: Arc::new(naming),
-            ..Default::default()
-        },
-    ))
+    options.namespacing = Arc::new(naming);
+    Ok((upstreams, options))
 }
 
 #[cfg(test)]
@@ -195,6 +224,38 @@ mod tests {
             matches!(&ups[0].transport, UpstreamTransport::Stdio(c) if c.command == "npx" && c.env["A"] == "1")
         );
         assert!(ups[1].trusted && ups[1].namespace.as_deref() == Some("w"));
+        assert_eq!(ups[0].tools, ToolFilter::default());
+    }
+
+    #[test]
+    fn policies_in_the_config() {
+        let (ups, options) = parse(
+            r#"{"mcpServers": {"fs": {"command": "x", "allowTools": ["read_*"], "denyTools": ["read_secret"]}},
+                "gateway": {"confirmDestructive": true, "surface": "dispatcher"}}"#,
+            "c.json",
+        )
+        .expect("valid");
+        assert_eq!(
+            ups[0].tools,
+            ToolFilter {
+                allow: Some(vec!["read_*".into()]),
+                deny: vec!["read_secret".into()]
+            }
+        );
+        assert!(options.confirm.is_some());
+        assert_eq!(options.surface, Surface::Dispatcher);
+        let e = parse(
+            r#"{"mcpServers": {}, "gateway": {"surface": "tiny"}}"#,
+            "c.json",
+        )
+        .unwrap_err();
+        assert_eq!(e.location, "gateway.surface");
+        let e = parse(
+            r#"{"mcpServers": {"fs": {"command": "x", "denyTools": "all"}}}"#,
+            "c.json",
+        )
+        .unwrap_err();
+        assert_eq!(e.location, "mcpServers.fs.denyTools");
     }
 
     #[test]

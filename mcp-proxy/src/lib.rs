@@ -12,13 +12,10 @@
 //! use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport};
 //! use mcp_client::StdioCommand;
 //!
-//! let upstreams = vec![UpstreamConfig {
-//!     key: "everything".into(),
-//!     namespace: None,
-//!     trusted: false,
-//!     transport: UpstreamTransport::Stdio(StdioCommand::new("npx", ["-y", "@modelcontextprotocol/server-everything"])),
-//!     revision: None,
-//! }];
+//! let upstreams = vec![UpstreamConfig::new(
+//!     "everything",
+//!     UpstreamTransport::Stdio(StdioCommand::new("npx", ["-y", "@modelcontextprotocol/server-everything"])),
+//! )];
 //! let aggregator = Aggregator::start(upstreams, AggregatorOptions::default()).await?;
 //! let server = mcp_server::Server::new(aggregator.clone());
 //! let notifier = server.clone();
@@ -29,7 +26,9 @@
 
 mod aggregator;
 pub mod config;
+pub mod dispatcher;
 pub mod naming;
+pub mod policy;
 
 pub use aggregator::{
     Aggregator, AggregatorOptions, StartError, UpstreamConfig, UpstreamTransport,

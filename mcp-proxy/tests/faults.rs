@@ -48,6 +48,7 @@ fn faulty(key: &str, mode: &str) -> UpstreamConfig {
             ["-c", FAULTY, mode, "mcp-proxy-fault-test-marker"],
         )),
         revision: None,
+        tools: Default::default(),
     }
 }
 
@@ -58,6 +59,7 @@ fn healthy() -> UpstreamConfig {
         trusted: false,
         transport: UpstreamTransport::InProcess(Server::new(mcp_examples::echo_tools())),
         revision: None,
+        tools: Default::default(),
     }
 }
 
@@ -122,6 +124,7 @@ async fn faulty_upstreams_fail_clearly_and_alone() {
             Vec::<String>::new(),
         )),
         revision: None,
+        tools: Default::default(),
     };
     let agg = Aggregator::start(
         vec![
@@ -248,6 +251,7 @@ fn in_process(key: &str, handler: impl ServerHandler) -> UpstreamConfig {
         trusted: false,
         transport: UpstreamTransport::InProcess(Server::new(handler)),
         revision: None,
+        tools: Default::default(),
     }
 }
 
@@ -321,6 +325,7 @@ async fn merged_lists_page_deterministically_and_stale_cursors_are_refused() {
         trusted: false,
         transport: UpstreamTransport::InProcess(Server::new(mcp_examples::notes_tools())),
         revision: None,
+        tools: Default::default(),
     };
     let agg = Aggregator::start(vec![notes, healthy()], options)
         .await

@@ -1,0 +1,143 @@
+//! The dispatcher surface (TOOL-24): three tools in place of every upstream tool, so a
+//! host's context carries three schemas however many upstreams the gateway has. The
+//! upstream tools stay reachable, with the same policy, through `call_tool`.
+
+use mcp_server::{Outcome, RequestContext};
+use mcp_types::protocol::*;
+use mcp_types::ErrorObject;
+use serde_json::{json, Map, Value};
+
+use crate::Aggregator;
+
+/// Lists namespaces and their tools.
+pub const LIST_TOOLS: &str = "list_tools";
+/// Gives one tool's full definition.
+pub const DESCRIBE_TOOL: &str = "describe_tool";
+/// Calls one upstream tool.
+pub const CALL_TOOL: &str = "call_tool";
+
+/// The dispatcher tools, with honest titles and annotations (TOOL-04/05/19).
+pub(crate) fn tools() -> Vec<Tool> {
+    [
+        json!({
+            "name": LIST_TOOLS,
+            "title": "List gateway tools",
+            "description": "Lists the namespaces this gateway serves and the tools in each (name and title). Give `namespace` to list only that one. Use describe_tool for a tool's parameters, then call_tool.",
+            "inputSchema": {"type": "object", "properties": {
+                "namespace": {"type": "string", "description": "Only this namespace."}
+            }, "additionalProperties": false},
+            "annotations": {"title": "List gateway tools", "readOnlyHint": true, "openWorldHint": false}
+        }),
+        json!({
+            "name": DESCRIBE_TOOL,
+            "title": "Describe a gateway tool",
+            "description": "Returns the full definition of one tool listed by list_tools: description, input schema, output schema and annotations.",
+            "inputSchema": {"type": "object", "properties": {
+                "name": {"type": "string", "description": "The tool's name as list_tools gives it."}
+            }, "required": ["name"], "additionalProperties": false},
+            "annotations": {"title": "Describe a gateway tool", "readOnlyHint": true, "openWorldHint": false}
+        }),
+        json!({
+            "name": CALL_TOOL,
+            "title": "Call a gateway tool",
+            "description": "Calls one tool listed by list_tools with arguments matching its input schema, and returns that tool's result. What it does depends on the tool called: treat it as able to change or delete data.",
+            "inputSchema": {"type": "object", "properties": {
+                "name": {"type": "string", "description": "The tool's name as list_tools gives it."},
+                "arguments": {"type": "object", "description": "The tool's arguments."}
+            }, "required": ["name"], "additionalProperties": false},
+            // What the called tool does is unknown here: the spec defaults (destructive,
+            // open world) are the honest hints.
+            "annotations": {"title": "Call a gateway tool", "readOnlyHint": false, "openWorldHint": true}
+        }),
+    ]
+    .into_iter()
+    .filter_map(|v| serde_json::from_value(v).ok())
+    .collect()
+}
+
+fn text_result(value: &Value) -> CallToolResult {
+    CallToolResult {
+        content: vec![ContentBlock::text(
+            serde_json::to_string_pretty(value).unwrap_or_default(),
+        )],
+        ..Default::default()
+    }
+}
+
+fn refused(text: String) -> Result<Outcome<CallToolResult>, ErrorObject> {
+    Ok(Outcome::Complete(CallToolResult {
+        content: vec![ContentBlock::text(text)],
+        is_error: Some(true),
+        ..Default::default()
+    }))
+}
+
+fn string_arg<'a>(p: &'a CallToolRequestParams, key: &str) -> Option<&'a str> {
+    p.arguments.as_ref()?.get(key)?.as_str()
+}
+
+/// Answers a call to a dispatcher tool; `None` when `p` names another tool.
+pub(crate) async fn call(
+    agg: &Aggregator,
+    ctx: &RequestContext,
+    p: &CallToolRequestParams,
+) -> Option<Result<Outcome<CallToolResult>, ErrorObject>> {
+    Some(match p.name.as_str() {
+        LIST_TOOLS => {
+            let only = string_arg(p, "namespace");
+            let tools = agg.namespaced_tools();
+            let namespaces: Vec<Value> = agg
+                .upstream_names()
+                .into_iter()
+                .filter(|(ns, _, _)| only.is_none_or(|o| o == ns))
+                .map(|(ns, key, connected)| {
+                    let listed: Vec<Value> = tools
+                        .iter()
+                        .filter(|(n, _)| *n == ns)
+                        .map(|(_, t)| json!({"name": t.name, "title": t.display_name()}))
+                        .collect();
+                    json!({"namespace": ns, "upstream": key, "available": connected, "tools": listed})
+                })
+                .collect();
+            match (only, namespaces.is_empty()) {
+                (Some(o), true) => refused(format!(
+                    "No namespace {o:?}; call list_tools without arguments to see them all."
+                )),
+                _ => Ok(Outcome::Complete(text_result(
+                    &json!({"namespaces": namespaces}),
+                ))),
+            }
+        }
+        DESCRIBE_TOOL => {
+            let Some(name) = string_arg(p, "name") else {
+                return Some(refused("describe_tool needs `name` (a string).".into()));
+            };
+            match agg
+                .namespaced_tools()
+                .into_iter()
+                .find(|(_, t)| t.name == name)
+            {
+                Some((_, t)) => Ok(Outcome::Complete(text_result(&json!(t)))),
+                None => refused(format!("No tool {name:?}; call list_tools to see them.")),
+            }
+        }
+        CALL_TOOL => {
+            let Some(name) = string_arg(p, "name") else {
+                return Some(refused("call_tool needs `name` (a string).".into()));
+            };
+            let arguments = match p.arguments.as_ref().and_then(|a| a.get("arguments")) {
+                None | Some(Value::Null) => Some(Map::new()),
+                Some(Value::Object(a)) => Some(a.clone()),
+                Some(_) => {
+                    return Some(refused("call_tool: `arguments` must be an object.".into()))
+                }
+            };
+            match agg.call_exposed(ctx, name, arguments, p.meta.clone()).await {
+                // An unknown or denied name is the model's mistake, not a protocol error.
+                Err(e) if e.code == mcp_types::codes::INVALID_PARAMS => refused(e.message),
+                other => other,
+            }
+        }
+        _ => return None,
+    })
+}

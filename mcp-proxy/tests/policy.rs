@@ -1,0 +1,355 @@
+//! User policies in the Aggregator: tool filters, the confirmation gate for tools that may
+//! be destructive (TOOL-17), and the dispatcher surface (TOOL-24), seen from real hosts
+//! (our client, both eras) over in-memory connections.
+
+use std::sync::{Arc, Mutex};
+
+use mcp_client::{Client, ClientError, ClientHandler, ClientOptions, EraChoice, NoHandler};
+use mcp_proxy::policy::{AskHost, Confirm, Confirmation, Surface, ToolFilter, Verdict};
+use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport};
+use mcp_server::{Outcome, RequestContext, Server, ServerHandler};
+use mcp_types::protocol::*;
+use mcp_types::{ErrorObject, Revision};
+use serde_json::{json, Map, Value};
+
+/// Tools `plain` (no annotations), `reader` (read-only), `secret`; each says it ran.
+struct Shop;
+
+#[async_trait::async_trait]
+impl ServerHandler for Shop {
+    fn capabilities(&self) -> ServerCapabilities {
+        ServerCapabilities {
+            tools: Some(Default::default()),
+            ..Default::default()
+        }
+    }
+    async fn list_tools(
+        &self,
+        _: &RequestContext,
+        _: PaginatedRequestParams,
+    ) -> Result<ListToolsResult, ErrorObject> {
+        let tools = [
+            json!({"name": "plain", "inputSchema": {"type": "object"}}),
+            json!({"name": "reader", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}),
+            json!({"name": "secret", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}),
+        ];
+        Ok(ListToolsResult {
+            tools: tools
+                .into_iter()
+                .map(|t| serde_json::from_value(t).expect("tool"))
+                .collect(),
+            ..Default::default()
+        })
+    }
+    async fn call_tool(
+        &self,
+        _: &RequestContext,
+        p: CallToolRequestParams,
+    ) -> Result<Outcome<CallToolResult>, ErrorObject> {
+        Ok(Outcome::Complete(CallToolResult {
+            content: vec![ContentBlock::text(format!("ran {}", p.name))],
+            ..Default::default()
+        }))
+    }
+}
+
+fn shop(trusted: bool, tools: ToolFilter) -> UpstreamConfig {
+    UpstreamConfig {
+        trusted,
+        tools,
+        ..UpstreamConfig::new("shop", UpstreamTransport::InProcess(Server::new(Shop)))
+    }
+}
+
+async fn host<H: ClientHandler>(agg: &Aggregator, handler: H, options: ClientOptions) -> Client {
+    let (a, b) = mcp_types::transport::memory_pair(16);
+    let server = Server::new(agg.clone());
+    tokio::spawn(async move { server.serve(b).await });
+    Client::connect(a, handler, options)
+        .await
+        .expect("host connects")
+}
+
+fn text(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+async fn call(client: &Client, name: &str, args: Value) -> Result<CallToolResult, ClientError> {
+    client
+        .call_tool(name, args.as_object().cloned().unwrap_or_default())
+        .await
+        .map(|c| c.result)
+}
+
+#[tokio::test]
+async fn a_denied_tool_is_absent_and_its_call_refused_saying_so() {
+    let filter = ToolFilter {
+        allow: None,
+        deny: vec!["sec*".into()],
+    };
+    let agg = Aggregator::start(vec![shop(false, filter)], Default::default())
+        .await
+        .expect("start");
+    let client = host(&agg, NoHandler, Default::default()).await;
+    let names: Vec<String> = client
+        .list_tools()
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, ["shop__plain", "shop__reader"]);
+    match call(&client, "shop__secret", json!({})).await {
+        Err(ClientError::Server(e)) => {
+            assert_eq!(e.code, -32602);
+            assert!(
+                e.message.contains("not allowed by this gateway's policy"),
+                "{}",
+                e.message
+            );
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(
+        text(
+            &call(&client, "shop__plain", json!({}))
+                .await
+                .expect("allowed")
+        ),
+        "ran plain"
+    );
+    client.close().await;
+    agg.shutdown().await;
+}
+
+/// Records what it was asked about; refuses `plain` when told to.
+struct Recorder(Arc<Mutex<Vec<String>>>, bool);
+
+#[async_trait::async_trait]
+impl Confirm for Recorder {
+    async fn confirm(&self, call: &Confirmation<'_>) -> Verdict {
+        if let Ok(mut v) = self.0.lock() {
+            v.push(call.exposed.to_owned());
+        }
+        if self.1 {
+            Verdict::Refuse("the operator said no".into())
+        } else {
+            Verdict::Allow
+        }
+    }
+}
+
+async fn gated(trusted: bool, refuse: bool) -> (Aggregator, Arc<Mutex<Vec<String>>>) {
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let options = AggregatorOptions {
+        confirm: Some(Arc::new(Recorder(asked.clone(), refuse))),
+        ..Default::default()
+    };
+    let agg = Aggregator::start(vec![shop(trusted, ToolFilter::default())], options)
+        .await
+        .expect("start");
+    (agg, asked)
+}
+
+#[tokio::test]
+async fn unannotated_tools_trigger_the_confirmation_hook_and_read_only_ones_do_not() {
+    let (agg, asked) = gated(true, false).await;
+    let client = host(&agg, NoHandler, Default::default()).await;
+    assert_eq!(
+        text(
+            &call(&client, "shop__reader", json!({}))
+                .await
+                .expect("call")
+        ),
+        "ran reader"
+    );
+    assert!(
+        asked.lock().expect("lock").is_empty(),
+        "a trusted read-only tool is not gated"
+    );
+    assert_eq!(
+        text(&call(&client, "shop__plain", json!({})).await.expect("call")),
+        "ran plain"
+    );
+    assert_eq!(*asked.lock().expect("lock"), ["shop__plain"]);
+    client.close().await;
+    agg.shutdown().await;
+
+    // An untrusted upstream's readOnlyHint cannot vouch for its tool (TOOL-15).
+    let (agg, asked) = gated(false, false).await;
+    let client = host(&agg, NoHandler, Default::default()).await;
+    call(&client, "shop__reader", json!({}))
+        .await
+        .expect("call");
+    assert_eq!(*asked.lock().expect("lock"), ["shop__reader"]);
+    client.close().await;
+    agg.shutdown().await;
+
+    let (agg, _) = gated(true, true).await;
+    let client = host(&agg, NoHandler, Default::default()).await;
+    let r = call(&client, "shop__plain", json!({})).await.expect("call");
+    assert!(r.is_error());
+    assert!(text(&r).contains("the operator said no"), "{}", text(&r));
+    client.close().await;
+    agg.shutdown().await;
+}
+
+/// Answers the gateway's confirmation form.
+struct User(bool);
+
+#[async_trait::async_trait]
+impl ClientHandler for User {
+    async fn elicit(&self, p: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
+        assert!(p.message.contains("plain"), "{}", p.message);
+        let mut content = Map::new();
+        content.insert("confirm".into(), json!(self.0));
+        Ok(ElicitResult {
+            action: ElicitAction::Accept,
+            content: Some(content),
+            ..Default::default()
+        })
+    }
+}
+
+fn eliciting(era: EraChoice) -> ClientOptions {
+    ClientOptions {
+        era,
+        capabilities: ClientCapabilities {
+            elicitation: Some(Map::new()),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn confirm_destructive_asks_the_hosts_user_in_either_era() {
+    let options = AggregatorOptions {
+        confirm: Some(Arc::new(AskHost)),
+        ..Default::default()
+    };
+    let agg = Aggregator::start(vec![shop(true, ToolFilter::default())], options)
+        .await
+        .expect("start");
+    for era in [EraChoice::Modern, EraChoice::Legacy(Revision::V2025_06_18)] {
+        let yes = host(&agg, User(true), eliciting(era)).await;
+        assert_eq!(
+            text(&call(&yes, "shop__plain", json!({})).await.expect("call")),
+            "ran plain",
+            "{era:?}"
+        );
+        yes.close().await;
+        let no = host(&agg, User(false), eliciting(era)).await;
+        let r = call(&no, "shop__plain", json!({})).await.expect("call");
+        assert!(
+            r.is_error() && text(&r).contains("declined"),
+            "{era:?}: {}",
+            text(&r)
+        );
+        no.close().await;
+    }
+    let mute = host(&agg, NoHandler, Default::default()).await;
+    let r = call(&mute, "shop__plain", json!({})).await.expect("call");
+    assert!(
+        r.is_error() && text(&r).contains("cannot ask"),
+        "{}",
+        text(&r)
+    );
+    assert_eq!(
+        text(&call(&mute, "shop__reader", json!({})).await.expect("call")),
+        "ran reader"
+    );
+    mute.close().await;
+    agg.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_dispatcher_surface_lists_three_tools_and_reaches_every_upstream_tool() {
+    let options = AggregatorOptions {
+        surface: Surface::Dispatcher,
+        ..Default::default()
+    };
+    let filter = ToolFilter {
+        allow: None,
+        deny: vec!["secret".into()],
+    };
+    let notes = UpstreamConfig::new(
+        "notes",
+        UpstreamTransport::InProcess(Server::new(mcp_examples::notes_tools())),
+    );
+    let agg = Aggregator::start(vec![notes, shop(true, filter)], options)
+        .await
+        .expect("start");
+    let client = host(&agg, NoHandler, Default::default()).await;
+    let listed = client.list_tools().await.expect("list");
+    let names: Vec<&str> = listed.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["list_tools", "describe_tool", "call_tool"]);
+    assert!(listed[0].is_read_only() && listed[1].is_read_only());
+    assert!(
+        listed[2].is_destructive(),
+        "call_tool can reach destructive tools"
+    );
+
+    let catalog: Value = serde_json::from_str(&text(
+        &call(&client, "list_tools", json!({})).await.expect("list"),
+    ))
+    .expect("JSON");
+    let shop_tools: Vec<&str> = catalog["namespaces"]
+        .as_array()
+        .expect("namespaces")
+        .iter()
+        .find(|n| n["namespace"] == "shop")
+        .expect("shop")["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(shop_tools, ["shop__plain", "shop__reader"]);
+    assert!(catalog["namespaces"]
+        .as_array()
+        .expect("array")
+        .iter()
+        .any(|n| n["namespace"] == "notes"));
+
+    let described: Value = serde_json::from_str(&text(
+        &call(&client, "describe_tool", json!({"name": "shop__reader"}))
+            .await
+            .expect("describe"),
+    ))
+    .expect("JSON");
+    assert_eq!(described["annotations"]["readOnlyHint"], true);
+
+    let r = call(
+        &client,
+        "call_tool",
+        json!({"name": "shop__plain", "arguments": {}}),
+    )
+    .await
+    .expect("call");
+    assert_eq!(text(&r), "ran plain");
+    let r = call(&client, "call_tool", json!({"name": "shop__secret"}))
+        .await
+        .expect("call");
+    assert!(
+        r.is_error() && text(&r).contains("not allowed"),
+        "{}",
+        text(&r)
+    );
+    let r = call(&client, "call_tool", json!({"name": "nope__x"}))
+        .await
+        .expect("call");
+    assert!(
+        r.is_error() && text(&r).contains("Unknown tool"),
+        "{}",
+        text(&r)
+    );
+    client.close().await;
+    agg.shutdown().await;
+}
