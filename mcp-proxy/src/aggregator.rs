@@ -17,8 +17,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use mcp_client::http::HttpConfig;
 use mcp_client::{
-    CallOptions, ChildTransport, Client, ClientError, ClientOptions, EraChoice, NoHandler,
-    StdioCommand,
+    CallOptions, ChildTransport, Client, ClientError, ClientOptions, EraChoice, StdioCommand,
 };
 use mcp_revisions::policy::has_text_duplicate;
 use mcp_server::{ListChanged, Outcome, RequestContext, ServerHandler};
@@ -27,6 +26,7 @@ use mcp_types::transport::memory_pair;
 use mcp_types::{codes, ErrorObject};
 use serde_json::{json, Map, Value};
 
+use crate::bridge::{new_state, next_asks, Bridge, Calls, Flight, STATE_PREFIX};
 use crate::naming::{Namespacing, Prefixed};
 use crate::policy::{may_be_destructive, Confirm, Confirmation, Surface, ToolFilter, Verdict};
 
@@ -103,6 +103,9 @@ pub struct AggregatorOptions {
     pub confirm: Option<Arc<dyn Confirm>>,
     /// What hosts see in `tools/list` (TOOL-24).
     pub surface: Surface,
+    /// Longest a legacy upstream's request (sampling, elicitation) handed to a host waits
+    /// for the host's answer; after it the upstream gets an error and the call is cancelled.
+    pub input_timeout: Duration,
 }
 
 impl std::fmt::Debug for AggregatorOptions {
@@ -114,6 +117,7 @@ impl std::fmt::Debug for AggregatorOptions {
             .field("page_size", &self.page_size)
             .field("confirm", &self.confirm.is_some())
             .field("surface", &self.surface)
+            .field("input_timeout", &self.input_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -128,6 +132,7 @@ impl Default for AggregatorOptions {
             page_size: 0,
             confirm: None,
             surface: Surface::Direct,
+            input_timeout: Duration::from_secs(300),
         }
     }
 }
@@ -162,6 +167,8 @@ struct Upstream {
     namespace: String,
     client: RwLock<Option<Client>>,
     last_error: Mutex<Option<String>>,
+    /// Host calls in flight here, for routing a legacy upstream's requests.
+    calls: Arc<Calls>,
 }
 
 impl Upstream {
@@ -202,6 +209,8 @@ struct Inner {
     generation: std::sync::atomic::AtomicU64,
     on_change: Mutex<Option<ChangeListener>>,
     stopped: AtomicBool,
+    /// Upstream calls waiting for a host's answers, by the `requestState` given to it.
+    parked: Mutex<HashMap<String, Flight>>,
 }
 
 /// Upstream MCP servers composed into one server. Cheap to clone.
@@ -253,6 +262,7 @@ impl Aggregator {
                 namespace,
                 client: RwLock::new(None),
                 last_error: Mutex::new(None),
+                calls: Arc::new(Calls::default()),
             }));
         }
         let inner = Arc::new(Inner {
@@ -262,6 +272,7 @@ impl Aggregator {
             options,
             on_change: Mutex::new(None),
             stopped: AtomicBool::new(false),
+            parked: Mutex::new(HashMap::new()),
         });
         let agg = Aggregator { inner };
         let starts: Vec<_> = (0..agg.inner.upstreams.len())
@@ -359,7 +370,12 @@ impl Aggregator {
         }
     }
 
-    async fn open(&self, config: &UpstreamConfig) -> Result<Client, String> {
+    async fn open(&self, u: &Upstream) -> Result<Client, String> {
+        let config = &u.config;
+        let bridge = || Bridge {
+            calls: u.calls.clone(),
+            wait: self.inner.options.input_timeout,
+        };
         let era = match config.revision {
             None => EraChoice::Detect,
             Some(r) if r.era() == mcp_types::Era::Modern => EraChoice::Modern,
@@ -367,6 +383,13 @@ impl Aggregator {
         };
         let options = ClientOptions {
             era,
+            // A legacy upstream learns these once, at `initialize`: declare what the gateway
+            // can bridge; each request is then checked against the host of the call.
+            capabilities: ClientCapabilities {
+                sampling: Some(Map::new()),
+                elicitation: Some(Map::new()),
+                ..Default::default()
+            },
             request_timeout: Some(self.inner.options.call_timeout),
             ..Default::default()
         };
@@ -375,12 +398,12 @@ impl Aggregator {
                 UpstreamTransport::Stdio(cmd) => {
                     let t = ChildTransport::spawn(cmd)
                         .map_err(|e| format!("cannot start `{}`: {e}", cmd.command))?;
-                    Client::connect(t, NoHandler, options)
+                    Client::connect(t, bridge(), options)
                         .await
                         .map_err(|e| e.to_string())
                 }
                 UpstreamTransport::Http(h) => {
-                    mcp_client::connect_http(h.clone(), NoHandler, options)
+                    mcp_client::connect_http(h.clone(), bridge(), options)
                         .await
                         .map_err(|e| e.to_string())
                 }
@@ -388,7 +411,7 @@ impl Aggregator {
                     let (a, b) = memory_pair(64);
                     let server = server.clone();
                     tokio::spawn(async move { server.serve(b).await });
-                    Client::connect(a, NoHandler, options)
+                    Client::connect(a, bridge(), options)
                         .await
                         .map_err(|e| e.to_string())
                 }
@@ -406,7 +429,7 @@ impl Aggregator {
     /// Connects upstream `i` and lists what it offers; false when it failed.
     async fn connect(&self, i: usize) -> bool {
         let u = self.inner.upstreams[i].clone();
-        match self.open(&u.config).await {
+        match self.open(&u).await {
             Ok(client) => {
                 let listing = list_all(&client).await;
                 tracing::info!(upstream = %u.config.key, revision = %client.revision(), tools = listing.tools.len(), "upstream connected");
@@ -794,6 +817,8 @@ impl Aggregator {
         }
     }
 
+    /// Sends a request upstream for the host of `ctx` (or resumes one parked for this host's
+    /// answers), relaying what flows while it runs.
     async fn upstream_call(
         &self,
         i: usize,
@@ -801,11 +826,25 @@ impl Aggregator {
         params: Value,
         ctx: &RequestContext,
     ) -> Result<Value, ClientError> {
+        let flight = match ctx.request_state().filter(|s| s.starts_with(STATE_PREFIX)) {
+            Some(state) => self.resume(state, method_name, ctx)?,
+            None => self.launch(i, method_name, params, ctx)?,
+        };
+        self.drive(flight, ctx).await
+    }
+
+    fn launch(
+        &self,
+        i: usize,
+        method_name: &str,
+        params: Value,
+        ctx: &RequestContext,
+    ) -> Result<Flight, ClientError> {
         let u = &self.inner.upstreams[i];
         let client = u
             .client()
             .ok_or_else(|| ClientError::Negotiation(u.unavailable()))?;
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, progress) = tokio::sync::mpsc::unbounded_channel();
         let cancel = Arc::new(tokio::sync::Notify::new());
         let opts = CallOptions {
             timeout: Some(self.inner.options.call_timeout),
@@ -835,28 +874,109 @@ impl Aggregator {
                 p.insert("requestState".into(), json!(state));
             }
         }
-        let mut logs = client.notifications();
-        let call = client.request(method_name, params, &opts);
-        tokio::pin!(call);
-        // Progress and log messages from upstream reach the host, progress under its own token.
+        let asks = (client.revision().era() == mcp_types::Era::Legacy)
+            .then(|| u.calls.enter(ctx.client_capabilities().clone()));
+        let logs = client.notifications();
+        let method = method_name.to_owned();
+        let name = method.clone();
+        let call = tokio::spawn(async move { client.request(&name, params, &opts).await });
+        Ok(Flight {
+            method,
+            call,
+            progress,
+            logs,
+            cancel,
+            asks,
+            pending: Vec::new(),
+        })
+    }
+
+    /// Takes the call parked under `state` and hands it the host's answers.
+    fn resume(
+        &self,
+        state: &str,
+        method_name: &str,
+        ctx: &RequestContext,
+    ) -> Result<Flight, ClientError> {
+        let flight = self
+            .inner
+            .parked
+            .lock()
+            .ok()
+            .and_then(|mut p| p.remove(state))
+            .filter(|f| f.method == method_name);
+        let Some(mut flight) = flight else {
+            return Err(ClientError::Server(ErrorObject::new(
+                codes::INVALID_PARAMS,
+                "requestState is unknown, expired, already used or for another request",
+            )));
+        };
+        flight.answer(ctx.input_responses());
+        Ok(flight)
+    }
+
+    /// Relays progress and logs while the upstream works; hands its requests to the host
+    /// (parking the call until the host answers); cancels it when the host cancels.
+    async fn drive(&self, mut f: Flight, ctx: &RequestContext) -> Result<Value, ClientError> {
         loop {
             tokio::select! {
-                r = &mut call => return r,
-                Some(p) = rx.recv() => {
+                r = &mut f.call => return joined(r),
+                Some(p) = f.progress.recv() => {
                     let progress = p.progress.as_f64().unwrap_or_default();
                     ctx.progress(progress, p.total.and_then(|t| t.as_f64()), p.message.as_deref()).await;
                 }
-                Ok(TypedNotification::Log(l)) = logs.recv() => {
+                Ok(TypedNotification::Log(l)) = f.logs.recv() => {
                     ctx.log(l.level, l.logger.as_deref(), l.data).await;
+                }
+                Some(asks) = next_asks(&mut f.asks) => {
+                    let requests = f.hand_over(asks);
+                    let state = self.park(f);
+                    return Ok(json!({
+                        "resultType": "input_required",
+                        "inputRequests": requests,
+                        "requestState": state,
+                    }));
                 }
                 // The host cancelled (a notification, or a closed 2026 stream): so do we.
                 () = ctx.cancelled() => {
-                    cancel.notify_one();
-                    return (&mut call).await;
+                    f.cancel.notify_one();
+                    return joined((&mut f.call).await);
                 }
             }
         }
     }
+
+    /// Keeps a call until the host retries with `requestState`, at most `input_timeout`.
+    fn park(&self, flight: Flight) -> String {
+        let state = new_state();
+        if let Ok(mut p) = self.inner.parked.lock() {
+            p.insert(state.clone(), flight);
+        }
+        let inner = Arc::downgrade(&self.inner);
+        let key = state.clone();
+        let wait = self.inner.options.input_timeout;
+        tokio::spawn(async move {
+            tokio::time::sleep(wait).await;
+            let expired = inner
+                .upgrade()
+                .and_then(|i| i.parked.lock().ok().and_then(|mut p| p.remove(&key)));
+            if let Some(f) = expired {
+                tracing::warn!(method = %f.method, "a host never answered an upstream's request; the call is cancelled");
+                f.cancel.notify_one();
+            }
+        });
+        state
+    }
+}
+
+fn joined(
+    r: Result<Result<Value, ClientError>, tokio::task::JoinError>,
+) -> Result<Value, ClientError> {
+    r.unwrap_or_else(|e| {
+        Err(ClientError::Negotiation(format!(
+            "the upstream call stopped: {e}"
+        )))
+    })
 }
 
 /// Whether `uri` fits an RFC 6570 level-1 template (`{var}` matches one or more characters

@@ -25,6 +25,7 @@
 //! ```
 
 mod aggregator;
+mod bridge;
 pub mod config;
 pub mod dispatcher;
 pub mod naming;

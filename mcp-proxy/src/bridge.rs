@@ -1,0 +1,226 @@
+//! Era bridging for legacy upstreams: a 2024-11-05…2025-11-25 server asks its client
+//! (sampling, elicitation) in the middle of a call. The gateway cannot answer; the host
+//! must. The upstream's request is routed to the host call in flight on that upstream,
+//! handed to the host as an `InputRequiredResult` (which the server session turns into a
+//! real request for a legacy host), and the host's answer goes back upstream when the
+//! host retries with the `requestState` the gateway gave it.
+//!
+//! Legacy JSON-RPC has no link from a server→client request to the call it serves, so
+//! the most recent call in flight on that upstream gets it (with one call in flight, as
+//! is usual for an agent, that is exact; with more a warning is logged).
+
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mcp_client::{ClientError, ClientHandler};
+use mcp_types::protocol::*;
+use mcp_types::{codes, ErrorObject};
+use serde_json::{json, Value};
+use tokio::sync::{broadcast, mpsc, oneshot, Notify};
+use tokio::task::JoinHandle;
+
+/// An upstream's request, waiting for the host's answer.
+pub(crate) struct Ask {
+    method: &'static str,
+    params: Value,
+    reply: oneshot::Sender<Result<Value, ErrorObject>>,
+}
+
+type Slot = (u64, ClientCapabilities, mpsc::UnboundedSender<Ask>);
+
+/// The host calls in flight on one upstream that its requests can be routed to.
+#[derive(Default)]
+pub(crate) struct Calls {
+    next: AtomicU64,
+    slots: Mutex<Vec<Slot>>,
+}
+
+/// Removes a call's slot when the call ends.
+pub(crate) struct SlotGuard {
+    calls: Arc<Calls>,
+    id: u64,
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.calls.slots.lock() {
+            s.retain(|(id, _, _)| *id != self.id);
+        }
+    }
+}
+
+impl Calls {
+    /// Registers a call made for a host that declared `caps`.
+    pub(crate) fn enter(
+        self: &Arc<Self>,
+        caps: ClientCapabilities,
+    ) -> (SlotGuard, mpsc::UnboundedReceiver<Ask>) {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = mpsc::unbounded_channel();
+        if let Ok(mut s) = self.slots.lock() {
+            s.push((id, caps, tx));
+        }
+        (
+            SlotGuard {
+                calls: self.clone(),
+                id,
+            },
+            rx,
+        )
+    }
+
+    async fn ask(
+        &self,
+        method: &'static str,
+        params: Value,
+        wait: Duration,
+    ) -> Result<Value, ErrorObject> {
+        let slot = self.slots.lock().ok().and_then(|s| {
+            if s.len() > 1 {
+                tracing::warn!(
+                    method,
+                    calls = s.len(),
+                    "several calls in flight on this upstream; its request goes to the latest"
+                );
+            }
+            s.last().cloned()
+        });
+        let Some((_, caps, tx)) = slot else {
+            return Err(ErrorObject::new(
+                codes::METHOD_NOT_FOUND,
+                format!("{method} is answered by a host only during a call through this gateway"),
+            ));
+        };
+        let declared = match method {
+            method::SAMPLING_CREATE_MESSAGE => caps.sampling.is_some(),
+            method::ELICITATION_CREATE => caps.elicitation.is_some(),
+            _ => false,
+        };
+        if !declared {
+            return Err(ErrorObject::new(
+                codes::METHOD_NOT_FOUND,
+                format!("the host behind this gateway does not support {method}"),
+            ));
+        }
+        let (reply, answer) = oneshot::channel();
+        tx.send(Ask {
+            method,
+            params,
+            reply,
+        })
+        .map_err(|_| ErrorObject::new(codes::INTERNAL_ERROR, "the host's call has ended"))?;
+        match tokio::time::timeout(wait, answer).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Err(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!("the host did not answer {method}; the call ended or expired"),
+            )),
+            Err(_) => Err(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!("the host did not answer {method} within {wait:?}"),
+            )),
+        }
+    }
+}
+
+/// The `ClientHandler` of a legacy upstream's connection: hands its requests to hosts.
+#[derive(Clone)]
+pub(crate) struct Bridge {
+    pub(crate) calls: Arc<Calls>,
+    pub(crate) wait: Duration,
+}
+
+fn decode<T: serde::de::DeserializeOwned>(method: &str, v: Value) -> Result<T, ErrorObject> {
+    serde_json::from_value(v).map_err(|e| {
+        ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!("the host's answer to {method} is invalid: {e}"),
+        )
+    })
+}
+
+#[async_trait]
+impl ClientHandler for Bridge {
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ErrorObject> {
+        let m = method::SAMPLING_CREATE_MESSAGE;
+        decode(m, self.calls.ask(m, json!(params), self.wait).await?)
+    }
+
+    async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
+        let m = method::ELICITATION_CREATE;
+        decode(m, self.calls.ask(m, json!(params), self.wait).await?)
+    }
+}
+
+/// One upstream request in flight, with everything that flows while it runs.
+pub(crate) struct Flight {
+    pub(crate) method: String,
+    pub(crate) call: JoinHandle<Result<Value, ClientError>>,
+    pub(crate) progress: mpsc::UnboundedReceiver<ProgressNotificationParams>,
+    pub(crate) logs: broadcast::Receiver<TypedNotification>,
+    pub(crate) cancel: Arc<Notify>,
+    /// Legacy upstreams: its requests, and the slot that routes them here.
+    pub(crate) asks: Option<(SlotGuard, mpsc::UnboundedReceiver<Ask>)>,
+    /// Requests handed to the host, by input key, waiting for the retry.
+    pub(crate) pending: Vec<(String, oneshot::Sender<Result<Value, ErrorObject>>)>,
+}
+
+/// The next upstream request(s), all that are waiting, as one round.
+pub(crate) async fn next_asks(
+    asks: &mut Option<(SlotGuard, mpsc::UnboundedReceiver<Ask>)>,
+) -> Option<Vec<Ask>> {
+    let (_, rx) = asks.as_mut()?;
+    let first = rx.recv().await?;
+    let mut all = vec![first];
+    while let Ok(more) = rx.try_recv() {
+        all.push(more);
+    }
+    Some(all)
+}
+
+impl Flight {
+    /// Turns upstream requests into one round of input requests, keeping their reply
+    /// channels for the host's retry.
+    pub(crate) fn hand_over(&mut self, asks: Vec<Ask>) -> serde_json::Map<String, Value> {
+        let mut requests = serde_json::Map::new();
+        for (n, a) in asks.into_iter().enumerate() {
+            let key = format!("upstream_{n}");
+            requests.insert(key.clone(), json!({"method": a.method, "params": a.params}));
+            self.pending.push((key, a.reply));
+        }
+        requests
+    }
+
+    /// Hands the host's answers (by input key) to the waiting upstream requests; a missing
+    /// one is an error to the upstream.
+    pub(crate) fn answer(&mut self, responses: &serde_json::Map<String, Value>) {
+        for (key, reply) in self.pending.drain(..) {
+            let answer = responses.get(&key).cloned().ok_or_else(|| {
+                ErrorObject::new(
+                    codes::INVALID_PARAMS,
+                    format!("the host's retry carried no answer for `{key}`"),
+                )
+            });
+            let _ = reply.send(answer);
+        }
+    }
+}
+
+/// Marks the gateway's own `requestState` values.
+pub(crate) const STATE_PREFIX: &str = "mcp-proxy.";
+
+/// A fresh `requestState`: 128 unguessable bits (from std's randomly keyed SipHash), so a
+/// changed or invented one names no parked call and is refused.
+pub(crate) fn new_state() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let a = std::collections::hash_map::RandomState::new().hash_one(n);
+    let b = std::collections::hash_map::RandomState::new().hash_one(!n);
+    format!("{STATE_PREFIX}{a:016x}{b:016x}")
+}

@@ -1,0 +1,171 @@
+//! Era bridging: a legacy upstream that asks its client (elicitation) in the middle of a
+//! call, reached through the Aggregator by 2026 and legacy hosts (our client, in memory).
+
+use std::time::Duration;
+
+use mcp_client::{
+    CallOptions, Client, ClientError, ClientHandler, ClientOptions, EraChoice, NoHandler,
+};
+use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport};
+use mcp_server::Server;
+use mcp_types::protocol::*;
+use mcp_types::{ErrorObject, Revision};
+use serde_json::{json, Map, Value};
+
+/// The echo server's tools spoken in 2025-06-18: `greet` sends a real
+/// `elicitation/create` to its client (the gateway) during the call.
+fn legacy_echo() -> UpstreamConfig {
+    UpstreamConfig {
+        revision: Some(Revision::V2025_06_18),
+        ..UpstreamConfig::new(
+            "echo",
+            UpstreamTransport::InProcess(Server::new(mcp_examples::echo_tools())),
+        )
+    }
+}
+
+struct Ada;
+
+#[async_trait::async_trait]
+impl ClientHandler for Ada {
+    async fn elicit(&self, p: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
+        assert_eq!(p.message, "What is your name?");
+        let mut content = Map::new();
+        content.insert("name".into(), json!("Ada"));
+        Ok(ElicitResult {
+            action: ElicitAction::Accept,
+            content: Some(content),
+            ..Default::default()
+        })
+    }
+}
+
+fn options(era: EraChoice, elicitation: bool) -> ClientOptions {
+    ClientOptions {
+        era,
+        capabilities: ClientCapabilities {
+            elicitation: elicitation.then(Map::new),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+async fn host<H: ClientHandler>(agg: &Aggregator, handler: H, options: ClientOptions) -> Client {
+    let (a, b) = mcp_types::transport::memory_pair(16);
+    let server = Server::new(agg.clone());
+    tokio::spawn(async move { server.serve(b).await });
+    Client::connect(a, handler, options)
+        .await
+        .expect("host connects")
+}
+
+fn text(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_legacy_upstreams_elicitation_reaches_hosts_of_both_eras() {
+    let agg = Aggregator::start(vec![legacy_echo()], Default::default())
+        .await
+        .expect("start");
+    for era in [EraChoice::Modern, EraChoice::Legacy(Revision::V2025_06_18)] {
+        let client = host(&agg, Ada, options(era, true)).await;
+        let r = client
+            .call_tool("echo__greet", Map::new())
+            .await
+            .expect("call");
+        assert_eq!(text(&r.result), "Hello, Ada!", "{era:?}");
+        client.close().await;
+    }
+    agg.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_host_without_elicitation_gets_the_upstreams_failure() {
+    let agg = Aggregator::start(vec![legacy_echo()], Default::default())
+        .await
+        .expect("start");
+    let client = host(&agg, NoHandler, options(EraChoice::Modern, false)).await;
+    match client.call_tool("echo__greet", Map::new()).await {
+        Err(ClientError::Server(e)) => {
+            assert!(
+                e.message.contains("does not support elicitation/create"),
+                "{}",
+                e.message
+            )
+        }
+        other => panic!("expected the upstream's error, got {other:?}"),
+    }
+    client.close().await;
+    agg.shutdown().await;
+}
+
+#[tokio::test]
+async fn request_state_is_single_use_expires_and_cannot_be_invented() {
+    let options_agg = AggregatorOptions {
+        input_timeout: Duration::from_millis(300),
+        ..Default::default()
+    };
+    let agg = Aggregator::start(vec![legacy_echo()], options_agg)
+        .await
+        .expect("start");
+    let client = host(&agg, NoHandler, options(EraChoice::Modern, true)).await;
+    let raw = CallOptions {
+        return_input_required: true,
+        ..Default::default()
+    };
+    let first = client
+        .request(
+            "tools/call",
+            json!({"name": "echo__greet", "arguments": {}}),
+            &raw,
+        )
+        .await
+        .expect("input required");
+    assert_eq!(first["resultType"], "input_required", "{first}");
+    let state = first["requestState"].as_str().expect("state").to_owned();
+    let key = first["inputRequests"]
+        .as_object()
+        .and_then(|m| m.keys().next().cloned())
+        .expect("one input request");
+    let retry = |state: &str| {
+        json!({"name": "echo__greet", "arguments": {}, "requestState": state,
+               "inputResponses": {key.clone(): {"action": "accept", "content": {"name": "Grace"}}}})
+    };
+    let refused = |r: Result<Value, ClientError>| match r {
+        Err(ClientError::Server(e)) => assert_eq!(e.code, -32602, "{}", e.message),
+        other => panic!("expected -32602, got {other:?}"),
+    };
+    let mut invented = state.clone();
+    invented.pop();
+    invented.push(if state.ends_with('0') { '1' } else { '0' });
+    refused(client.request("tools/call", retry(&invented), &raw).await);
+
+    let done = client
+        .request("tools/call", retry(&state), &raw)
+        .await
+        .expect("answered");
+    assert_eq!(done["content"][0]["text"], "Hello, Grace!", "{done}");
+    refused(client.request("tools/call", retry(&state), &raw).await);
+
+    let again = client
+        .request(
+            "tools/call",
+            json!({"name": "echo__greet", "arguments": {}}),
+            &raw,
+        )
+        .await
+        .expect("input required");
+    let state = again["requestState"].as_str().expect("state").to_owned();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    refused(client.request("tools/call", retry(&state), &raw).await);
+    client.close().await;
+    agg.shutdown().await;
+}
