@@ -1,5 +1,7 @@
 """A host built on the official Python SDK client (`mcp`), for gateway tests: connects to a
-URL in the given mode, lists tools, makes the calls given as JSON, prints what it saw.
+URL in the given mode, lists tools, makes the calls given as JSON, prints what it saw. It
+answers elicitation (name "Ada") and sampling ("sampled by python") like a user and a
+model would.
 
 usage: host.py MODE URL '[["tool", {args}], ...]'   (MODE: legacy | 2026-07-28)
 """
@@ -8,12 +10,25 @@ import asyncio
 import json
 import sys
 
+import mcp_types as types
 from mcp import Client
+
+
+async def elicit(context, params):
+    return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+
+async def sample(context, params):
+    return types.CreateMessageResult(
+        role="assistant",
+        content=types.TextContent(type="text", text="sampled by python"),
+        model="python-host-model",
+    )
 
 
 async def main() -> None:
     mode, url, calls = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-    async with Client(url, mode=mode) as client:
+    async with Client(url, mode=mode, elicitation_callback=elicit, sampling_callback=sample) as client:
         tools = await client.list_tools()
         results = {}
         for name, args in calls:

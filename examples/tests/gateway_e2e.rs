@@ -2,7 +2,8 @@
 //! Streamable HTTP, a Python SDK server in both eras (detected: 2026; pinned: 2025-06-18),
 //! and our echo server. Hosts: the TypeScript SDK client (legacy), the Python SDK client
 //! in both eras, and our client pinned to 2024-11-05, 2025-03-26 and 2025-06-18 with every
-//! message the gateway writes validated against the host's schema.
+//! message the gateway writes validated against the host's schema. And era bridging: hosts
+//! of one era answering upstream questions (elicitation, sampling) asked the other era's way.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -331,4 +332,68 @@ async fn older_hosts_get_valid_messages_of_their_revision() {
         );
         validate_all(revision, &c, &s);
     }
+}
+
+/// Era bridging with real peers both ways: hosts of one era call upstream tools that ask
+/// for elicitation and sampling in the other era's way — a 2026 upstream through
+/// `InputRequiredResult` (our echo and conformance servers), a legacy upstream through real
+/// server→client requests (`server-everything`).
+#[tokio::test]
+async fn hosts_answer_upstream_questions_across_eras() {
+    let Some((everything, py)) = peers() else {
+        return;
+    };
+    let config = json!({"mcpServers": {
+        "everything": {"command": "node", "args": [everything.display().to_string(), "stdio"]},
+        "echo": {"command": example("echo-server")},
+        "conf": {"command": example("conformance-server"), "args": ["--stdio"]}
+    }});
+    let path = std::env::temp_dir().join(format!(
+        "mcp-gateway-e2e-bridge-{}.json",
+        std::process::id()
+    ));
+    std::fs::write(&path, config.to_string()).expect("config");
+    let (_gateway, url) = http_gateway(&path).await;
+    let calls = json!([
+        ["echo__greet", {}],
+        ["conf__test_sampling", {"prompt": "hi"}],
+        ["everything__trigger-elicitation-request", {}],
+        ["everything__trigger-sampling-request", {"prompt": "hi"}]
+    ])
+    .to_string();
+    let check = |seen: &Value, who: &str, model: &str| {
+        let text = |k: &str| -> String {
+            seen["results"][k]["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|b| b["text"].as_str())
+                .collect()
+        };
+        assert_eq!(text("echo__greet"), "Hello, Ada!", "{who}: {seen}");
+        assert!(text("conf__test_sampling").contains(model), "{who}: {seen}");
+        assert!(
+            text("everything__trigger-elicitation-request").contains("- Name: Ada"),
+            "{who}: {seen}"
+        );
+        assert!(
+            text("everything__trigger-sampling-request").contains(model),
+            "{who}: {seen}"
+        );
+    };
+    let ts = run_host("node", &["host.mjs".into(), url.clone(), calls.clone()]).await;
+    check(&ts, "TypeScript SDK host (legacy)", "sampled by ts");
+    let seen = run_host(
+        &py.display().to_string(),
+        &[
+            "host.py".into(),
+            "2026-07-28".into(),
+            url.clone(),
+            calls.clone(),
+        ],
+    )
+    .await;
+    assert_eq!(seen["protocolVersion"], "2026-07-28");
+    check(&seen, "Python SDK host (2026-07-28)", "sampled by python");
+    let _ = std::fs::remove_file(&path);
 }
