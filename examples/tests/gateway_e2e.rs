@@ -358,7 +358,8 @@ async fn hosts_answer_upstream_questions_across_eras() {
         ["echo__greet", {}],
         ["conf__test_sampling", {"prompt": "hi"}],
         ["everything__trigger-elicitation-request", {}],
-        ["everything__trigger-sampling-request", {"prompt": "hi"}]
+        ["everything__trigger-sampling-request", {"prompt": "hi"}],
+        ["everything__simulate-research-query", {"topic": "tasks"}]
     ])
     .to_string();
     let check = |seen: &Value, who: &str, model: &str| {
@@ -380,9 +381,26 @@ async fn hosts_answer_upstream_questions_across_eras() {
             text("everything__trigger-sampling-request").contains(model),
             "{who}: {seen}"
         );
+        // A 2025-11-25 tool with `taskSupport: "required"`, run as a task by the gateway.
+        assert!(
+            text("everything__simulate-research-query").contains("# Research Report: tasks"),
+            "{who}: {seen}"
+        );
     };
     let ts = run_host("node", &["host.mjs".into(), url.clone(), calls.clone()]).await;
     check(&ts, "TypeScript SDK host (legacy)", "sampled by ts");
+    let research = ts["tools"]
+        .as_array()
+        .and_then(|t| {
+            t.iter()
+                .find(|t| t["name"] == "everything__simulate-research-query")
+        })
+        .cloned()
+        .expect("listed to the 2025-11-25 host");
+    assert!(
+        research["execution"]["taskSupport"].is_null(),
+        "the gateway runs the task; hosts see an ordinary tool: {research}"
+    );
     let seen = run_host(
         &py.display().to_string(),
         &[
@@ -395,5 +413,42 @@ async fn hosts_answer_upstream_questions_across_eras() {
     .await;
     assert_eq!(seen["protocolVersion"], "2026-07-28");
     check(&seen, "Python SDK host (2026-07-28)", "sampled by python");
+
+    // A 2024-11-05 host (ours) on stdio sees the task-required tool as an ordinary one.
+    let t = ChildTransport::spawn(&StdioCommand::new(
+        example("gateway"),
+        ["--config".to_owned(), path.display().to_string()],
+    ))
+    .expect("gateway on stdio");
+    let options = ClientOptions {
+        era: EraChoice::Legacy(Revision::V2024_11_05),
+        ..Default::default()
+    };
+    let old = Client::connect(t, NoHandler, options)
+        .await
+        .expect("old host");
+    let tools = old.list_tools().await.expect("tools");
+    let research = tools
+        .iter()
+        .find(|t| t.name == "everything__simulate-research-query")
+        .expect("listed");
+    assert!(research.execution.is_none(), "{research:?}");
+    let mut args = Map::new();
+    args.insert("topic".into(), json!("tasks"));
+    let r = old
+        .call_tool("everything__simulate-research-query", args)
+        .await
+        .expect("called");
+    let body: String = r
+        .result
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            mcp_types::protocol::ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(body.contains("# Research Report: tasks"), "{body}");
+    old.close().await;
     let _ = std::fs::remove_file(&path);
 }

@@ -219,6 +219,24 @@ pub struct Aggregator {
     inner: Arc<Inner>,
 }
 
+/// A tool as hosts see it: its exposed name, and no `taskSupport: "required"` (the
+/// gateway runs such a tool as a task itself, so hosts call it as an ordinary tool).
+fn as_exposed(exposed: String, mut t: Tool) -> Tool {
+    t.name = exposed;
+    if t.task_support() == TaskSupport::Required {
+        if let Some(e) = &mut t.execution {
+            e.task_support = None;
+        }
+        if t.execution
+            .as_ref()
+            .is_some_and(|e| *e == ToolExecution::default())
+        {
+            t.execution = None;
+        }
+    }
+    t
+}
+
 /// The key of the gateway's own confirmation request among a round's input requests.
 const CONFIRM_KEY: &str = "gateway_confirm";
 
@@ -315,10 +333,7 @@ impl Aggregator {
     pub fn tools(&self) -> Vec<Tool> {
         self.tool_entries()
             .into_iter()
-            .map(|(exposed, _, mut t)| {
-                t.name = exposed;
-                t
-            })
+            .map(|(exposed, _, t)| as_exposed(exposed, t))
             .collect()
     }
 
@@ -341,9 +356,11 @@ impl Aggregator {
     pub(crate) fn namespaced_tools(&self) -> Vec<(String, Tool)> {
         self.tool_entries()
             .into_iter()
-            .map(|(exposed, i, mut t)| {
-                t.name = exposed;
-                (self.inner.upstreams[i].namespace.clone(), t)
+            .map(|(exposed, i, t)| {
+                (
+                    self.inner.upstreams[i].namespace.clone(),
+                    as_exposed(exposed, t),
+                )
             })
             .collect()
     }
@@ -703,19 +720,45 @@ impl Aggregator {
         {
             return Ok(refusal);
         }
+        // TOOL-21: a tool that must run as a task is run as one here, and its result awaited,
+        // so every host can call it as an ordinary tool.
+        let as_task = tool.task_support() == TaskSupport::Required;
         let params = CallToolRequestParams {
             name: tool.name,
             arguments,
             meta: forward_meta(meta),
+            task: as_task.then(|| TaskMetadata {
+                ttl: Some(serde_json::Number::from(
+                    self.inner.options.call_timeout.as_millis() as u64,
+                )),
+                ..Default::default()
+            }),
             ..Default::default()
         };
-        let value = match self
+        let mut value = match self
             .upstream_call(i, method::TOOLS_CALL, json!(params), ctx)
             .await
         {
             Ok(v) => v,
             Err(e) => return call_failure(&key, e),
         };
+        if let Some(task_id) = as_task.then(|| created_task_id(&value)).flatten() {
+            // `tasks/result` blocks until the task ends; the upstream's questions arrive on it.
+            value = match self
+                .upstream_call(i, method::TASKS_RESULT, json!({"taskId": task_id}), ctx)
+                .await
+            {
+                Ok(v) => v,
+                Err(e) => {
+                    if ctx.is_cancelled() {
+                        let _ = self
+                            .upstream_call(i, method::TASKS_CANCEL, json!({"taskId": task_id}), ctx)
+                            .await;
+                    }
+                    return call_failure(&key, e);
+                }
+            };
+        }
         if let Some(ir) = input_required(&key, &value)? {
             return Ok(Outcome::InputRequired(ir));
         }
@@ -904,7 +947,11 @@ impl Aggregator {
             .lock()
             .ok()
             .and_then(|mut p| p.remove(state))
-            .filter(|f| f.method == method_name);
+            // A task run for a tools/call is resumed by the host's tools/call retry.
+            .filter(|f| {
+                f.method == method_name
+                    || (method_name == method::TOOLS_CALL && f.method == method::TASKS_RESULT)
+            });
         let Some(mut flight) = flight else {
             return Err(ClientError::Server(ErrorObject::new(
                 codes::INVALID_PARAMS,
@@ -967,6 +1014,15 @@ impl Aggregator {
         });
         state
     }
+}
+
+/// The task id of a `tools/call` answered with a task (2025-11-25 `CreateTaskResult`, or
+/// the 2026 extension's `resultType: "task"`).
+fn created_task_id(v: &Value) -> Option<String> {
+    v.pointer("/task/taskId")
+        .or_else(|| (v.get("resultType")? == "task").then(|| v.get("taskId"))?)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
 }
 
 fn joined(
