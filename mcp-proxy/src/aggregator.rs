@@ -723,6 +723,7 @@ impl Aggregator {
         // TOOL-21: a tool that must run as a task is run as one here, and its result awaited,
         // so every host can call it as an ordinary tool.
         let as_task = tool.task_support() == TaskSupport::Required;
+        let tool_idempotent = tool.is_idempotent();
         let params = CallToolRequestParams {
             name: tool.name,
             arguments,
@@ -735,11 +736,26 @@ impl Aggregator {
             }),
             ..Default::default()
         };
+        // TOOL-18: only a tool its trusted upstream calls idempotent is called again after
+        // the connection dropped under it; anything else might act twice.
+        let may_retry = u.config.trusted && tool_idempotent;
         let mut value = match self
             .upstream_call(i, method::TOOLS_CALL, json!(params), ctx)
             .await
         {
             Ok(v) => v,
+            Err(ClientError::Closed(reason))
+                if may_retry && !ctx.is_cancelled() && self.reconnected(i).await =>
+            {
+                tracing::info!(upstream = %key, %reason, "retrying an idempotent call after the upstream restarted");
+                match self
+                    .upstream_call(i, method::TOOLS_CALL, json!(params), ctx)
+                    .await
+                {
+                    Ok(v) => v,
+                    Err(e) => return call_failure(&key, e),
+                }
+            }
             Err(e) => return call_failure(&key, e),
         };
         if let Some(task_id) = as_task.then(|| created_task_id(&value)).flatten() {
@@ -774,6 +790,21 @@ impl Aggregator {
             }
         }
         Ok(Outcome::Complete(result))
+    }
+
+    /// Waits (up to the connect timeout plus the longest backoff) for upstream `i` to be
+    /// connected again after its connection dropped.
+    async fn reconnected(&self, i: usize) -> bool {
+        let u = &self.inner.upstreams[i];
+        let limit = self.inner.options.connect_timeout + self.inner.options.restart_backoff.1;
+        let deadline = tokio::time::Instant::now() + limit;
+        while tokio::time::Instant::now() < deadline {
+            if u.client().is_some_and(|c| c.close_reason().is_none()) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        false
     }
 
     /// The key of the upstream whose filtered-out tool would be exposed as `name`.

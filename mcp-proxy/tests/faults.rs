@@ -463,3 +463,106 @@ async fn a_host_cancelling_a_call_cancels_it_upstream() {
     host.close().await;
     agg.shutdown().await;
 }
+
+/// A stdio server with `lookup` (idempotent) and `order` (no annotations). It records every
+/// call in the file named by argv[1] and dies on the first call of each tool.
+const FLAKY: &str = r#"
+import json, sys
+log = sys.argv[1]
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\n"); sys.stdout.flush()
+for line in sys.stdin:
+    msg = json.loads(line)
+    i, m = msg.get("id"), msg.get("method")
+    if i is None:
+        continue
+    if m == "initialize":
+        send({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": "2025-06-18",
+              "capabilities": {"tools": {}}, "serverInfo": {"name": "flaky", "version": "1"}}})
+    elif m == "tools/list":
+        send({"jsonrpc": "2.0", "id": i, "result": {"tools": [
+            {"name": "lookup", "inputSchema": {"type": "object"}, "annotations": {"idempotentHint": True, "destructiveHint": False}},
+            {"name": "order", "inputSchema": {"type": "object"}}]}})
+    elif m == "tools/call":
+        name = msg["params"]["name"]
+        with open(log, "a+") as f:
+            f.seek(0)
+            before = f.read().split()
+            f.write(name + "\n")
+        if name not in before:
+            sys.exit(3)
+        send({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": "ok " + name}]}})
+    else:
+        send({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": "Method not found"}})
+"#;
+
+#[tokio::test]
+async fn only_idempotent_calls_are_retried_after_a_dropped_connection() {
+    let log = std::env::temp_dir().join(format!("mcp-proxy-flaky-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let flaky = UpstreamConfig {
+        trusted: true,
+        ..UpstreamConfig::new(
+            "flaky",
+            UpstreamTransport::Stdio(StdioCommand::new(
+                "python3",
+                [
+                    "-c".to_owned(),
+                    FLAKY.to_owned(),
+                    log.display().to_string(),
+                    "mcp-proxy-fault-test-marker".to_owned(),
+                ],
+            )),
+        )
+    };
+    let options = AggregatorOptions {
+        connect_timeout: Duration::from_secs(10),
+        restart_backoff: (Duration::from_millis(100), Duration::from_secs(1)),
+        ..Default::default()
+    };
+    let agg = Aggregator::start(vec![flaky], options)
+        .await
+        .expect("start");
+    let calls = |name: &str| {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| *l == name)
+            .count()
+    };
+
+    let order = call(&agg, "flaky__order", json!({}))
+        .await
+        .expect("a result");
+    assert!(
+        order.is_error() && text(&order).contains("`flaky`"),
+        "{}",
+        text(&order)
+    );
+    assert_eq!(calls("order"), 1, "a non-idempotent call is never repeated");
+
+    // Let the restart after `order` finish, so `lookup` meets a live upstream first.
+    let up = || agg.status().iter().any(|(_, up, _)| *up);
+    let mut went_down = false;
+    for _ in 0..500 {
+        went_down |= !up();
+        if went_down && up() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(went_down && up(), "the upstream restarted after `order`");
+    let lookup = call(&agg, "flaky__lookup", json!({}))
+        .await
+        .expect("a result");
+    assert_eq!(
+        text(&lookup),
+        "ok lookup",
+        "an idempotent call is retried once restarted (calls: {})",
+        calls("lookup")
+    );
+    assert_eq!(calls("lookup"), 2);
+
+    agg.shutdown().await;
+    let _ = std::fs::remove_file(&log);
+}
