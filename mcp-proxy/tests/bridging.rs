@@ -3,14 +3,15 @@
 
 use std::time::Duration;
 
-use mcp_client::{
-    CallOptions, Client, ClientError, ClientHandler, ClientOptions, EraChoice, NoHandler,
-};
+use mcp_client::{CallOptions, ClientError, ClientHandler, ClientOptions, EraChoice, NoHandler};
 use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport};
 use mcp_server::Server;
 use mcp_types::protocol::*;
 use mcp_types::{ErrorObject, Revision};
 use serde_json::{json, Map, Value};
+
+mod common;
+use common::*;
 
 /// The echo server's tools spoken in 2025-06-18: `greet` sends a real
 /// `elicitation/create` to its client (the gateway) during the call.
@@ -49,25 +50,6 @@ fn options(era: EraChoice, elicitation: bool) -> ClientOptions {
         },
         ..Default::default()
     }
-}
-
-async fn host<H: ClientHandler>(agg: &Aggregator, handler: H, options: ClientOptions) -> Client {
-    let (a, b) = mcp_types::transport::memory_pair(16);
-    let server = Server::new(agg.clone());
-    tokio::spawn(async move { server.serve(b).await });
-    Client::connect(a, handler, options)
-        .await
-        .expect("host connects")
-}
-
-fn text(r: &CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text(t) => Some(t.text.clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 #[tokio::test]

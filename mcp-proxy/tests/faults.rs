@@ -10,6 +10,9 @@ use mcp_server::{Outcome, RequestContext, Server, ServerHandler};
 use mcp_types::protocol::*;
 use serde_json::{json, Value};
 
+mod common;
+use common::*;
+
 /// A stdio server that lists one tool, `act`, and misbehaves when it is called.
 const FAULTY: &str = r#"
 import json, sys, time
@@ -69,12 +72,7 @@ async fn call(
     name: &str,
     args: Value,
 ) -> Result<CallToolResult, mcp_types::ErrorObject> {
-    let (a, b) = mcp_types::transport::memory_pair(16);
-    let server = Server::new(agg.clone());
-    tokio::spawn(async move { server.serve(b).await });
-    let client = mcp_client::Client::connect(a, mcp_client::NoHandler, Default::default())
-        .await
-        .expect("host connects");
+    let client = host(agg, mcp_client::NoHandler, Default::default()).await;
     let out = client
         .call_tool(name, args.as_object().cloned().unwrap_or_default())
         .await;
@@ -84,19 +82,6 @@ async fn call(
         Err(mcp_client::ClientError::Server(e)) => Err(e),
         Err(e) => panic!("host side failed: {e}"),
     }
-}
-
-fn text(r: &CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|b| {
-            if let ContentBlock::Text(t) = b {
-                Some(t.text.clone())
-            } else {
-                None
-            }
-        })
-        .collect()
 }
 
 fn leftovers() -> usize {
@@ -210,10 +195,7 @@ struct Named(&'static str);
 #[async_trait::async_trait]
 impl ServerHandler for Named {
     fn capabilities(&self) -> ServerCapabilities {
-        ServerCapabilities {
-            tools: Some(Default::default()),
-            ..Default::default()
-        }
+        tools_only()
     }
     async fn list_tools(
         &self,
@@ -396,10 +378,7 @@ struct Patient(std::sync::Arc<tokio::sync::Notify>);
 #[async_trait::async_trait]
 impl ServerHandler for Patient {
     fn capabilities(&self) -> ServerCapabilities {
-        ServerCapabilities {
-            tools: Some(Default::default()),
-            ..Default::default()
-        }
+        tools_only()
     }
     async fn list_tools(
         &self,
@@ -436,12 +415,7 @@ async fn a_host_cancelling_a_call_cancels_it_upstream() {
     )
     .await
     .expect("start");
-    let (a, b) = mcp_types::transport::memory_pair(16);
-    let server = Server::new(agg.clone());
-    tokio::spawn(async move { server.serve(b).await });
-    let host = mcp_client::Client::connect(a, mcp_client::NoHandler, Default::default())
-        .await
-        .expect("host");
+    let host = host(&agg, mcp_client::NoHandler, Default::default()).await;
     let cancel = std::sync::Arc::new(tokio::sync::Notify::new());
     let opts = mcp_client::CallOptions {
         cancel: Some(cancel.clone()),

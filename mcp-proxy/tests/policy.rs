@@ -12,16 +12,16 @@ use mcp_types::protocol::*;
 use mcp_types::{ErrorObject, Revision};
 use serde_json::{json, Map, Value};
 
+mod common;
+use common::*;
+
 /// Tools `plain` (no annotations), `reader` (read-only), `secret`; each says it ran.
 struct Shop;
 
 #[async_trait::async_trait]
 impl ServerHandler for Shop {
     fn capabilities(&self) -> ServerCapabilities {
-        ServerCapabilities {
-            tools: Some(Default::default()),
-            ..Default::default()
-        }
+        tools_only()
     }
     async fn list_tools(
         &self,
@@ -59,25 +59,6 @@ fn shop(trusted: bool, tools: ToolFilter) -> UpstreamConfig {
         tools,
         ..UpstreamConfig::new("shop", UpstreamTransport::InProcess(Server::new(Shop)))
     }
-}
-
-async fn host<H: ClientHandler>(agg: &Aggregator, handler: H, options: ClientOptions) -> Client {
-    let (a, b) = mcp_types::transport::memory_pair(16);
-    let server = Server::new(agg.clone());
-    tokio::spawn(async move { server.serve(b).await });
-    Client::connect(a, handler, options)
-        .await
-        .expect("host connects")
-}
-
-fn text(r: &CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text(t) => Some(t.text.clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 async fn call(client: &Client, name: &str, args: Value) -> Result<CallToolResult, ClientError> {
