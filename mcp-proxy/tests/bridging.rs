@@ -1,5 +1,6 @@
-//! Era bridging: a legacy upstream that asks its client (elicitation) in the middle of a
-//! call, reached through the Aggregator by 2026 and legacy hosts (our client, in memory).
+//! Era bridging: upstreams that ask their client (elicitation) during a call — a legacy one
+//! with a real request, a 2026 one with `InputRequiredResult` — reached through the
+//! Aggregator by 2026 and legacy hosts (our client, in memory).
 
 use std::time::Duration;
 
@@ -52,21 +53,36 @@ fn options(era: EraChoice, elicitation: bool) -> ClientOptions {
     }
 }
 
-#[tokio::test]
-async fn a_legacy_upstreams_elicitation_reaches_hosts_of_both_eras() {
-    let agg = Aggregator::start(vec![legacy_echo()], Default::default())
-        .await
-        .expect("start");
-    for era in [EraChoice::Modern, EraChoice::Legacy(Revision::V2025_06_18)] {
-        let client = host(&agg, Ada, options(era, true)).await;
-        let r = client
-            .call_tool("echo__greet", Map::new())
-            .await
-            .expect("call");
-        assert_eq!(text(&r.result), "Hello, Ada!", "{era:?}");
-        client.close().await;
+/// The same tools spoken in 2026-07-28: `greet` answers `InputRequiredResult`.
+fn modern_echo() -> UpstreamConfig {
+    UpstreamConfig {
+        revision: Some(Revision::V2026_07_28),
+        ..legacy_echo()
     }
-    agg.shutdown().await;
+}
+
+#[tokio::test]
+async fn upstream_elicitation_reaches_hosts_of_both_eras_from_upstreams_of_both_eras() {
+    for upstream in [legacy_echo(), modern_echo()] {
+        let pinned = upstream.revision;
+        let agg = Aggregator::start(vec![upstream], Default::default())
+            .await
+            .expect("start");
+        for era in [EraChoice::Modern, EraChoice::Legacy(Revision::V2025_06_18)] {
+            let client = host(&agg, Ada, options(era, true)).await;
+            let r = client
+                .call_tool("echo__greet", Map::new())
+                .await
+                .expect("call");
+            assert_eq!(
+                text(&r.result),
+                "Hello, Ada!",
+                "{pinned:?} upstream, {era:?} host"
+            );
+            client.close().await;
+        }
+        agg.shutdown().await;
+    }
 }
 
 #[tokio::test]
