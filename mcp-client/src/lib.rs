@@ -243,6 +243,13 @@ pub struct CallOptions {
     pub cancel: Option<Arc<tokio::sync::Notify>>,
 }
 
+/// A tool's output schema as listed, or compiled once used.
+#[derive(Clone)]
+enum OutputSchema {
+    Declared(Arc<Value>),
+    Compiled(SchemaValidator),
+}
+
 /// What the client found when it checked `structuredContent` against the tool's
 /// `outputSchema` (TOOL-14). Reported, never silently dropped.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -296,7 +303,9 @@ pub struct Client {
     options: Arc<ClientOptions>,
     server: Arc<ServerInfo>,
     revision: Revision,
-    output_schemas: Arc<Mutex<HashMap<String, SchemaValidator>>>,
+    /// Output schemas by tool, compiled at the first call of the tool: a compiled validator
+    /// costs far more memory than its schema, and a proxy relaying calls never needs one.
+    output_schemas: Arc<Mutex<HashMap<String, OutputSchema>>>,
     next_progress: Arc<AtomicU64>,
 }
 
@@ -817,10 +826,7 @@ impl Client {
             m.clear();
             for t in &tools {
                 if let Some(s) = &t.output_schema {
-                    m.insert(
-                        t.name.clone(),
-                        SchemaValidator::new(s, self.options.validation.clone()),
-                    );
+                    m.insert(t.name.clone(), OutputSchema::Declared(Arc::new(s.clone())));
                 }
             }
         }
@@ -853,11 +859,22 @@ impl Client {
             .request(method::TOOLS_CALL, to_value(&params), opts)
             .await?;
         let result: CallToolResult = decode(method::TOOLS_CALL, v)?;
-        let validator = self
+        let declared = self
             .output_schemas
             .lock()
             .ok()
             .and_then(|m| m.get(name).cloned());
+        let validator = match declared {
+            None => None,
+            Some(OutputSchema::Compiled(v)) => Some(v),
+            Some(OutputSchema::Declared(schema)) => {
+                let v = SchemaValidator::new(&schema, self.options.validation.clone());
+                if let Ok(mut m) = self.output_schemas.lock() {
+                    m.insert(name.to_owned(), OutputSchema::Compiled(v.clone()));
+                }
+                Some(v)
+            }
+        };
         let output = match (validator, &result.structured_content) {
             (None, _) => OutputCheck::NotDeclared,
             (Some(_), _) if result.is_error() => OutputCheck::ErrorResult,
