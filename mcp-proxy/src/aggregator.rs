@@ -211,7 +211,11 @@ struct Inner {
     stopped: AtomicBool,
     /// Upstream calls waiting for a host's answers, by the `requestState` given to it.
     parked: Mutex<HashMap<String, Flight>>,
+    /// Exposed tool name → (upstream, tool), for the catalog generation it was built from.
+    routes: RwLock<Option<(u64, Arc<Routes>)>>,
 }
+
+type Routes = HashMap<String, (usize, Arc<Tool>)>;
 
 /// Upstream MCP servers composed into one server. Cheap to clone.
 #[derive(Clone)]
@@ -291,6 +295,7 @@ impl Aggregator {
             on_change: Mutex::new(None),
             stopped: AtomicBool::new(false),
             parked: Mutex::new(HashMap::new()),
+            routes: RwLock::new(None),
         });
         let agg = Aggregator { inner };
         let starts: Vec<_> = (0..agg.inner.upstreams.len())
@@ -456,9 +461,7 @@ impl Aggregator {
                 if let Ok(mut e) = u.last_error.lock() {
                     *e = None;
                 }
-                if let Ok(mut l) = self.inner.listings.write() {
-                    l[i] = listing;
-                }
+                self.set_listing(i, listing);
                 true
             }
             Err(e) => {
@@ -505,9 +508,7 @@ impl Aggregator {
                 if let Some(TypedNotification::Bare(_)) = note {
                     // A list_changed of some kind: relist this upstream.
                     let listing = list_all(&client).await;
-                    if let Ok(mut l) = self.inner.listings.write() {
-                        l[i] = listing;
-                    }
+                    self.set_listing(i, listing);
                     self.announce_all();
                 }
                 if client.close_reason().is_some() || self.inner.stopped.load(Ordering::SeqCst) {
@@ -528,11 +529,40 @@ impl Aggregator {
             if let Ok(mut e) = u.last_error.lock() {
                 *e = Some(format!("connection ended: {reason}"));
             }
-            if let Ok(mut l) = self.inner.listings.write() {
-                l[i] = Listing::default();
-            }
+            self.set_listing(i, Listing::default());
             self.announce_all();
         }
+    }
+
+    /// Replaces upstream `i`'s part of the catalog; a new generation of the catalog begins.
+    fn set_listing(&self, i: usize, listing: Listing) {
+        if let Ok(mut l) = self.inner.listings.write() {
+            l[i] = listing;
+        }
+        self.inner.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The upstream and tool behind an exposed name, from an index rebuilt only when the
+    /// catalog changed (a call must not copy the whole catalog).
+    fn route(&self, name: &str) -> Option<(usize, Arc<Tool>)> {
+        let generation = self.inner.generation.load(Ordering::SeqCst);
+        let cached = self.inner.routes.read().ok().and_then(|r| r.clone());
+        let routes = match cached {
+            Some((g, routes)) if g == generation => routes,
+            _ => {
+                let routes: Arc<Routes> = Arc::new(
+                    self.tool_entries()
+                        .into_iter()
+                        .map(|(exposed, i, t)| (exposed, (i, Arc::new(t))))
+                        .collect(),
+                );
+                if let Ok(mut r) = self.inner.routes.write() {
+                    *r = Some((generation, routes.clone()));
+                }
+                routes
+            }
+        };
+        routes.get(name).cloned()
     }
 
     fn announce_all(&self) {
@@ -687,10 +717,7 @@ impl Aggregator {
         for i in stale {
             if let Some(client) = self.inner.upstreams[i].client() {
                 let listing = list_all(&client).await;
-                if let Ok(mut l) = self.inner.listings.write() {
-                    l[i] = listing;
-                }
-                self.inner.generation.fetch_add(1, Ordering::SeqCst);
+                self.set_listing(i, listing);
             }
         }
     }
@@ -703,7 +730,7 @@ impl Aggregator {
         arguments: Option<Map<String, Value>>,
         meta: Option<Map<String, Value>>,
     ) -> Result<Outcome<CallToolResult>, ErrorObject> {
-        let Some((_, i, tool)) = self.tool_entries().into_iter().find(|(e, _, _)| e == name) else {
+        let Some((i, tool)) = self.route(name) else {
             let message = match self.denied_upstream(name) {
                 Some(key) => format!(
                     "Tool {name} of upstream `{key}` is not allowed by this gateway's policy"
@@ -725,7 +752,7 @@ impl Aggregator {
         let as_task = tool.task_support() == TaskSupport::Required;
         let tool_idempotent = tool.is_idempotent();
         let params = CallToolRequestParams {
-            name: tool.name,
+            name: tool.name.clone(),
             arguments,
             meta: forward_meta(meta),
             task: as_task.then(|| TaskMetadata {

@@ -540,3 +540,84 @@ async fn only_idempotent_calls_are_retried_after_a_dropped_connection() {
     agg.shutdown().await;
     let _ = std::fs::remove_file(&log);
 }
+
+/// Tools `grow` and whatever `grow` added; `grow` adds `extra` and announces the change.
+struct Growing(std::sync::Arc<std::sync::Mutex<Vec<&'static str>>>);
+
+#[async_trait::async_trait]
+impl ServerHandler for Growing {
+    fn capabilities(&self) -> ServerCapabilities {
+        ServerCapabilities {
+            tools: Some(ListChangedCapability {
+                list_changed: Some(true),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+    async fn list_tools(
+        &self,
+        _: &RequestContext,
+        _: PaginatedRequestParams,
+    ) -> Result<ListToolsResult, mcp_types::ErrorObject> {
+        let names = self.0.lock().map(|n| n.clone()).unwrap_or_default();
+        Ok(ListToolsResult {
+            tools: names
+                .into_iter()
+                .map(|n| Tool::new(n, json!({"type": "object"})))
+                .collect(),
+            ..Default::default()
+        })
+    }
+    async fn call_tool(
+        &self,
+        ctx: &RequestContext,
+        p: CallToolRequestParams,
+    ) -> Result<Outcome<CallToolResult>, mcp_types::ErrorObject> {
+        if p.name == "grow" {
+            if let Ok(mut n) = self.0.lock() {
+                n.retain(|t| *t != "grow");
+                n.push("extra");
+            }
+            ctx.list_changed(mcp_server::ListChanged::Tools);
+        }
+        Ok(Outcome::Complete(CallToolResult {
+            content: vec![ContentBlock::text(format!("ran {}", p.name))],
+            ..Default::default()
+        }))
+    }
+}
+
+#[tokio::test]
+async fn calls_follow_the_catalog_after_an_upstream_list_change() {
+    let names = std::sync::Arc::new(std::sync::Mutex::new(vec!["grow"]));
+    let agg = Aggregator::start(
+        vec![in_process("g", Growing(names.clone()))],
+        Default::default(),
+    )
+    .await
+    .expect("start");
+    let r = call(&agg, "g__grow", json!({})).await.expect("grow");
+    assert_eq!(text(&r), "ran grow");
+    let mut listed = false;
+    for _ in 0..100 {
+        if agg.tools().iter().any(|t| t.name == "g__extra") {
+            listed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        listed,
+        "the new tool is listed after the upstream's list change"
+    );
+    let r = call(&agg, "g__extra", json!({}))
+        .await
+        .expect("the new tool routes");
+    assert_eq!(text(&r), "ran extra");
+    let e = call(&agg, "g__grow", json!({}))
+        .await
+        .expect_err("the removed tool no longer routes");
+    assert_eq!(e.code, -32602);
+    agg.shutdown().await;
+}
