@@ -980,7 +980,7 @@ impl Aggregator {
         let logs = client.notifications();
         let method = method_name.to_owned();
         let name = method.clone();
-        let call = tokio::spawn(async move { client.request(&name, params, &opts).await });
+        let call = Box::pin(async move { client.request(&name, params, &opts).await });
         Ok(Flight {
             method,
             call,
@@ -1025,7 +1025,7 @@ impl Aggregator {
     async fn drive(&self, mut f: Flight, ctx: &RequestContext) -> Result<Value, ClientError> {
         loop {
             tokio::select! {
-                r = &mut f.call => return joined(r),
+                r = &mut f.call => return r,
                 Some(p) = f.progress.recv() => {
                     let progress = p.progress.as_f64().unwrap_or_default();
                     ctx.progress(progress, p.total.and_then(|t| t.as_f64()), p.message.as_deref()).await;
@@ -1045,7 +1045,7 @@ impl Aggregator {
                 // The host cancelled (a notification, or a closed 2026 stream): so do we.
                 () = ctx.cancelled() => {
                     f.cancel.notify_one();
-                    return joined((&mut f.call).await);
+                    return (&mut f.call).await;
                 }
             }
         }
@@ -1067,7 +1067,17 @@ impl Aggregator {
                 .and_then(|i| i.parked.lock().ok().and_then(|mut p| p.remove(&key)));
             if let Some(f) = expired {
                 tracing::warn!(method = %f.method, "a host never answered an upstream's request; the call is cancelled");
-                f.cancel.notify_one();
+                let Flight {
+                    call,
+                    cancel,
+                    pending,
+                    ..
+                } = f;
+                // The upstream's questions fail, and the request, driven once more, sends
+                // its cancellation upstream.
+                drop(pending);
+                cancel.notify_one();
+                let _ = tokio::time::timeout(Duration::from_secs(5), call).await;
             }
         });
         state
@@ -1081,16 +1091,6 @@ fn created_task_id(v: &Value) -> Option<String> {
         .or_else(|| (v.get("resultType")? == "task").then(|| v.get("taskId"))?)
         .and_then(Value::as_str)
         .map(str::to_owned)
-}
-
-fn joined(
-    r: Result<Result<Value, ClientError>, tokio::task::JoinError>,
-) -> Result<Value, ClientError> {
-    r.unwrap_or_else(|e| {
-        Err(ClientError::Negotiation(format!(
-            "the upstream call stopped: {e}"
-        )))
-    })
 }
 
 /// Whether `uri` fits an RFC 6570 level-1 template (`{var}` matches one or more characters

@@ -20,7 +20,6 @@ use mcp_types::protocol::*;
 use mcp_types::{codes, ErrorObject};
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc, oneshot, Notify};
-use tokio::task::JoinHandle;
 
 /// An upstream's request, waiting for the host's answer.
 pub(crate) struct Ask {
@@ -158,10 +157,16 @@ impl ClientHandler for Bridge {
     }
 }
 
+/// An upstream request's future.
+pub(crate) type UpstreamCall =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, ClientError>> + Send>>;
+
 /// One upstream request in flight, with everything that flows while it runs.
 pub(crate) struct Flight {
     pub(crate) method: String,
-    pub(crate) call: JoinHandle<Result<Value, ClientError>>,
+    /// The request, owned so that it can wait parked; polled only while a host call drives
+    /// it (its answer waits in the connection meanwhile).
+    pub(crate) call: UpstreamCall,
     pub(crate) progress: mpsc::UnboundedReceiver<ProgressNotificationParams>,
     pub(crate) logs: broadcast::Receiver<TypedNotification>,
     pub(crate) cancel: Arc<Notify>,
