@@ -591,21 +591,25 @@ impl Aggregator {
         Ok(())
     }
 
-    /// `(exposed name, upstream index, tool as the upstream sent it)`, in catalog order.
-    fn tool_entries(&self) -> Vec<(String, usize, Tool)> {
-        let listings = self
-            .inner
+    /// One part of each upstream's listing, in upstream order (copying only that part).
+    fn read_listings<T>(&self, part: impl Fn(&Listing) -> T) -> Vec<T> {
+        self.inner
             .listings
             .read()
-            .map(|l| l.clone())
-            .unwrap_or_default();
+            .map(|l| l.iter().map(part).collect())
+            .unwrap_or_default()
+    }
+
+    /// `(exposed name, upstream index, tool as the upstream sent it)`, in catalog order.
+    fn tool_entries(&self) -> Vec<(String, usize, Tool)> {
+        let listings = self.read_listings(|l| l.tools.clone());
         let naming = &self.inner.options.namespacing;
         let mut seen = BTreeMap::new();
         let mut out = Vec::new();
-        for (i, l) in listings.into_iter().enumerate() {
+        for (i, tools) in listings.into_iter().enumerate() {
             let u = &self.inner.upstreams[i];
             let ns = &u.namespace;
-            for t in l.tools {
+            for t in tools {
                 if !u.config.tools.permits(&t.name) {
                     continue;
                 }
@@ -624,19 +628,14 @@ impl Aggregator {
     }
 
     fn prompt_entries(&self) -> Vec<(String, usize, Prompt)> {
-        let listings = self
-            .inner
-            .listings
-            .read()
-            .map(|l| l.clone())
-            .unwrap_or_default();
+        let listings = self.read_listings(|l| l.prompts.clone());
         let naming = &self.inner.options.namespacing;
         listings
             .into_iter()
             .enumerate()
-            .flat_map(|(i, l)| {
+            .flat_map(|(i, prompts)| {
                 let ns = self.inner.upstreams[i].namespace.clone();
-                l.prompts
+                prompts
                     .into_iter()
                     .map(move |p| (naming.expose(&ns, &p.name), i, p))
             })
@@ -1170,6 +1169,18 @@ fn call_failure(upstream: &str, e: ClientError) -> Result<Outcome<CallToolResult
     }
 }
 
+/// A failed request other than a tool call, as the host's error: the upstream's own
+/// protocol error as it is, anything else an internal error naming the upstream.
+fn upstream_error(upstream: &str, e: ClientError) -> ErrorObject {
+    match e {
+        ClientError::Server(e) => e,
+        other => ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!("upstream `{upstream}` failed: {other}"),
+        ),
+    }
+}
+
 /// An upstream's `InputRequiredResult`, relayed: a 2026 host answers it itself; for a
 /// legacy host the server session turns its requests into real ones.
 fn input_required(upstream: &str, v: &Value) -> Result<Option<InputRequiredResult>, ErrorObject> {
@@ -1318,11 +1329,7 @@ impl ServerHandler for Aggregator {
                 r.result_type = None;
                 Ok(Outcome::Complete(r))
             }
-            Err(ClientError::Server(e)) => Err(e),
-            Err(e) => Err(ErrorObject::new(
-                codes::INTERNAL_ERROR,
-                format!("upstream `{key}` failed: {e}"),
-            )),
+            Err(e) => Err(upstream_error(&key, e)),
         }
     }
 
@@ -1331,14 +1338,8 @@ impl ServerHandler for Aggregator {
         _ctx: &RequestContext,
         _p: PaginatedRequestParams,
     ) -> Result<ListResourcesResult, ErrorObject> {
-        let listings = self
-            .inner
-            .listings
-            .read()
-            .map(|l| l.clone())
-            .unwrap_or_default();
         Ok(ListResourcesResult {
-            resources: listings.into_iter().flat_map(|l| l.resources).collect(),
+            resources: self.read_listings(|l| l.resources.clone()).concat(),
             ..Default::default()
         })
     }
@@ -1348,14 +1349,8 @@ impl ServerHandler for Aggregator {
         _ctx: &RequestContext,
         _p: PaginatedRequestParams,
     ) -> Result<ListResourceTemplatesResult, ErrorObject> {
-        let listings = self
-            .inner
-            .listings
-            .read()
-            .map(|l| l.clone())
-            .unwrap_or_default();
         Ok(ListResourceTemplatesResult {
-            resource_templates: listings.into_iter().flat_map(|l| l.templates).collect(),
+            resource_templates: self.read_listings(|l| l.templates.clone()).concat(),
             ..Default::default()
         })
     }
@@ -1394,11 +1389,7 @@ impl ServerHandler for Aggregator {
                 r.result_type = None;
                 Ok(Outcome::Complete(r))
             }
-            Err(ClientError::Server(e)) => Err(e),
-            Err(e) => Err(ErrorObject::new(
-                codes::INTERNAL_ERROR,
-                format!("upstream `{key}` failed: {e}"),
-            )),
+            Err(e) => Err(upstream_error(&key, e)),
         }
     }
 
@@ -1427,13 +1418,7 @@ impl ServerHandler for Aggregator {
             let key = self.inner.upstreams[i].config.key.clone();
             self.upstream_call(i, m, json!({"uri": p.uri}), ctx)
                 .await
-                .map_err(|e| match e {
-                    ClientError::Server(e) => e,
-                    other => ErrorObject::new(
-                        codes::INTERNAL_ERROR,
-                        format!("upstream `{key}` failed: {other}"),
-                    ),
-                })?;
+                .map_err(|e| upstream_error(&key, e))?;
         }
         Ok(())
     }
@@ -1478,11 +1463,7 @@ impl ServerHandler for Aggregator {
                 strip_hop_meta(&mut r.meta);
                 Ok(r)
             }
-            Err(ClientError::Server(e)) => Err(e),
-            Err(e) => Err(ErrorObject::new(
-                codes::INTERNAL_ERROR,
-                format!("upstream `{key}` failed: {e}"),
-            )),
+            Err(e) => Err(upstream_error(&key, e)),
         }
     }
 }
