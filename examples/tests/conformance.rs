@@ -10,9 +10,8 @@ use std::time::Duration;
 
 use tokio::io::AsyncBufReadExt;
 
-fn interop_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("interop")
-}
+mod common;
+use common::{example, interop_dir};
 
 fn suite() -> Option<PathBuf> {
     let bin = interop_dir().join("node_modules/.bin/conformance");
@@ -25,15 +24,6 @@ fn suite() -> Option<PathBuf> {
     );
     eprintln!("SKIPPED: the conformance suite is not installed (cd examples/interop && npm ci)");
     None
-}
-
-fn example(name: &str) -> String {
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    dir.join("examples")
-        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
-        .display()
-        .to_string()
 }
 
 /// Runs the suite with `args`; passes when it exits 0 (its baseline check included).
@@ -74,14 +64,21 @@ async fn conformance(suite: &Path, args: &[&str]) {
     );
 }
 
-async fn server_suite(revision: &str) {
-    let Some(suite) = suite() else { return };
-    let mut server = tokio::process::Command::new(example("conformance-server"))
-        .arg("127.0.0.1:0")
+/// Starts `program args…` (it prints its URL as its first line) and runs the server
+/// scenarios of `revision` against it, with `conformance/<baseline>-<revision>.yml`.
+async fn server_scenarios(
+    suite: &Path,
+    program: &str,
+    args: &[&str],
+    baseline: &str,
+    revision: &str,
+) {
+    let mut server = tokio::process::Command::new(program)
+        .args(args)
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .expect("start conformance-server");
+        .expect("start the server");
     let stdout = server.stdout.take().expect("stdout");
     let url = tokio::io::BufReader::new(stdout)
         .lines()
@@ -89,9 +86,9 @@ async fn server_suite(revision: &str) {
         .await
         .expect("read")
         .expect("the server prints its URL");
-    let baseline = format!("conformance/server-{revision}.yml");
+    let baseline = format!("conformance/{baseline}-{revision}.yml");
     conformance(
-        &suite,
+        suite,
         &[
             "server",
             "--url",
@@ -103,6 +100,12 @@ async fn server_suite(revision: &str) {
         ],
     )
     .await;
+}
+
+async fn server_suite(revision: &str) {
+    let Some(suite) = suite() else { return };
+    let server = example("conformance-server");
+    server_scenarios(&suite, &server, &["127.0.0.1:0"], "server", revision).await;
 }
 
 async fn client_suite(revision: &str) {
@@ -155,38 +158,9 @@ async fn gateway_suite(revision: &str) {
     let text = serde_json::json!({"mcpServers": {"conformance": {
         "command": example("conformance-server"), "args": ["--stdio"], "namespace": ""}}});
     std::fs::write(&config, text.to_string()).expect("write config");
-    let mut gateway = tokio::process::Command::new(example("gateway"))
-        .args([
-            "--config",
-            &config.display().to_string(),
-            "--http",
-            "127.0.0.1:0",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the gateway");
-    let stdout = gateway.stdout.take().expect("stdout");
-    let url = tokio::io::BufReader::new(stdout)
-        .lines()
-        .next_line()
-        .await
-        .expect("read")
-        .expect("the gateway prints its URL");
-    let baseline = format!("conformance/gateway-{revision}.yml");
-    conformance(
-        &suite,
-        &[
-            "server",
-            "--url",
-            &url,
-            "--requirements",
-            revision,
-            "--expected-failures",
-            &baseline,
-        ],
-    )
-    .await;
+    let path = config.display().to_string();
+    let args = ["--config", &path, "--http", "127.0.0.1:0"];
+    server_scenarios(&suite, &example("gateway"), &args, "gateway", revision).await;
     let _ = std::fs::remove_file(config);
 }
 

@@ -16,19 +16,11 @@ use serde_json::{json, Map, Value};
 use tokio::io::AsyncBufReadExt;
 
 mod common;
-use common::{validate_all, Recording};
+use common::{example, interop_dir, run_json, validate_all, Recording};
 
-fn interop_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("interop")
-}
-
-fn example(name: &str) -> String {
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    dir.join("examples")
-        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
-        .display()
-        .to_string()
+/// A host run to the end: what it printed.
+async fn run_host_json(program: &str, args: &[String]) -> Value {
+    run_json(program, args, Duration::from_secs(180)).await
 }
 
 /// The peers, or a skip (a failure under `MCP_INTEROP=required`).
@@ -212,28 +204,6 @@ fn check(seen: &Value, revision: Revision) {
     );
 }
 
-async fn run_host(program: &str, args: &[String]) -> Value {
-    let out = tokio::time::timeout(
-        Duration::from_secs(180),
-        tokio::process::Command::new(program)
-            .args(args)
-            .current_dir(interop_dir())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("the host finished")
-    .expect("the host ran");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{program} failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(stdout.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("{e}: {stdout}"))
-}
-
 async fn http_gateway(config: &Path) -> (tokio::process::Child, String) {
     let mut child = tokio::process::Command::new(example("gateway"))
         .args([
@@ -266,14 +236,14 @@ async fn sdk_hosts_see_every_upstream_through_the_gateway() {
     };
     let (_gateway, url) = http_gateway(&f.config).await;
     let calls = calls().to_string();
-    let ts = run_host("node", &["host.mjs".into(), url.clone(), calls.clone()]).await;
+    let ts = run_host_json("node", &["host.mjs".into(), url.clone(), calls.clone()]).await;
     check(&ts, Revision::V2025_11_25);
     let py = interop_dir().join(".venv/bin/python").display().to_string();
     for (mode, revision) in [
         ("legacy", Revision::V2025_11_25),
         ("2026-07-28", Revision::V2026_07_28),
     ] {
-        let seen = run_host(
+        let seen = run_host_json(
             &py,
             &["host.py".into(), mode.into(), url.clone(), calls.clone()],
         )
@@ -387,7 +357,7 @@ async fn hosts_answer_upstream_questions_across_eras() {
             "{who}: {seen}"
         );
     };
-    let ts = run_host("node", &["host.mjs".into(), url.clone(), calls.clone()]).await;
+    let ts = run_host_json("node", &["host.mjs".into(), url.clone(), calls.clone()]).await;
     check(&ts, "TypeScript SDK host (legacy)", "sampled by ts");
     let research = ts["tools"]
         .as_array()
@@ -401,7 +371,7 @@ async fn hosts_answer_upstream_questions_across_eras() {
         research["execution"]["taskSupport"].is_null(),
         "the gateway runs the task; hosts see an ordinary tool: {research}"
     );
-    let seen = run_host(
+    let seen = run_host_json(
         &py.display().to_string(),
         &[
             "host.py".into(),

@@ -18,8 +18,12 @@ use mcp_types::protocol::*;
 use mcp_types::{ErrorObject, Revision};
 use serde_json::{json, Map, Value};
 
-fn interop_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("interop")
+mod common;
+use common::{example, interop_dir};
+
+/// Runs a peer program and reads the one JSON object it prints.
+async fn run_json(program: &Path, args: &[&str]) -> Value {
+    common::run_json(program, args, Duration::from_secs(120)).await
 }
 
 /// The peer at `path`, or a skip (a failure when `.ci/run` requires the peers).
@@ -56,37 +60,7 @@ fn python() -> Option<PathBuf> {
 }
 
 fn echo_server() -> String {
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    dir.join("examples")
-        .join(format!("echo-server{}", std::env::consts::EXE_SUFFIX))
-        .display()
-        .to_string()
-}
-
-/// Runs a peer program and reads the one JSON object it prints.
-async fn run_json(program: &Path, args: &[&str]) -> Value {
-    let out = tokio::time::timeout(
-        Duration::from_secs(120),
-        tokio::process::Command::new(program)
-            .args(args)
-            .current_dir(interop_dir())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("the peer finished in time")
-    .expect("the peer started");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{} failed: {}\nstderr: {}",
-        program.display(),
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(stdout.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+    example("echo-server")
 }
 
 /// What both SDK clients must have seen from our echo server.
@@ -216,6 +190,29 @@ impl ClientHandler for Recorder {
     }
 }
 
+/// Calls server-everything's `trigger-long-running-operation` (3 steps) and counts the
+/// progress notifications that reached the caller.
+async fn long_operation_progress(client: &Client) -> usize {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let opts = CallOptions {
+        progress: Some(tx),
+        ..Default::default()
+    };
+    client
+        .call_tool_with(
+            "trigger-long-running-operation",
+            args(json!({"duration": 1, "steps": 3})),
+            &opts,
+        )
+        .await
+        .expect("long operation");
+    let mut progress = 0;
+    while rx.try_recv().is_ok() {
+        progress += 1;
+    }
+    progress
+}
+
 fn args(v: Value) -> Map<String, Value> {
     v.as_object().cloned().unwrap_or_default()
 }
@@ -296,23 +293,7 @@ async fn our_client_drives_server_everything() {
         .iter()
         .any(|b| matches!(b, ContentBlock::Image(_))));
 
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let opts = CallOptions {
-        progress: Some(tx),
-        ..Default::default()
-    };
-    client
-        .call_tool_with(
-            "trigger-long-running-operation",
-            args(json!({"duration": 1, "steps": 3})),
-            &opts,
-        )
-        .await
-        .expect("long operation");
-    let mut progress = 0;
-    while rx.try_recv().is_ok() {
-        progress += 1;
-    }
+    let progress = long_operation_progress(&client).await;
     assert!(
         progress >= 2,
         "progress notifications reached the caller ({progress})"
@@ -457,23 +438,7 @@ async fn our_http_client_drives_server_everything_streamable_http() {
         .await
         .expect("structured");
     assert_eq!(structured.output, OutputCheck::Valid);
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let opts = CallOptions {
-        progress: Some(tx),
-        ..Default::default()
-    };
-    client
-        .call_tool_with(
-            "trigger-long-running-operation",
-            args(json!({"duration": 1, "steps": 3})),
-            &opts,
-        )
-        .await
-        .expect("long operation");
-    let mut progress = 0;
-    while rx.try_recv().is_ok() {
-        progress += 1;
-    }
+    let progress = long_operation_progress(&client).await;
     assert!(
         progress >= 2,
         "progress over the POST's SSE stream ({progress})"

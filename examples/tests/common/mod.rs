@@ -98,3 +98,49 @@ pub fn validate_all(revision: Revision, client_sent: &[Message], server_sent: &[
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// `examples/interop`: the pinned peers and our scripts for them.
+pub fn interop_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("interop")
+}
+
+/// The path of one of this crate's example binaries (built for the tests by cargo).
+pub fn example(name: &str) -> String {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    dir.join("examples")
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
+        .display()
+        .to_string()
+}
+
+/// Runs a peer program in `examples/interop` (at most `limit`), asserts it succeeded, and
+/// reads the one JSON object it prints last.
+pub async fn run_json<S: AsRef<std::ffi::OsStr>>(
+    program: impl AsRef<std::ffi::OsStr>,
+    args: &[S],
+    limit: std::time::Duration,
+) -> Value {
+    let program = program.as_ref();
+    let out = tokio::time::timeout(
+        limit,
+        tokio::process::Command::new(program)
+            .args(args)
+            .current_dir(interop_dir())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the peer finished in time")
+    .expect("the peer started");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{} failed: {}\n{stdout}\nstderr: {}",
+        program.to_string_lossy(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
