@@ -313,6 +313,8 @@ impl<'p> Translator<'p> {
             Some("input_required") if self.from == Revision::V2026_07_28 => {
                 self.input_required(&mut obj)?;
             }
+            // A server's own task (canonical) going to a 2026 client: the extension's names.
+            Some("task") if self.to == Revision::V2026_07_28 => tasks::rename(&mut obj, self.to),
             Some("task") if self.from == Revision::V2026_07_28 => {
                 tasks::created_from_extension(&mut obj, self.to)?;
                 self.walk_object(&spec_data::CREATE_TASK_RESULT, &mut obj)?;
@@ -773,7 +775,7 @@ mod tasks {
         }
     }
 
-    fn rename(obj: &mut Map<String, Value>, to: Revision) {
+    pub(super) fn rename(obj: &mut Map<String, Value>, to: Revision) {
         for (legacy, ext) in RENAMES {
             let (old, new) = if to == Revision::V2026_07_28 {
                 (legacy, ext)
@@ -827,21 +829,30 @@ mod tasks {
         };
         match (method, to) {
             (method::TASKS_GET, Revision::V2026_07_28) => {
-                match obj.get("status").and_then(Value::as_str) {
-                    Some("working" | "cancelled") => {}
-                    _ => return Err(no("the extension's tasks/get carries the outcome inline; fetch it with tasks/result and bridge")),
+                // A status whose outcome the extension carries inline needs that outcome.
+                let inline = match obj.get("status").and_then(Value::as_str) {
+                    Some("completed") => Some("result"),
+                    Some("failed") => Some("error"),
+                    Some("input_required") => Some("inputRequests"),
+                    _ => None,
+                };
+                if inline.is_some_and(|k| !obj.contains_key(k)) {
+                    return Err(no("the extension's tasks/get carries the outcome inline; fetch it with tasks/result and bridge"));
                 }
                 rename(obj, to);
                 obj.insert("resultType".into(), json!("complete"));
             }
-            (method::TASKS_CANCEL, Revision::V2026_07_28) => {
+            (method::TASKS_CANCEL | method::TASKS_UPDATE, Revision::V2026_07_28) => {
                 obj.retain(|k, _| k == "_meta");
                 obj.insert("resultType".into(), json!("complete"));
             }
-            (method::TASKS_CANCEL, _) if from == Revision::V2026_07_28 => {
+            // A task's state (a canonical value carries one) answers a 2025-11-25 cancel.
+            (method::TASKS_CANCEL, _)
+                if from == Revision::V2026_07_28 && !obj.contains_key("taskId") =>
+            {
                 return Err(no("2025-11-25 answers tasks/cancel with the task's state, which the extension's acknowledgement lacks"));
             }
-            (method::TASKS_GET, _) => {
+            (method::TASKS_GET | method::TASKS_CANCEL, _) => {
                 rename(obj, to);
                 for k in ["inputRequests", "result", "error", "resultType"] {
                     obj.remove(k);

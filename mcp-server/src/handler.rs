@@ -24,6 +24,9 @@ pub enum Outcome<T> {
     Complete(T),
     /// More input is needed.
     InputRequired(InputRequiredResult),
+    /// The request runs on as a task; the client follows it with `tasks/get`. Only for a
+    /// client that can take one ([`RequestContext::accepts_task`]); any other gets an error.
+    Task(Box<Task>),
 }
 
 impl<T> From<T> for Outcome<T> {
@@ -130,6 +133,44 @@ pub trait ServerHandler: Send + Sync + 'static {
         Err(method_not_found("resources/subscribe"))
     }
 
+    /// `tasks/get`: the state of a task this server created (2025-11-25 and the
+    /// 2026-07-28 extension, which carries a finished task's `result` or `error` inline).
+    async fn get_task(
+        &self,
+        _ctx: &RequestContext,
+        _params: TaskRequestParams,
+    ) -> Result<Task, ErrorObject> {
+        Err(method_not_found(method::TASKS_GET))
+    }
+
+    /// `tasks/result` (2025-11-25): what the task's request returns, once the task ends.
+    async fn task_result(
+        &self,
+        _ctx: &RequestContext,
+        _params: TaskRequestParams,
+    ) -> Result<Outcome<Value>, ErrorObject> {
+        Err(method_not_found(method::TASKS_RESULT))
+    }
+
+    /// `tasks/cancel`: the task's state after the cancellation (a 2026 client hears only
+    /// an acknowledgement).
+    async fn cancel_task(
+        &self,
+        _ctx: &RequestContext,
+        _params: TaskRequestParams,
+    ) -> Result<Task, ErrorObject> {
+        Err(method_not_found(method::TASKS_CANCEL))
+    }
+
+    /// `tasks/update` (2026-07-28 extension): answers to a task's `inputRequests`.
+    async fn update_task(
+        &self,
+        _ctx: &RequestContext,
+        _params: TaskRequestParams,
+    ) -> Result<(), ErrorObject> {
+        Err(method_not_found(method::TASKS_UPDATE))
+    }
+
     /// `completion/complete`.
     async fn complete(
         &self,
@@ -179,6 +220,7 @@ pub struct RequestContext {
     pub(crate) input_responses: Map<String, Value>,
     pub(crate) request_state: Option<String>,
     pub(crate) progress_token: Option<ProgressToken>,
+    pub(crate) task: Option<TaskMetadata>,
     pub(crate) log_level: Option<LoggingLevel>,
     pub(crate) notifier: Notifier,
     pub(crate) cancelled: Arc<Cancellation>,
@@ -259,6 +301,25 @@ impl RequestContext {
     /// 2026-07-28: the request's `logLevel`), if any.
     pub fn log_level(&self) -> Option<&LoggingLevel> {
         self.log_level.as_ref()
+    }
+
+    /// Whether this request may be answered with [`Outcome::Task`]: a 2026-07-28 client
+    /// that declared the tasks extension, or a 2025-11-25 client that asked for a task.
+    pub fn accepts_task(&self) -> bool {
+        match self.revision {
+            Revision::V2026_07_28 => self
+                .client_capabilities
+                .extensions
+                .as_ref()
+                .is_some_and(|e| e.contains_key(TASKS_EXTENSION)),
+            Revision::V2025_11_25 => self.task.is_some(),
+            _ => false,
+        }
+    }
+
+    /// The 2025-11-25 `task` param: the client asked for this request to run as a task.
+    pub fn task_requested(&self) -> Option<&TaskMetadata> {
+        self.task.as_ref()
     }
 
     /// The `requestState` of this round, on a retry.

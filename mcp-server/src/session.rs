@@ -194,7 +194,7 @@ impl Session {
         };
         let spec = shapes::method(m)
             .filter(|s| s.revisions.contains(revision) && s.direction != Direction::ServerToClient);
-        if spec.is_none() && m != method::DISCOVER {
+        if spec.is_none() && m != method::DISCOVER && !is_extension_task_method(m, revision) {
             return Err(ErrorObject::new(
                 codes::METHOD_NOT_FOUND,
                 format!("Method not found: {m} (in MCP {revision})"),
@@ -209,6 +209,7 @@ impl Session {
             progress_token: meta_obj
                 .get(meta::PROGRESS_TOKEN)
                 .and_then(|t| serde_json::from_value(t.clone()).ok()),
+            task: None,
             log_level,
             notifier: Notifier {
                 peer: peer.clone(),
@@ -302,11 +303,35 @@ impl Session {
             method::COMPLETION_COMPLETE => to_value(&h.complete(&ctx, decode(m, params)?).await?),
             method::TOOLS_CALL => {
                 let p: CallToolRequestParams = decode(m, params)?;
-                let ctx = with_retry_input(ctx, p.input_responses.clone(), p.request_state.clone());
+                let mut ctx =
+                    with_retry_input(ctx, p.input_responses.clone(), p.request_state.clone());
+                ctx.task = p.task.clone();
+                let accepts_task = ctx.accepts_task();
                 let out = self
                     .with_input(peer, ctx, |ctx| {
                         let (h, p) = (h.clone(), p.clone());
                         async move { h.call_tool(&ctx, p).await }
+                    })
+                    .await?;
+                if matches!(out, Outcome::Task(_)) && !accepts_task {
+                    return Err(internal(
+                        "the server answered with a task, which this client did not accept",
+                    ));
+                }
+                outcome_value(out)
+            }
+            method::TASKS_GET => to_value(&h.get_task(&ctx, decode(m, params)?).await?),
+            method::TASKS_CANCEL => to_value(&h.cancel_task(&ctx, decode(m, params)?).await?),
+            method::TASKS_UPDATE => {
+                h.update_task(&ctx, decode(m, params)?).await?;
+                Ok(json!({}))
+            }
+            method::TASKS_RESULT => {
+                let p: TaskRequestParams = decode(m, params)?;
+                let out = self
+                    .with_input(peer, ctx, |ctx| {
+                        let (h, p) = (h.clone(), p.clone());
+                        async move { h.task_result(&ctx, p).await }
                     })
                     .await?;
                 outcome_value(out)
@@ -497,10 +522,14 @@ impl Session {
     fn finish(&self, m: &str, revision: Revision, mut value: Value) -> Result<Value, ErrorObject> {
         if revision == Revision::V2026_07_28 {
             if let Value::Object(o) = &mut value {
-                if o.contains_key("ttlMs")
-                    || shapes::method(m)
-                        .and_then(|s| s.result)
-                        .is_some_and(|r| r.has("ttlMs", revision))
+                // A task's `ttlMs` is its retention, not a list's cache lifetime.
+                let is_task = m.starts_with("tasks/")
+                    || o.get("resultType").and_then(Value::as_str) == Some("task");
+                if !is_task
+                    && (o.contains_key("ttlMs")
+                        || shapes::method(m)
+                            .and_then(|s| s.result)
+                            .is_some_and(|r| r.has("ttlMs", revision)))
                 {
                     o.entry("ttlMs")
                         .or_insert_with(|| json!(self.options.list_ttl_ms));
@@ -534,7 +563,20 @@ fn outcome_value<T: Serialize>(out: Outcome<T>) -> Result<Value, ErrorObject> {
     match out {
         Outcome::Complete(t) => to_value(&t),
         Outcome::InputRequired(ir) => to_value(&ir),
+        Outcome::Task(mut t) => {
+            t.result_type = Some(ResultType::Task);
+            to_value(&t)
+        }
     }
+}
+
+/// The 2026-07-28 tasks extension's methods, which the core schema omits.
+fn is_extension_task_method(m: &str, revision: Revision) -> bool {
+    revision == Revision::V2026_07_28
+        && matches!(
+            m,
+            method::TASKS_GET | method::TASKS_CANCEL | method::TASKS_UPDATE
+        )
 }
 
 #[async_trait]
