@@ -23,6 +23,31 @@ async fn run_host_json(program: &str, args: &[String]) -> Value {
     run_json(program, args, Duration::from_secs(180)).await
 }
 
+/// Our client as a host of the gateway at `url` (Streamable HTTP).
+async fn http_host(
+    url: &str,
+    era: EraChoice,
+    capabilities: mcp_types::protocol::ClientCapabilities,
+) -> Client {
+    let config = mcp_client::http::HttpConfig::new(url.to_owned());
+    let t = mcp_client::http::HttpTransport::new(config).expect("transport");
+    let options = ClientOptions {
+        era,
+        capabilities,
+        ..Default::default()
+    };
+    Client::connect(t, NoHandler, options)
+        .await
+        .expect("host connects")
+}
+
+/// A raw request's result; a failure fails the test.
+async fn raw(host: &Client, m: &str, params: Value) -> Value {
+    host.request(m, params, &mcp_client::CallOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("{m}: {e}"))
+}
+
 /// The peers, or a skip (a failure under `MCP_INTEROP=required`).
 fn peers() -> Option<(PathBuf, PathBuf)> {
     let node =
@@ -367,9 +392,9 @@ async fn hosts_answer_upstream_questions_across_eras() {
         })
         .cloned()
         .expect("listed to the 2025-11-25 host");
-    assert!(
-        research["execution"]["taskSupport"].is_null(),
-        "the gateway runs the task; hosts see an ordinary tool: {research}"
+    assert_eq!(
+        research["execution"]["taskSupport"], "optional",
+        "the gateway runs the task for a host that calls plainly: {research}"
     );
     let seen = run_host_json(
         &py.display().to_string(),
@@ -420,5 +445,59 @@ async fn hosts_answer_upstream_questions_across_eras() {
         .collect();
     assert!(body.contains("# Research Report: tasks"), "{body}");
     old.close().await;
+
+    // Hosts that take tasks see server-everything's task as a task, under a gateway id.
+    let research_call =
+        json!({"name": "everything__simulate-research-query", "arguments": {"topic": "tasks"}});
+    let extension = mcp_types::protocol::ClientCapabilities {
+        extensions: json!({mcp_types::protocol::TASKS_EXTENSION: {}})
+            .as_object()
+            .cloned(),
+        ..Default::default()
+    };
+    let modern = http_host(&url, EraChoice::Modern, extension).await;
+    let created = raw(&modern, "tools/call", research_call.clone()).await;
+    assert_eq!(created["resultType"], "task", "{created}");
+    let id = created["taskId"].as_str().expect("taskId").to_owned();
+    let mut state = Value::Null;
+    for _ in 0..120 {
+        state = raw(&modern, "tasks/get", json!({"taskId": id})).await;
+        if state["status"] != "working" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert_eq!(state["status"], "completed", "{state}");
+    let inline: String = state["result"]["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b["text"].as_str())
+        .collect();
+    assert!(inline.contains("# Research Report: tasks"), "{state}");
+    modern.close().await;
+
+    let legacy = http_host(
+        &url,
+        EraChoice::Legacy(Revision::V2025_11_25),
+        Default::default(),
+    )
+    .await;
+    let mut asked = research_call;
+    asked["task"] = json!({"ttl": 60000});
+    let created = raw(&legacy, "tools/call", asked).await;
+    let id = created["task"]["taskId"]
+        .as_str()
+        .expect("CreateTaskResult")
+        .to_owned();
+    let result = raw(&legacy, "tasks/result", json!({"taskId": id})).await;
+    let text: String = result["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b["text"].as_str())
+        .collect();
+    assert!(text.contains("# Research Report: tasks"), "{result}");
+    legacy.close().await;
     let _ = std::fs::remove_file(&path);
 }

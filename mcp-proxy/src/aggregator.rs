@@ -27,6 +27,8 @@ use mcp_types::{codes, ErrorObject};
 use serde_json::{json, Map, Value};
 
 use crate::bridge::{new_state, next_asks, Bridge, Calls, Flight, STATE_PREFIX};
+
+mod tasks;
 use crate::naming::{Namespacing, Prefixed};
 use crate::policy::{may_be_destructive, Confirm, Confirmation, Surface, ToolFilter, Verdict};
 
@@ -213,6 +215,8 @@ struct Inner {
     parked: Mutex<HashMap<String, Flight>>,
     /// Exposed tool name → (upstream, tool), for the catalog generation it was built from.
     routes: RwLock<Option<(u64, Arc<Routes>)>>,
+    /// Upstream tasks shown to hosts, by gateway task id.
+    tasks: tasks::TaskTable,
 }
 
 type Routes = HashMap<String, (usize, Arc<Tool>)>;
@@ -223,19 +227,14 @@ pub struct Aggregator {
     inner: Arc<Inner>,
 }
 
-/// A tool as hosts see it: its exposed name, and no `taskSupport: "required"` (the
-/// gateway runs such a tool as a task itself, so hosts call it as an ordinary tool).
+/// A tool as hosts see it: its exposed name, and `taskSupport: "optional"` where the
+/// upstream says `"required"` (the gateway runs such a tool as a task itself for a host
+/// that calls it plainly, and relays the task to a host that asks for one).
 fn as_exposed(exposed: String, mut t: Tool) -> Tool {
     t.name = exposed;
     if t.task_support() == TaskSupport::Required {
         if let Some(e) = &mut t.execution {
-            e.task_support = None;
-        }
-        if t.execution
-            .as_ref()
-            .is_some_and(|e| *e == ToolExecution::default())
-        {
-            t.execution = None;
+            e.task_support = Some(TaskSupport::Optional);
         }
     }
     t
@@ -296,6 +295,7 @@ impl Aggregator {
             stopped: AtomicBool::new(false),
             parked: Mutex::new(HashMap::new()),
             routes: RwLock::new(None),
+            tasks: tasks::TaskTable::default(),
         });
         let agg = Aggregator { inner };
         let starts: Vec<_> = (0..agg.inner.upstreams.len())
@@ -746,18 +746,31 @@ impl Aggregator {
         {
             return Ok(refusal);
         }
-        // TOOL-21: a tool that must run as a task is run as one here, and its result awaited,
-        // so every host can call it as an ordinary tool.
-        let as_task = tool.task_support() == TaskSupport::Required;
+        // TOOL-21: a tool that must run as a task is run as one here; a host that takes
+        // tasks sees the task, any other gets the result awaited, as from an ordinary tool.
+        let support = tool.task_support();
+        if ctx.task_requested().is_some() && support == TaskSupport::Forbidden {
+            return Err(ErrorObject::new(
+                codes::METHOD_NOT_FOUND,
+                format!("Tool {name} cannot run as a task (its taskSupport is forbidden)"),
+            ));
+        }
+        let host_takes_task = ctx.accepts_task();
+        let as_task = support == TaskSupport::Required
+            || (support == TaskSupport::Optional && host_takes_task);
+        let ttl = ctx
+            .task_requested()
+            .and_then(|t| t.ttl.clone())
+            .unwrap_or_else(|| {
+                serde_json::Number::from(self.inner.options.call_timeout.as_millis() as u64)
+            });
         let tool_idempotent = tool.is_idempotent();
         let params = CallToolRequestParams {
             name: tool.name.clone(),
             arguments,
             meta: forward_meta(meta),
             task: as_task.then(|| TaskMetadata {
-                ttl: Some(serde_json::Number::from(
-                    self.inner.options.call_timeout.as_millis() as u64,
-                )),
+                ttl: Some(ttl),
                 ..Default::default()
             }),
             ..Default::default()
@@ -784,6 +797,9 @@ impl Aggregator {
             }
             Err(e) => return call_failure(&key, e),
         };
+        if host_takes_task && created_task_id(&value).is_some() {
+            return self.relay_created(i, value);
+        }
         if let Some(task_id) = as_task.then(|| created_task_id(&value)).flatten() {
             // `tasks/result` blocks until the task ends; the upstream's questions arrive on it.
             value = match self
@@ -1238,8 +1254,54 @@ impl ServerHandler for Aggregator {
                 ..Default::default()
             }),
             completions: Some(Map::new()),
+            // Upstream tasks are relayed to hosts that take them (each session keeps only
+            // what the host's revision has: `tasks` to 2025-11-25, the extension to 2026).
+            tasks: Some(
+                json!({"cancel": {}, "requests": {"tools": {"call": {}}}})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            ),
+            extensions: Some(
+                json!({TASKS_EXTENSION: {}})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            ),
             ..Default::default()
         }
+    }
+
+    async fn get_task(
+        &self,
+        ctx: &RequestContext,
+        p: TaskRequestParams,
+    ) -> Result<Task, ErrorObject> {
+        self.relay_get_task(ctx, &p.task_id).await
+    }
+
+    async fn task_result(
+        &self,
+        ctx: &RequestContext,
+        p: TaskRequestParams,
+    ) -> Result<Outcome<Value>, ErrorObject> {
+        self.relay_task_result(ctx, &p.task_id).await
+    }
+
+    async fn cancel_task(
+        &self,
+        ctx: &RequestContext,
+        p: TaskRequestParams,
+    ) -> Result<Task, ErrorObject> {
+        self.relay_cancel_task(ctx, &p.task_id).await
+    }
+
+    async fn update_task(
+        &self,
+        _ctx: &RequestContext,
+        p: TaskRequestParams,
+    ) -> Result<(), ErrorObject> {
+        self.relay_update_task(&p.task_id, p.input_responses).await
     }
 
     async fn list_tools(

@@ -1,0 +1,335 @@
+//! Upstream tasks (TOOL-21) through the Aggregator: a 2025-11-25 upstream whose tools run
+//! as tasks, reached by a 2026 host that declared the tasks extension (it sees the task,
+//! and the finished task's result inline), by a 2025-11-25 host that asks for a task (it
+//! gets `CreateTaskResult`, `tasks/get` and the blocking `tasks/result`), and by hosts that
+//! take no tasks (they get the result as from an ordinary tool).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use mcp_client::{CallOptions, Client, ClientError, ClientOptions, EraChoice, NoHandler};
+use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport};
+use mcp_server::{Outcome, RequestContext, Server, ServerHandler};
+use mcp_types::protocol::*;
+use mcp_types::{codes, ErrorObject, Revision};
+use serde_json::{json, Map, Value};
+
+mod common;
+use common::*;
+
+/// How long an upstream task works before it completes.
+const WORK: Duration = Duration::from_millis(300);
+
+/// A 2025-11-25 upstream: `build` must run as a task, `quick` may, `plain` may not. Its
+/// task ids are small integers, as a real server's often are.
+#[derive(Default)]
+struct Jobs {
+    tasks: Mutex<HashMap<String, (Instant, bool)>>,
+}
+
+impl Jobs {
+    fn state(&self, id: &str) -> Result<Task, ErrorObject> {
+        let tasks = self.tasks.lock().expect("lock");
+        let (started, cancelled) = tasks
+            .get(id)
+            .copied()
+            .ok_or_else(|| ErrorObject::new(codes::INVALID_PARAMS, "Unknown task"))?;
+        let status = if cancelled {
+            TaskStatus::Cancelled
+        } else if started.elapsed() >= WORK {
+            TaskStatus::Completed
+        } else {
+            TaskStatus::Working
+        };
+        Ok(Task {
+            task_id: id.to_owned(),
+            status,
+            created_at: "2026-11-30T00:00:00Z".into(),
+            last_updated_at: "2026-11-30T00:00:00Z".into(),
+            ttl_ms: Some(json!(60000)),
+            poll_interval_ms: Some(50.into()),
+            ..Default::default()
+        })
+    }
+}
+
+fn tool(name: &str, support: Option<TaskSupport>) -> Tool {
+    Tool {
+        name: name.into(),
+        input_schema: Some(json!({"type": "object"})),
+        execution: support.map(|s| ToolExecution {
+            task_support: Some(s),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn built() -> CallToolResult {
+    CallToolResult {
+        content: vec![ContentBlock::text("built")],
+        ..Default::default()
+    }
+}
+
+#[async_trait]
+impl ServerHandler for Jobs {
+    fn capabilities(&self) -> ServerCapabilities {
+        ServerCapabilities {
+            tasks: json!({"cancel": {}, "requests": {"tools": {"call": {}}}})
+                .as_object()
+                .cloned(),
+            ..tools_only()
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        _ctx: &RequestContext,
+        _p: PaginatedRequestParams,
+    ) -> Result<ListToolsResult, ErrorObject> {
+        Ok(ListToolsResult {
+            tools: vec![
+                tool("build", Some(TaskSupport::Required)),
+                tool("quick", Some(TaskSupport::Optional)),
+                tool("plain", None),
+            ],
+            ..Default::default()
+        })
+    }
+
+    async fn call_tool(
+        &self,
+        ctx: &RequestContext,
+        p: CallToolRequestParams,
+    ) -> Result<Outcome<CallToolResult>, ErrorObject> {
+        if ctx.task_requested().is_none() {
+            return Ok(Outcome::Complete(built()));
+        }
+        assert_ne!(
+            p.name, "plain",
+            "the gateway asked a task of a tool that forbids it"
+        );
+        let id = {
+            let mut tasks = self.tasks.lock().expect("lock");
+            let id = (tasks.len() + 1).to_string();
+            tasks.insert(id.clone(), (Instant::now(), false));
+            id
+        };
+        Ok(Outcome::Task(Box::new(self.state(&id)?)))
+    }
+
+    async fn get_task(
+        &self,
+        _ctx: &RequestContext,
+        p: TaskRequestParams,
+    ) -> Result<Task, ErrorObject> {
+        self.state(&p.task_id)
+    }
+
+    async fn task_result(
+        &self,
+        _ctx: &RequestContext,
+        p: TaskRequestParams,
+    ) -> Result<Outcome<Value>, ErrorObject> {
+        loop {
+            match self.state(&p.task_id)?.status {
+                TaskStatus::Completed => return Ok(Outcome::Complete(json!(built()))),
+                TaskStatus::Cancelled => {
+                    return Err(ErrorObject::new(codes::INTERNAL_ERROR, "cancelled"))
+                }
+                _ => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+    }
+
+    async fn cancel_task(
+        &self,
+        _ctx: &RequestContext,
+        p: TaskRequestParams,
+    ) -> Result<Task, ErrorObject> {
+        if let Some(t) = self.tasks.lock().expect("lock").get_mut(&p.task_id) {
+            t.1 = true;
+        }
+        self.state(&p.task_id)
+    }
+}
+
+async fn gateway() -> Aggregator {
+    let jobs = UpstreamConfig {
+        revision: Some(Revision::V2025_11_25),
+        ..UpstreamConfig::new(
+            "jobs",
+            UpstreamTransport::InProcess(Server::new(Jobs::default())),
+        )
+    };
+    Aggregator::start(vec![jobs], AggregatorOptions::default())
+        .await
+        .expect("starts")
+}
+
+fn takes_tasks() -> ClientCapabilities {
+    ClientCapabilities {
+        extensions: json!({TASKS_EXTENSION: {}}).as_object().cloned(),
+        ..Default::default()
+    }
+}
+
+async fn request(host: &Client, m: &str, params: Value) -> Result<Value, ClientError> {
+    host.request(m, params, &CallOptions::default()).await
+}
+
+/// Polls `tasks/get` until the task leaves `working`.
+async fn settled(host: &Client, id: &str) -> Value {
+    for _ in 0..100 {
+        let t = request(host, method::TASKS_GET, json!({"taskId": id}))
+            .await
+            .expect("tasks/get");
+        if t["status"] != "working" {
+            return t;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("task {id} never settled");
+}
+
+#[tokio::test]
+async fn a_2026_host_that_takes_tasks_sees_the_upstream_task_and_its_result_inline() {
+    let agg = gateway().await;
+    let options = ClientOptions {
+        era: EraChoice::Modern,
+        capabilities: takes_tasks(),
+        ..Default::default()
+    };
+    let host = host(&agg, NoHandler, options).await;
+    let declared = host.server().capabilities.extensions.clone();
+    assert!(
+        declared.is_some_and(|e| e.contains_key(TASKS_EXTENSION)),
+        "the gateway declares the tasks extension"
+    );
+    for name in ["jobs__build", "jobs__quick"] {
+        let created = request(&host, method::TOOLS_CALL, json!({"name": name}))
+            .await
+            .expect("tools/call");
+        assert_eq!(created["resultType"], "task", "{created}");
+        assert_eq!(created["status"], "working", "{created}");
+        let id = created["taskId"].as_str().expect("taskId").to_owned();
+        assert_ne!(id, "1", "the upstream's own id is not shown");
+        let done = settled(&host, &id).await;
+        assert_eq!(done["status"], "completed", "{done}");
+        assert_eq!(done["taskId"], id.as_str());
+        assert_eq!(done["result"]["content"][0]["text"], "built", "{done}");
+    }
+    // A tool that forbids tasks is called plainly, even by a host that takes tasks.
+    let plain = request(&host, method::TOOLS_CALL, json!({"name": "jobs__plain"}))
+        .await
+        .expect("tools/call");
+    assert_eq!(plain["content"][0]["text"], "built", "{plain}");
+    agg.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_2025_11_25_host_that_asks_gets_the_task_and_its_blocking_result() {
+    let agg = gateway().await;
+    let options = ClientOptions {
+        era: EraChoice::Legacy(Revision::V2025_11_25),
+        ..Default::default()
+    };
+    let host = host(&agg, NoHandler, options).await;
+    assert!(host.server().capabilities.tasks.is_some());
+    let tools = host.list_tools().await.expect("tools");
+    let build = tools
+        .iter()
+        .find(|t| t.name == "jobs__build")
+        .expect("build");
+    assert_eq!(build.task_support(), TaskSupport::Optional, "{build:?}");
+
+    let created = request(
+        &host,
+        method::TOOLS_CALL,
+        json!({"name": "jobs__build", "task": {"ttl": 30000}}),
+    )
+    .await
+    .expect("tools/call");
+    let id = created["task"]["taskId"]
+        .as_str()
+        .expect("CreateTaskResult")
+        .to_owned();
+    assert_ne!(id, "1");
+    let state = request(&host, method::TASKS_GET, json!({"taskId": id}))
+        .await
+        .expect("tasks/get");
+    assert!(state.get("result").is_none(), "{state}");
+    let result = request(&host, method::TASKS_RESULT, json!({"taskId": id}))
+        .await
+        .expect("tasks/result");
+    assert_eq!(result["content"][0]["text"], "built", "{result}");
+
+    let refused = request(
+        &host,
+        method::TOOLS_CALL,
+        json!({"name": "jobs__plain", "task": {}}),
+    )
+    .await;
+    assert!(
+        matches!(&refused, Err(ClientError::Server(e)) if e.code == codes::METHOD_NOT_FOUND),
+        "{refused:?}"
+    );
+    agg.shutdown().await;
+}
+
+#[tokio::test]
+async fn hosts_that_take_no_tasks_get_the_result_as_from_an_ordinary_tool() {
+    let agg = gateway().await;
+    for era in [EraChoice::Modern, EraChoice::Legacy(Revision::V2024_11_05)] {
+        let host = host(
+            &agg,
+            NoHandler,
+            ClientOptions {
+                era,
+                ..Default::default()
+            },
+        )
+        .await;
+        let r = host
+            .call_tool("jobs__build", Map::new())
+            .await
+            .expect("called");
+        assert_eq!(text(&r.result), "built");
+    }
+    agg.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_relayed_task_can_be_cancelled_and_only_gateway_ids_route() {
+    let agg = gateway().await;
+    let options = ClientOptions {
+        era: EraChoice::Modern,
+        capabilities: takes_tasks(),
+        ..Default::default()
+    };
+    let host = host(&agg, NoHandler, options).await;
+    let created = request(&host, method::TOOLS_CALL, json!({"name": "jobs__build"}))
+        .await
+        .expect("tools/call");
+    let id = created["taskId"].as_str().expect("taskId").to_owned();
+    let ack = request(&host, method::TASKS_CANCEL, json!({"taskId": id}))
+        .await
+        .expect("tasks/cancel");
+    assert_eq!(ack["resultType"], "complete", "{ack}");
+    let state = request(&host, method::TASKS_GET, json!({"taskId": id}))
+        .await
+        .expect("tasks/get");
+    assert_eq!(state["status"], "cancelled", "{state}");
+
+    for guess in ["1", "mcp-proxy.0000"] {
+        let r = request(&host, method::TASKS_GET, json!({"taskId": guess})).await;
+        assert!(
+            matches!(&r, Err(ClientError::Server(e)) if e.code == codes::INVALID_PARAMS),
+            "{r:?}"
+        );
+    }
+    agg.shutdown().await;
+}
