@@ -48,6 +48,29 @@ async fn raw(host: &Client, m: &str, params: Value) -> Value {
         .unwrap_or_else(|e| panic!("{m}: {e}"))
 }
 
+/// A 2026 host's capabilities with the tasks extension.
+fn extension_caps() -> mcp_types::protocol::ClientCapabilities {
+    mcp_types::protocol::ClientCapabilities {
+        extensions: json!({mcp_types::protocol::TASKS_EXTENSION: {}})
+            .as_object()
+            .cloned(),
+        ..Default::default()
+    }
+}
+
+/// Polls a task with `tasks/get` until it leaves `working` (at most a minute).
+async fn settled(host: &Client, id: &str) -> Value {
+    let mut state = Value::Null;
+    for _ in 0..240 {
+        state = raw(host, "tasks/get", json!({"taskId": id})).await;
+        if state["status"] != "working" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    state
+}
+
 /// The peers, or a skip (a failure under `MCP_INTEROP=required`).
 fn peers() -> Option<(PathBuf, PathBuf)> {
     let node =
@@ -449,24 +472,11 @@ async fn hosts_answer_upstream_questions_across_eras() {
     // Hosts that take tasks see server-everything's task as a task, under a gateway id.
     let research_call =
         json!({"name": "everything__simulate-research-query", "arguments": {"topic": "tasks"}});
-    let extension = mcp_types::protocol::ClientCapabilities {
-        extensions: json!({mcp_types::protocol::TASKS_EXTENSION: {}})
-            .as_object()
-            .cloned(),
-        ..Default::default()
-    };
-    let modern = http_host(&url, EraChoice::Modern, extension).await;
+    let modern = http_host(&url, EraChoice::Modern, extension_caps()).await;
     let created = raw(&modern, "tools/call", research_call.clone()).await;
     assert_eq!(created["resultType"], "task", "{created}");
     let id = created["taskId"].as_str().expect("taskId").to_owned();
-    let mut state = Value::Null;
-    for _ in 0..120 {
-        state = raw(&modern, "tasks/get", json!({"taskId": id})).await;
-        if state["status"] != "working" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    let state = settled(&modern, &id).await;
     assert_eq!(state["status"], "completed", "{state}");
     let inline: String = state["result"]["content"]
         .as_array()
@@ -476,6 +486,44 @@ async fn hosts_answer_upstream_questions_across_eras() {
         .collect();
     assert!(inline.contains("# Research Report: tasks"), "{state}");
     modern.close().await;
+
+    // An ambiguous query makes the task ask (2025-11-25: on the held `tasks/result`); the
+    // 2026 host sees `inputRequests` and answers with `tasks/update`.
+    let mut capabilities = extension_caps();
+    capabilities.elicitation = Some(Map::new());
+    let asker = http_host(&url, EraChoice::Modern, capabilities).await;
+    let ambiguous = json!({"name": "everything__simulate-research-query",
+        "arguments": {"topic": "python", "ambiguous": true}});
+    let created = raw(&asker, "tools/call", ambiguous).await;
+    let id = created["taskId"].as_str().expect("taskId").to_owned();
+    let asking = settled(&asker, &id).await;
+    assert_eq!(asking["status"], "input_required", "{asking}");
+    let (key, question) = asking["inputRequests"]
+        .as_object()
+        .and_then(|r| r.iter().next())
+        .expect("a question");
+    assert_eq!(question["method"], "elicitation/create", "{asking}");
+    let mut answers = Map::new();
+    answers.insert(
+        key.clone(),
+        json!({"action": "accept", "content": {"interpretation": "snake"}}),
+    );
+    raw(
+        &asker,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": answers}),
+    )
+    .await;
+    let done = settled(&asker, &id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let report: String = done["result"]["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b["text"].as_str())
+        .collect();
+    assert!(report.contains("**Clarification**: snake"), "{report}");
+    asker.close().await;
 
     let legacy = http_host(
         &url,

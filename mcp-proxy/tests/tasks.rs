@@ -22,23 +22,40 @@ use common::*;
 /// How long an upstream task works before it completes.
 const WORK: Duration = Duration::from_millis(300);
 
-/// A 2025-11-25 upstream: `build` must run as a task, `quick` may, `plain` may not. Its
+/// One upstream task: when it started, whether it was cancelled, and for `ask`, the
+/// name it asked for (`None` until answered).
+#[derive(Clone)]
+struct Job {
+    started: Instant,
+    cancelled: bool,
+    asks: bool,
+    name: Option<String>,
+}
+
+/// A 2025-11-25 upstream: `build` must run as a task, `quick` may, `plain` may not; `ask`
+/// must, and asks its client for a name (on `tasks/result`, as 2025-11-25 tasks do). Its
 /// task ids are small integers, as a real server's often are.
 #[derive(Default)]
 struct Jobs {
-    tasks: Mutex<HashMap<String, (Instant, bool)>>,
+    tasks: Mutex<HashMap<String, Job>>,
 }
 
 impl Jobs {
-    fn state(&self, id: &str) -> Result<Task, ErrorObject> {
+    fn job(&self, id: &str) -> Result<Job, ErrorObject> {
         let tasks = self.tasks.lock().expect("lock");
-        let (started, cancelled) = tasks
+        tasks
             .get(id)
-            .copied()
-            .ok_or_else(|| ErrorObject::new(codes::INVALID_PARAMS, "Unknown task"))?;
-        let status = if cancelled {
+            .cloned()
+            .ok_or_else(|| ErrorObject::new(codes::INVALID_PARAMS, "Unknown task"))
+    }
+
+    fn state(&self, id: &str) -> Result<Task, ErrorObject> {
+        let job = self.job(id)?;
+        let status = if job.cancelled {
             TaskStatus::Cancelled
-        } else if started.elapsed() >= WORK {
+        } else if job.asks && job.name.is_none() {
+            TaskStatus::InputRequired
+        } else if job.started.elapsed() >= WORK {
             TaskStatus::Completed
         } else {
             TaskStatus::Working
@@ -95,6 +112,7 @@ impl ServerHandler for Jobs {
                 tool("build", Some(TaskSupport::Required)),
                 tool("quick", Some(TaskSupport::Optional)),
                 tool("plain", None),
+                tool("ask", Some(TaskSupport::Required)),
             ],
             ..Default::default()
         })
@@ -115,7 +133,13 @@ impl ServerHandler for Jobs {
         let id = {
             let mut tasks = self.tasks.lock().expect("lock");
             let id = (tasks.len() + 1).to_string();
-            tasks.insert(id.clone(), (Instant::now(), false));
+            let job = Job {
+                started: Instant::now(),
+                cancelled: false,
+                asks: p.name == "ask",
+                name: None,
+            };
+            tasks.insert(id.clone(), job);
             id
         };
         Ok(Outcome::Task(Box::new(self.state(&id)?)))
@@ -131,9 +155,39 @@ impl ServerHandler for Jobs {
 
     async fn task_result(
         &self,
-        _ctx: &RequestContext,
+        ctx: &RequestContext,
         p: TaskRequestParams,
     ) -> Result<Outcome<Value>, ErrorObject> {
+        let job = self.job(&p.task_id)?;
+        if job.asks {
+            let answered = ctx
+                .input_response("name")
+                .and_then(|a| a.pointer("/content/name"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let Some(name) = answered.or(job.name) else {
+                let mut requests = Map::new();
+                requests.insert(
+                    "name".into(),
+                    json!({"method": "elicitation/create", "params": {
+                        "message": "What is your name?",
+                        "requestedSchema": {"type": "object",
+                            "properties": {"name": {"type": "string"}}, "required": ["name"]}
+                    }}),
+                );
+                return Ok(Outcome::InputRequired(InputRequiredResult {
+                    input_requests: Some(requests),
+                    ..Default::default()
+                }));
+            };
+            if let Some(j) = self.tasks.lock().expect("lock").get_mut(&p.task_id) {
+                j.name = Some(name.clone());
+                j.started = Instant::now() - WORK;
+            }
+            return Ok(Outcome::Complete(json!({
+                "content": [{"type": "text", "text": format!("Hello, {name}!")}]
+            })));
+        }
         loop {
             match self.state(&p.task_id)?.status {
                 TaskStatus::Completed => return Ok(Outcome::Complete(json!(built()))),
@@ -151,7 +205,7 @@ impl ServerHandler for Jobs {
         p: TaskRequestParams,
     ) -> Result<Task, ErrorObject> {
         if let Some(t) = self.tasks.lock().expect("lock").get_mut(&p.task_id) {
-            t.1 = true;
+            t.cancelled = true;
         }
         self.state(&p.task_id)
     }
@@ -331,5 +385,59 @@ async fn a_relayed_task_can_be_cancelled_and_only_gateway_ids_route() {
             "{r:?}"
         );
     }
+    agg.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_2026_host_answers_a_legacy_task_s_question_through_tasks_update() {
+    let agg = gateway().await;
+    let mut capabilities = takes_tasks();
+    capabilities.elicitation = Some(Map::new());
+    let options = ClientOptions {
+        era: EraChoice::Modern,
+        capabilities,
+        ..Default::default()
+    };
+    let host = host(&agg, NoHandler, options).await;
+    let created = request(&host, method::TOOLS_CALL, json!({"name": "jobs__ask"}))
+        .await
+        .expect("tools/call");
+    let id = created["taskId"].as_str().expect("taskId").to_owned();
+    let asking = settled(&host, &id).await;
+    assert_eq!(asking["status"], "input_required", "{asking}");
+    let requests = asking["inputRequests"].as_object().expect("inputRequests");
+    assert_eq!(requests.len(), 1, "{asking}");
+    let (key, question) = requests.iter().next().expect("one");
+    assert_eq!(question["method"], "elicitation/create");
+    assert_eq!(question["params"]["message"], "What is your name?");
+
+    let mut answers = Map::new();
+    answers.insert(
+        key.clone(),
+        json!({"action": "accept", "content": {"name": "Ada"}}),
+    );
+    let ack = request(
+        &host,
+        method::TASKS_UPDATE,
+        json!({"taskId": id, "inputResponses": answers}),
+    )
+    .await
+    .expect("tasks/update");
+    assert_eq!(ack["resultType"], "complete", "{ack}");
+    let mut done = Value::Null;
+    for _ in 0..100 {
+        done = request(&host, method::TASKS_GET, json!({"taskId": id}))
+            .await
+            .expect("tasks/get");
+        if done["status"] == "completed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["content"][0]["text"], "Hello, Ada!",
+        "{done}"
+    );
     agg.shutdown().await;
 }

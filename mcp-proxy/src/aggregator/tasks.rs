@@ -9,7 +9,8 @@
 //! `tasks/result` is served from a 2026 upstream by polling its `tasks/get`.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcp_client::{CallOptions, Client};
@@ -18,8 +19,10 @@ use mcp_types::protocol::*;
 use mcp_types::{codes, ErrorObject, Revision};
 use serde_json::{json, Map, Value};
 
+use tokio::sync::{mpsc, watch};
+
 use super::{decode, input_required, strip_hop_meta, upstream_error, Aggregator};
-use crate::bridge::new_state;
+use crate::bridge::{new_state, next_asks, Flight};
 
 /// How long a task without a retention of its own stays routable.
 const DEFAULT_RETENTION: Duration = Duration::from_secs(3600);
@@ -34,6 +37,25 @@ struct Route {
     upstream: usize,
     upstream_id: String,
     expires: Instant,
+    /// A 2025-11-25 upstream task's questions, held for a 2026 host that polls.
+    input: Option<Arc<TaskInput>>,
+}
+
+/// Where a host's answers to a held task's questions arrive.
+type Answers = mpsc::UnboundedReceiver<Map<String, Value>>;
+
+/// A 2025-11-25 task asks its questions only on a `tasks/result` call held open; the
+/// extension shows them as `inputRequests` on `tasks/get` and takes the answers on
+/// `tasks/update`. The gateway holds that call for the 2026 host and carries both ways.
+struct TaskInput {
+    /// The questions open now, by input key.
+    requests: watch::Sender<Option<Map<String, Value>>>,
+    /// The host's answers.
+    answers: mpsc::UnboundedSender<Map<String, Value>>,
+    /// What the held `tasks/result` returned: the task's outcome.
+    outcome: Mutex<Option<Result<Value, ErrorObject>>>,
+    /// The held call ended (a new one is needed if the task asks again).
+    done: AtomicBool,
 }
 
 /// Gateway task id → the upstream task behind it.
@@ -64,10 +86,34 @@ impl TaskTable {
                     upstream,
                     upstream_id,
                     expires: now + retention.min(MAX_RETENTION),
+                    input: None,
                 },
             );
         }
         id
+    }
+
+    /// The held input of task `id`: the live one, or a fresh one with the receiver of its
+    /// answers (the caller starts holding the call).
+    fn input(&self, id: &str) -> Option<(Arc<TaskInput>, Option<Answers>)> {
+        let mut routes = self.routes.lock().ok()?;
+        let route = routes.get_mut(id)?;
+        if let Some(live) = route
+            .input
+            .as_ref()
+            .filter(|i| !i.done.load(Ordering::SeqCst))
+        {
+            return Some((live.clone(), None));
+        }
+        let (answers, rx) = mpsc::unbounded_channel();
+        let fresh = Arc::new(TaskInput {
+            requests: watch::channel(None).0,
+            answers,
+            outcome: Mutex::new(None),
+            done: AtomicBool::new(false),
+        });
+        route.input = Some(fresh.clone());
+        Some((fresh, Some(rx)))
     }
 
     fn get(&self, id: &str) -> Option<Route> {
@@ -172,24 +218,32 @@ impl Aggregator {
         if ctx.revision() == Revision::V2026_07_28 && upstream_rev != Revision::V2026_07_28 {
             match task.status {
                 TaskStatus::Completed | TaskStatus::Failed => {
-                    let outcome = self
-                        .task_request(
-                            i,
-                            method::TASKS_RESULT,
-                            json!({"taskId": route.upstream_id}),
-                        )
-                        .await;
+                    let held = route
+                        .input
+                        .as_ref()
+                        .and_then(|i| i.outcome.lock().ok()?.clone());
+                    let outcome = match held {
+                        Some(o) => o,
+                        None => {
+                            self.task_request(
+                                i,
+                                method::TASKS_RESULT,
+                                json!({"taskId": route.upstream_id}),
+                            )
+                            .await
+                        }
+                    };
                     inline_outcome(&mut task, outcome);
                 }
-                TaskStatus::InputRequired => {
-                    // The questions reach a 2025-11-25 client only on a `tasks/result` call,
-                    // which this gateway does not hold open for a polling host.
-                    task.status = TaskStatus::Working;
-                    task.status_message = Some(format!(
-                        "upstream `{key}` is waiting for input; call the tool without a task \
-                         to answer it through this gateway"
-                    ));
-                }
+                TaskStatus::InputRequired => match self.questions(ctx, gateway_id, &route).await {
+                    Some(requests) => task.input_requests = Some(requests),
+                    None => {
+                        // Asked, but its questions have not reached the gateway yet.
+                        task.status = TaskStatus::Working;
+                        task.status_message =
+                            Some(format!("upstream `{key}` is about to ask for input"));
+                    }
+                },
                 _ => {}
             }
         }
@@ -302,8 +356,39 @@ impl Aggregator {
         Ok(task)
     }
 
-    /// `tasks/update` (a 2026 host): the answers go to a 2026 upstream; a 2025-11-25
-    /// upstream's task never shows `inputRequests` here, so there is nothing to answer.
+    /// The open questions of a 2025-11-25 task waiting for input: holds its `tasks/result`
+    /// (once) and waits briefly for the questions to arrive on it.
+    async fn questions(
+        &self,
+        ctx: &RequestContext,
+        gateway_id: &str,
+        route: &Route,
+    ) -> Option<Map<String, Value>> {
+        let (input, fresh) = self.inner.tasks.input(gateway_id)?;
+        let mut open = input.requests.subscribe();
+        if let Some(answers) = fresh {
+            let params = json!({"taskId": route.upstream_id});
+            match self.launch(route.upstream, method::TASKS_RESULT, params, ctx) {
+                Ok(flight) => {
+                    let wait = self.inner.options.input_timeout;
+                    tokio::spawn(hold(flight, input.clone(), answers, wait));
+                }
+                Err(e) => {
+                    input.done.store(true, Ordering::SeqCst);
+                    tracing::warn!(task = %gateway_id, "cannot hold the task's tasks/result: {e}");
+                    return None;
+                }
+            }
+        }
+        let arrived = tokio::time::timeout(QUESTIONS_WAIT, open.wait_for(Option::is_some)).await;
+        if let Ok(Ok(open)) = arrived {
+            return open.clone();
+        }
+        None
+    }
+
+    /// `tasks/update` (a 2026 host): the answers go to a 2026 upstream, or to the questions
+    /// of a 2025-11-25 upstream's task that the gateway holds.
     pub(super) async fn relay_update_task(
         &self,
         gateway_id: &str,
@@ -312,6 +397,12 @@ impl Aggregator {
         let route = self.route_task(gateway_id)?;
         let i = route.upstream;
         if self.task_client(i)?.revision() != Revision::V2026_07_28 {
+            // Answers to questions no longer open are ignored, as the extension says.
+            if let (Some(input), Some(r)) = (&route.input, responses) {
+                if input.requests.borrow().is_some() {
+                    let _ = input.answers.send(r);
+                }
+            }
             return Ok(());
         }
         let mut params = json!({"taskId": route.upstream_id});
@@ -322,6 +413,56 @@ impl Aggregator {
             .await
             .map(|_| ())
     }
+}
+
+/// How long a `tasks/get` waits for a task's questions to reach the gateway.
+const QUESTIONS_WAIT: Duration = Duration::from_secs(2);
+
+/// Drives a held `tasks/result`: its questions out to the host, the answers back, and its
+/// outcome kept for `tasks/get`. Questions unanswered after `wait` fail upstream.
+async fn hold(mut f: Flight, input: Arc<TaskInput>, mut answers: Answers, wait: Duration) {
+    let mut deadline = None;
+    let outcome = loop {
+        let expiry = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            r = &mut f.call => break r,
+            Some(_) = f.progress.recv() => {}
+            Some(asks) = next_asks(&mut f.asks) => {
+                input.requests.send_replace(Some(f.hand_over(asks)));
+                deadline = Some(tokio::time::Instant::now() + wait);
+            }
+            Some(r) = answers.recv() => {
+                f.answer(&r);
+                input.requests.send_replace(None);
+                deadline = None;
+            }
+            () = expiry => {
+                tracing::warn!("a host never answered a task's questions; they fail upstream");
+                f.pending.clear();
+                input.requests.send_replace(None);
+                deadline = None;
+            }
+        }
+    };
+    // A transport failure is no outcome of the task: `tasks/get` asks again then.
+    let kept = match outcome {
+        Ok(v) => Some(Ok(v)),
+        Err(mcp_client::ClientError::Server(e)) => Some(Err(e)),
+        Err(e) => {
+            tracing::debug!("a held tasks/result ended without the task's outcome: {e}");
+            None
+        }
+    };
+    if let Ok(mut o) = input.outcome.lock() {
+        *o = kept;
+    }
+    input.requests.send_replace(None);
+    input.done.store(true, Ordering::SeqCst);
 }
 
 /// A finished 2025-11-25 task's outcome, inline as the extension carries it. A result
