@@ -990,8 +990,18 @@ impl Aggregator {
                 p.insert("requestState".into(), json!(state));
             }
         }
-        let asks = (client.revision().era() == mcp_types::Era::Legacy)
-            .then(|| u.calls.enter(ctx.client_capabilities().clone()));
+        let asks = (client.revision().era() == mcp_types::Era::Legacy).then(|| {
+            // A held `tasks/result` gets the requests its upstream task makes.
+            let task = (method_name == method::TASKS_RESULT)
+                .then(|| {
+                    params
+                        .get("taskId")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                })
+                .flatten();
+            u.calls.enter(ctx.client_capabilities().clone(), task)
+        });
         let logs = client.notifications();
         let method = method_name.to_owned();
         let name = method.clone();

@@ -5,9 +5,10 @@
 //! real request for a legacy host), and the host's answer goes back upstream when the
 //! host retries with the `requestState` the gateway gave it.
 //!
-//! Legacy JSON-RPC has no link from a server→client request to the call it serves, so
-//! the most recent call in flight on that upstream gets it (with one call in flight, as
-//! is usual for an agent, that is exact; with more a warning is logged).
+//! Legacy JSON-RPC links a server→client request to the call it serves only for tasks
+//! (2025-11-25 `related-task`): such a request goes to the held `tasks/result` of its
+//! task. Any other goes to the most recent call in flight on that upstream (with one call
+//! in flight, as is usual for an agent, that is exact; with more a warning is logged).
 
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,7 +29,14 @@ pub(crate) struct Ask {
     reply: oneshot::Sender<Result<Value, ErrorObject>>,
 }
 
-type Slot = (u64, ClientCapabilities, mpsc::UnboundedSender<Ask>);
+/// A call in flight: its id, the upstream task it waits on (a held `tasks/result`), the
+/// capabilities its host declared, and where its upstream's requests go.
+type Slot = (
+    u64,
+    Option<String>,
+    ClientCapabilities,
+    mpsc::UnboundedSender<Ask>,
+);
 
 /// The host calls in flight on one upstream that its requests can be routed to.
 #[derive(Default)]
@@ -46,21 +54,23 @@ pub(crate) struct SlotGuard {
 impl Drop for SlotGuard {
     fn drop(&mut self) {
         if let Ok(mut s) = self.calls.slots.lock() {
-            s.retain(|(id, _, _)| *id != self.id);
+            s.retain(|(id, ..)| *id != self.id);
         }
     }
 }
 
 impl Calls {
-    /// Registers a call made for a host that declared `caps`.
+    /// Registers a call made for a host that declared `caps` (waiting on upstream task
+    /// `task`, for a held `tasks/result`).
     pub(crate) fn enter(
         self: &Arc<Self>,
         caps: ClientCapabilities,
+        task: Option<String>,
     ) -> (SlotGuard, mpsc::UnboundedReceiver<Ask>) {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::unbounded_channel();
         if let Ok(mut s) = self.slots.lock() {
-            s.push((id, caps, tx));
+            s.push((id, task, caps, tx));
         }
         (
             SlotGuard {
@@ -71,23 +81,53 @@ impl Calls {
         )
     }
 
+    /// The call an upstream request belongs to: the one waiting on the task the request
+    /// names (2025-11-25 `related-task`), else the latest call that waits on no task.
+    fn slot_for(&self, method: &str, task: Option<&str>) -> Option<Slot> {
+        let s = self.slots.lock().ok()?;
+        if let Some(t) = task {
+            if let Some(slot) = s.iter().rev().find(|x| x.1.as_deref() == Some(t)) {
+                return Some(slot.clone());
+            }
+        }
+        let plain = s.iter().filter(|x| x.1.is_none()).count();
+        if plain > 1 || (plain == 0 && s.len() > 1) {
+            tracing::warn!(
+                method,
+                calls = s.len(),
+                "several calls in flight on this upstream; its request goes to the latest"
+            );
+        }
+        s.iter()
+            .rev()
+            .find(|x| x.1.is_none())
+            .or_else(|| s.last())
+            .cloned()
+    }
+
     async fn ask(
         &self,
         method: &'static str,
-        params: Value,
+        mut params: Value,
         wait: Duration,
     ) -> Result<Value, ErrorObject> {
-        let slot = self.slots.lock().ok().and_then(|s| {
-            if s.len() > 1 {
-                tracing::warn!(
-                    method,
-                    calls = s.len(),
-                    "several calls in flight on this upstream; its request goes to the latest"
-                );
+        // The upstream's task id is the gateway's to route by; hosts know tasks by other ids.
+        let task = params
+            .get_mut("_meta")
+            .and_then(Value::as_object_mut)
+            .and_then(|m| m.remove(mcp_types::meta::RELATED_TASK))
+            .and_then(|t| t.get("taskId")?.as_str().map(str::to_owned));
+        if params
+            .get("_meta")
+            .and_then(Value::as_object)
+            .is_some_and(|m| m.is_empty())
+        {
+            if let Some(p) = params.as_object_mut() {
+                p.remove("_meta");
             }
-            s.last().cloned()
-        });
-        let Some((_, caps, tx)) = slot else {
+        }
+        let slot = self.slot_for(method, task.as_deref());
+        let Some((_, _, caps, tx)) = slot else {
             return Err(ErrorObject::new(
                 codes::METHOD_NOT_FOUND,
                 format!("{method} is answered by a host only during a call through this gateway"),

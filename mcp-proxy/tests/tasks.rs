@@ -29,6 +29,8 @@ struct Job {
     started: Instant,
     cancelled: bool,
     asks: bool,
+    /// Who `ask` asks (its `who` argument), so each question is told apart.
+    who: String,
     name: Option<String>,
 }
 
@@ -137,6 +139,12 @@ impl ServerHandler for Jobs {
                 started: Instant::now(),
                 cancelled: false,
                 asks: p.name == "ask",
+                who: p
+                    .arguments
+                    .as_ref()
+                    .and_then(|a| a.get("who")?.as_str())
+                    .unwrap_or("you")
+                    .to_owned(),
                 name: None,
             };
             tasks.insert(id.clone(), job);
@@ -166,11 +174,13 @@ impl ServerHandler for Jobs {
                 .and_then(Value::as_str)
                 .map(str::to_owned);
             let Some(name) = answered.or(job.name) else {
+                // Late, so that questions of tasks held at once are in flight together.
+                tokio::time::sleep(Duration::from_millis(200)).await;
                 let mut requests = Map::new();
                 requests.insert(
                     "name".into(),
                     json!({"method": "elicitation/create", "params": {
-                        "message": "What is your name?",
+                        "message": format!("What is your name, {}?", job.who),
                         "requestedSchema": {"type": "object",
                             "properties": {"name": {"type": "string"}}, "required": ["name"]}
                     }}),
@@ -409,7 +419,7 @@ async fn a_2026_host_answers_a_legacy_task_s_question_through_tasks_update() {
     assert_eq!(requests.len(), 1, "{asking}");
     let (key, question) = requests.iter().next().expect("one");
     assert_eq!(question["method"], "elicitation/create");
-    assert_eq!(question["params"]["message"], "What is your name?");
+    assert_eq!(question["params"]["message"], "What is your name, you?");
 
     let mut answers = Map::new();
     answers.insert(
@@ -439,5 +449,75 @@ async fn a_2026_host_answers_a_legacy_task_s_question_through_tasks_update() {
         done["result"]["content"][0]["text"], "Hello, Ada!",
         "{done}"
     );
+    agg.shutdown().await;
+}
+
+/// Polls until the task asks, and answers its one question with `name`.
+async fn answer(host: &Client, id: &str, name: &str) -> String {
+    let asking = settled(host, id).await;
+    assert_eq!(asking["status"], "input_required", "{asking}");
+    let requests = asking["inputRequests"].as_object().expect("inputRequests");
+    assert_eq!(requests.len(), 1, "{asking}");
+    let (key, question) = requests.iter().next().expect("one");
+    let mut answers = Map::new();
+    answers.insert(
+        key.clone(),
+        json!({"action": "accept", "content": {"name": name}}),
+    );
+    request(
+        host,
+        method::TASKS_UPDATE,
+        json!({"taskId": id, "inputResponses": answers}),
+    )
+    .await
+    .expect("tasks/update");
+    question["params"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn each_task_s_question_reaches_the_host_of_that_task() {
+    let agg = gateway().await;
+    let mut capabilities = takes_tasks();
+    capabilities.elicitation = Some(Map::new());
+    let options = ClientOptions {
+        era: EraChoice::Modern,
+        capabilities,
+        ..Default::default()
+    };
+    let (a, b) = (
+        host(&agg, NoHandler, options.clone()).await,
+        host(&agg, NoHandler, options).await,
+    );
+    let mut ids = Vec::new();
+    for (h, who) in [(&a, "first"), (&b, "second")] {
+        let created = request(
+            h,
+            method::TOOLS_CALL,
+            json!({"name": "jobs__ask", "arguments": {"who": who}}),
+        )
+        .await
+        .expect("tools/call");
+        ids.push(created["taskId"].as_str().expect("taskId").to_owned());
+    }
+    // Both hosts poll at once: the upstream asks both questions while both calls are held.
+    let (qa, qb) = tokio::join!(answer(&a, &ids[0], "Ada"), answer(&b, &ids[1], "Bob"));
+    assert_eq!(qa, "What is your name, first?");
+    assert_eq!(qb, "What is your name, second?");
+    for (h, id, greeting) in [(&a, &ids[0], "Hello, Ada!"), (&b, &ids[1], "Hello, Bob!")] {
+        let mut done = Value::Null;
+        for _ in 0..100 {
+            done = request(h, method::TASKS_GET, json!({"taskId": id}))
+                .await
+                .expect("tasks/get");
+            if done["status"] == "completed" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(done["result"]["content"][0]["text"], greeting, "{done}");
+    }
     agg.shutdown().await;
 }

@@ -221,6 +221,8 @@ pub struct RequestContext {
     pub(crate) request_state: Option<String>,
     pub(crate) progress_token: Option<ProgressToken>,
     pub(crate) task: Option<TaskMetadata>,
+    /// The task whose `tasks/result` this is: requests made for it name it (2025-11-25).
+    pub(crate) related_task: Option<String>,
     pub(crate) log_level: Option<LoggingLevel>,
     pub(crate) notifier: Notifier,
     pub(crate) cancelled: Arc<Cancellation>,

@@ -210,6 +210,7 @@ impl Session {
                 .get(meta::PROGRESS_TOKEN)
                 .and_then(|t| serde_json::from_value(t.clone()).ok()),
             task: None,
+            related_task: None,
             log_level,
             notifier: Notifier {
                 peer: peer.clone(),
@@ -328,6 +329,8 @@ impl Session {
             }
             method::TASKS_RESULT => {
                 let p: TaskRequestParams = decode(m, params)?;
+                let mut ctx = ctx;
+                ctx.related_task = Some(p.task_id.clone());
                 let out = self
                     .with_input(peer, ctx, |ctx| {
                         let (h, p) = (h.clone(), p.clone());
@@ -491,8 +494,15 @@ impl Session {
             }
             let mut answers = Map::new();
             for (key, r) in requests {
+                let mut params = r.params.clone().unwrap_or_else(|| json!({}));
+                if let (Some(task), Value::Object(p)) = (&ctx.related_task, &mut params) {
+                    // 2025-11-25: a request made for a task names it.
+                    if let Value::Object(m) = p.entry("_meta").or_insert_with(|| json!({})) {
+                        m.insert(meta::RELATED_TASK.into(), json!({"taskId": task}));
+                    }
+                }
                 let params = Translator::canonical_to(ctx.revision)
-                    .params(&r.method, r.params.clone().unwrap_or_else(|| json!({})))
+                    .params(&r.method, params)
                     .map_err(|e| {
                         internal(format!(
                             "cannot ask a {} client for {}: {e}",
