@@ -234,11 +234,34 @@ async fn gateway() -> Aggregator {
         .expect("starts")
 }
 
-fn takes_tasks() -> ClientCapabilities {
-    ClientCapabilities {
+/// A 2026 host that declared the tasks extension (and elicitation, if `elicits`).
+async fn task_host(agg: &Aggregator, elicits: bool) -> Client {
+    let capabilities = ClientCapabilities {
         extensions: json!({TASKS_EXTENSION: {}}).as_object().cloned(),
+        elicitation: elicits.then(Map::new),
         ..Default::default()
+    };
+    let options = ClientOptions {
+        era: EraChoice::Modern,
+        capabilities,
+        ..Default::default()
+    };
+    host(agg, NoHandler, options).await
+}
+
+/// Polls `tasks/get` until the task is completed (or gives up) and returns its state.
+async fn completed(host: &Client, id: &str) -> Value {
+    let mut state = Value::Null;
+    for _ in 0..100 {
+        state = request(host, method::TASKS_GET, json!({"taskId": id}))
+            .await
+            .expect("tasks/get");
+        if state["status"] == "completed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    state
 }
 
 async fn request(host: &Client, m: &str, params: Value) -> Result<Value, ClientError> {
@@ -262,12 +285,7 @@ async fn settled(host: &Client, id: &str) -> Value {
 #[tokio::test]
 async fn a_2026_host_that_takes_tasks_sees_the_upstream_task_and_its_result_inline() {
     let agg = gateway().await;
-    let options = ClientOptions {
-        era: EraChoice::Modern,
-        capabilities: takes_tasks(),
-        ..Default::default()
-    };
-    let host = host(&agg, NoHandler, options).await;
+    let host = task_host(&agg, false).await;
     let declared = host.server().capabilities.extensions.clone();
     assert!(
         declared.is_some_and(|e| e.contains_key(TASKS_EXTENSION)),
@@ -369,12 +387,7 @@ async fn hosts_that_take_no_tasks_get_the_result_as_from_an_ordinary_tool() {
 #[tokio::test]
 async fn a_relayed_task_can_be_cancelled_and_only_gateway_ids_route() {
     let agg = gateway().await;
-    let options = ClientOptions {
-        era: EraChoice::Modern,
-        capabilities: takes_tasks(),
-        ..Default::default()
-    };
-    let host = host(&agg, NoHandler, options).await;
+    let host = task_host(&agg, false).await;
     let created = request(&host, method::TOOLS_CALL, json!({"name": "jobs__build"}))
         .await
         .expect("tools/call");
@@ -401,49 +414,14 @@ async fn a_relayed_task_can_be_cancelled_and_only_gateway_ids_route() {
 #[tokio::test]
 async fn a_2026_host_answers_a_legacy_task_s_question_through_tasks_update() {
     let agg = gateway().await;
-    let mut capabilities = takes_tasks();
-    capabilities.elicitation = Some(Map::new());
-    let options = ClientOptions {
-        era: EraChoice::Modern,
-        capabilities,
-        ..Default::default()
-    };
-    let host = host(&agg, NoHandler, options).await;
+    let host = task_host(&agg, true).await;
     let created = request(&host, method::TOOLS_CALL, json!({"name": "jobs__ask"}))
         .await
         .expect("tools/call");
     let id = created["taskId"].as_str().expect("taskId").to_owned();
-    let asking = settled(&host, &id).await;
-    assert_eq!(asking["status"], "input_required", "{asking}");
-    let requests = asking["inputRequests"].as_object().expect("inputRequests");
-    assert_eq!(requests.len(), 1, "{asking}");
-    let (key, question) = requests.iter().next().expect("one");
-    assert_eq!(question["method"], "elicitation/create");
-    assert_eq!(question["params"]["message"], "What is your name, you?");
-
-    let mut answers = Map::new();
-    answers.insert(
-        key.clone(),
-        json!({"action": "accept", "content": {"name": "Ada"}}),
-    );
-    let ack = request(
-        &host,
-        method::TASKS_UPDATE,
-        json!({"taskId": id, "inputResponses": answers}),
-    )
-    .await
-    .expect("tasks/update");
-    assert_eq!(ack["resultType"], "complete", "{ack}");
-    let mut done = Value::Null;
-    for _ in 0..100 {
-        done = request(&host, method::TASKS_GET, json!({"taskId": id}))
-            .await
-            .expect("tasks/get");
-        if done["status"] == "completed" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let question = answer(&host, &id, "Ada").await;
+    assert_eq!(question, "What is your name, you?");
+    let done = completed(&host, &id).await;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(
         done["result"]["content"][0]["text"], "Hello, Ada!",
@@ -459,18 +437,20 @@ async fn answer(host: &Client, id: &str, name: &str) -> String {
     let requests = asking["inputRequests"].as_object().expect("inputRequests");
     assert_eq!(requests.len(), 1, "{asking}");
     let (key, question) = requests.iter().next().expect("one");
+    assert_eq!(question["method"], "elicitation/create", "{asking}");
     let mut answers = Map::new();
     answers.insert(
         key.clone(),
         json!({"action": "accept", "content": {"name": name}}),
     );
-    request(
+    let ack = request(
         host,
         method::TASKS_UPDATE,
         json!({"taskId": id, "inputResponses": answers}),
     )
     .await
     .expect("tasks/update");
+    assert_eq!(ack["resultType"], "complete", "{ack}");
     question["params"]["message"]
         .as_str()
         .unwrap_or_default()
@@ -480,17 +460,7 @@ async fn answer(host: &Client, id: &str, name: &str) -> String {
 #[tokio::test]
 async fn each_task_s_question_reaches_the_host_of_that_task() {
     let agg = gateway().await;
-    let mut capabilities = takes_tasks();
-    capabilities.elicitation = Some(Map::new());
-    let options = ClientOptions {
-        era: EraChoice::Modern,
-        capabilities,
-        ..Default::default()
-    };
-    let (a, b) = (
-        host(&agg, NoHandler, options.clone()).await,
-        host(&agg, NoHandler, options).await,
-    );
+    let (a, b) = (task_host(&agg, true).await, task_host(&agg, true).await);
     let mut ids = Vec::new();
     for (h, who) in [(&a, "first"), (&b, "second")] {
         let created = request(
@@ -507,16 +477,7 @@ async fn each_task_s_question_reaches_the_host_of_that_task() {
     assert_eq!(qa, "What is your name, first?");
     assert_eq!(qb, "What is your name, second?");
     for (h, id, greeting) in [(&a, &ids[0], "Hello, Ada!"), (&b, &ids[1], "Hello, Bob!")] {
-        let mut done = Value::Null;
-        for _ in 0..100 {
-            done = request(h, method::TASKS_GET, json!({"taskId": id}))
-                .await
-                .expect("tasks/get");
-            if done["status"] == "completed" {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let done = completed(h, id).await;
         assert_eq!(done["result"]["content"][0]["text"], greeting, "{done}");
     }
     agg.shutdown().await;
