@@ -2,7 +2,8 @@
 //! as tasks, reached by a 2026 host that declared the tasks extension (it sees the task,
 //! and the finished task's result inline), by a 2025-11-25 host that asks for a task (it
 //! gets `CreateTaskResult`, `tasks/get` and the blocking `tasks/result`), and by hosts that
-//! take no tasks (they get the result as from an ordinary tool).
+//! take no tasks (they get the result as from an ordinary tool). And the same server
+//! spoken in 2026-07-28 with the tasks extension: its task reaches a 2026 host as it is.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -62,9 +63,15 @@ impl Jobs {
         } else {
             TaskStatus::Working
         };
+        // The extension carries a finished task's result inline (2025-11-25 clients never
+        // see it: their shape has no such member).
+        let result = (status == TaskStatus::Completed && !job.asks)
+            .then(|| json!(built()).as_object().cloned())
+            .flatten();
         Ok(Task {
             task_id: id.to_owned(),
             status,
+            result,
             created_at: "2026-11-30T00:00:00Z".into(),
             last_updated_at: "2026-11-30T00:00:00Z".into(),
             ttl_ms: Some(json!(60000)),
@@ -100,6 +107,7 @@ impl ServerHandler for Jobs {
             tasks: json!({"cancel": {}, "requests": {"tools": {"call": {}}}})
                 .as_object()
                 .cloned(),
+            extensions: json!({TASKS_EXTENSION: {}}).as_object().cloned(),
             ..tools_only()
         }
     }
@@ -125,13 +133,17 @@ impl ServerHandler for Jobs {
         ctx: &RequestContext,
         p: CallToolRequestParams,
     ) -> Result<Outcome<CallToolResult>, ErrorObject> {
-        if ctx.task_requested().is_none() {
+        if p.name == "plain" {
+            assert!(
+                ctx.task_requested().is_none(),
+                "the gateway asked a task of a tool that forbids it"
+            );
             return Ok(Outcome::Complete(built()));
         }
-        assert_ne!(
-            p.name, "plain",
-            "the gateway asked a task of a tool that forbids it"
-        );
+        // 2025-11-25: the client asked for a task; 2026: the client takes tasks.
+        if !ctx.accepts_task() {
+            return Ok(Outcome::Complete(built()));
+        }
         let id = {
             let mut tasks = self.tasks.lock().expect("lock");
             let id = (tasks.len() + 1).to_string();
@@ -222,8 +234,13 @@ impl ServerHandler for Jobs {
 }
 
 async fn gateway() -> Aggregator {
+    gateway_to(Revision::V2025_11_25).await
+}
+
+/// The gateway in front of `Jobs` spoken in `revision`.
+async fn gateway_to(revision: Revision) -> Aggregator {
     let jobs = UpstreamConfig {
-        revision: Some(Revision::V2025_11_25),
+        revision: Some(revision),
         ..UpstreamConfig::new(
             "jobs",
             UpstreamTransport::InProcess(Server::new(Jobs::default())),
@@ -244,6 +261,15 @@ async fn task_host(agg: &Aggregator, elicits: bool) -> Client {
     let options = ClientOptions {
         era: EraChoice::Modern,
         capabilities,
+        ..Default::default()
+    };
+    host(agg, NoHandler, options).await
+}
+
+/// A host of `era` that declares nothing.
+async fn host_of(agg: &Aggregator, era: EraChoice) -> Client {
+    let options = ClientOptions {
+        era,
         ..Default::default()
     };
     host(agg, NoHandler, options).await
@@ -366,15 +392,7 @@ async fn a_2025_11_25_host_that_asks_gets_the_task_and_its_blocking_result() {
 async fn hosts_that_take_no_tasks_get_the_result_as_from_an_ordinary_tool() {
     let agg = gateway().await;
     for era in [EraChoice::Modern, EraChoice::Legacy(Revision::V2024_11_05)] {
-        let host = host(
-            &agg,
-            NoHandler,
-            ClientOptions {
-                era,
-                ..Default::default()
-            },
-        )
-        .await;
+        let host = host_of(&agg, era).await;
         let r = host
             .call_tool("jobs__build", Map::new())
             .await
@@ -480,5 +498,41 @@ async fn each_task_s_question_reaches_the_host_of_that_task() {
         let done = completed(h, id).await;
         assert_eq!(done["result"]["content"][0]["text"], greeting, "{done}");
     }
+    agg.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_2026_upstream_s_task_reaches_a_2026_host_as_it_is() {
+    let agg = gateway_to(Revision::V2026_07_28).await;
+    let host = task_host(&agg, false).await;
+    let created = request(&host, method::TOOLS_CALL, json!({"name": "jobs__quick"}))
+        .await
+        .expect("tools/call");
+    assert_eq!(created["resultType"], "task", "{created}");
+    let id = created["taskId"].as_str().expect("taskId").to_owned();
+    assert_ne!(id, "1", "the upstream's own id is not shown");
+    let done = completed(&host, &id).await;
+    assert_eq!(done["result"]["content"][0]["text"], "built", "{done}");
+
+    let created = request(&host, method::TOOLS_CALL, json!({"name": "jobs__build"}))
+        .await
+        .expect("tools/call");
+    let id = created["taskId"].as_str().expect("taskId").to_owned();
+    let ack = request(&host, method::TASKS_CANCEL, json!({"taskId": id}))
+        .await
+        .expect("tasks/cancel");
+    assert_eq!(ack["resultType"], "complete", "{ack}");
+    let state = request(&host, method::TASKS_GET, json!({"taskId": id}))
+        .await
+        .expect("tasks/get");
+    assert_eq!(state["status"], "cancelled", "{state}");
+
+    // A host without the extension is not told of it upstream: no task is made for it.
+    let plain_host = host_of(&agg, EraChoice::Modern).await;
+    let r = plain_host
+        .call_tool("jobs__quick", Map::new())
+        .await
+        .expect("called");
+    assert_eq!(text(&r.result), "built");
     agg.shutdown().await;
 }

@@ -5,8 +5,9 @@
 //! the upstream), so hosts cannot reach tasks of other upstreams or of other hosts by
 //! guessing, and two upstreams' equal ids never meet. Each era's shape is bridged:
 //! the extension's `tasks/get` carries a finished task's outcome inline, which a
-//! 2025-11-25 upstream gives only through `tasks/result`; a 2025-11-25 host's blocking
-//! `tasks/result` is served from a 2026 upstream by polling its `tasks/get`.
+//! 2025-11-25 upstream gives only through `tasks/result`, and its questions, which it asks
+//! only on a `tasks/result` held open, are shown as `inputRequests` and answered with
+//! `tasks/update`. A 2026 upstream's task reaches a 2026 host as it is.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -253,8 +254,9 @@ impl Aggregator {
     }
 
     /// `tasks/result` (a 2025-11-25 host): what the task's request returns, once it ends.
-    /// From a 2025-11-25 upstream the blocking call is relayed (its questions reach the host
-    /// as for any call); from a 2026 upstream its `tasks/get` is polled.
+    /// The blocking call is relayed, and the task's questions reach the host as for any
+    /// call. (Only a 2025-11-25 upstream makes tasks for a 2025-11-25 host: a 2026 tool
+    /// declares no `taskSupport`, so such a host cannot ask one for a task.)
     pub(super) async fn relay_task_result(
         &self,
         ctx: &RequestContext,
@@ -263,71 +265,25 @@ impl Aggregator {
         let route = self.route_task(gateway_id)?;
         let i = route.upstream;
         let key = self.inner.upstreams[i].config.key.clone();
-        if self.task_client(i)?.revision() != Revision::V2026_07_28 {
-            let v = self
-                .upstream_call(
-                    i,
-                    method::TASKS_RESULT,
-                    json!({"taskId": route.upstream_id}),
-                    ctx,
-                )
-                .await
-                .map_err(|e| upstream_error(&key, e))?;
-            if let Some(ir) = input_required(&key, &v)? {
-                return Ok(Outcome::InputRequired(ir));
-            }
-            return Ok(Outcome::Complete(without_hop_meta(v)));
+        if self.task_client(i)?.revision() == Revision::V2026_07_28 {
+            return Err(ErrorObject::new(
+                codes::INVALID_PARAMS,
+                format!("Task {gateway_id:?} is a 2026-07-28 task of upstream `{key}`: follow it with tasks/get"),
+            ));
         }
-        let deadline = Instant::now() + self.inner.options.call_timeout;
-        loop {
-            let v = self
-                .task_request(i, method::TASKS_GET, json!({"taskId": route.upstream_id}))
-                .await?;
-            let task: Task = decode(&key, v)?;
-            match task.status {
-                TaskStatus::Completed => {
-                    let result = task.result.unwrap_or_default();
-                    return Ok(Outcome::Complete(without_hop_meta(Value::Object(result))));
-                }
-                TaskStatus::Failed => {
-                    return Err(task
-                        .error
-                        .and_then(|e| serde_json::from_value(e).ok())
-                        .unwrap_or_else(|| {
-                            ErrorObject::new(
-                                codes::INTERNAL_ERROR,
-                                format!("upstream `{key}`'s task failed without saying why"),
-                            )
-                        }))
-                }
-                TaskStatus::Cancelled => {
-                    return Err(ErrorObject::new(
-                        codes::INTERNAL_ERROR,
-                        format!("upstream `{key}`'s task was cancelled"),
-                    ))
-                }
-                _ if Instant::now() >= deadline || ctx.is_cancelled() => {
-                    return Err(ErrorObject::new(
-                        codes::INTERNAL_ERROR,
-                        format!(
-                            "upstream `{key}`'s task did not end within {:?}",
-                            self.inner.options.call_timeout
-                        ),
-                    ))
-                }
-                _ => {
-                    let wait = task
-                        .poll_interval_ms
-                        .and_then(|n| n.as_u64())
-                        .unwrap_or(500)
-                        .clamp(50, 5000);
-                    tokio::select! {
-                        () = tokio::time::sleep(Duration::from_millis(wait)) => {}
-                        () = ctx.cancelled() => {}
-                    }
-                }
-            }
+        let v = self
+            .upstream_call(
+                i,
+                method::TASKS_RESULT,
+                json!({"taskId": route.upstream_id}),
+                ctx,
+            )
+            .await
+            .map_err(|e| upstream_error(&key, e))?;
+        if let Some(ir) = input_required(&key, &v)? {
+            return Ok(Outcome::InputRequired(ir));
         }
+        Ok(Outcome::Complete(without_hop_meta(v)))
     }
 
     /// `tasks/cancel`: relayed; the task's state after it (a 2026 upstream only
