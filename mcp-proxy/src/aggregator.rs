@@ -801,14 +801,11 @@ impl Aggregator {
             return self.relay_created(i, value);
         }
         if let Some(task_id) = as_task.then(|| created_task_id(&value)).flatten() {
-            // `tasks/result` blocks until the task ends; the upstream's questions arrive on it.
-            value = match self
-                .upstream_call(i, method::TASKS_RESULT, json!({"taskId": task_id}), ctx)
-                .await
-            {
+            value = match self.await_task(i, &task_id, ctx).await {
                 Ok(v) => v,
                 Err(e) => {
-                    if ctx.is_cancelled() {
+                    // The host gave up, or the gateway did: the task should not run on.
+                    if ctx.is_cancelled() || matches!(e, ClientError::Timeout(_)) {
                         let _ = self
                             .upstream_call(i, method::TASKS_CANCEL, json!({"taskId": task_id}), ctx)
                             .await;

@@ -68,9 +68,11 @@ impl Jobs {
         let result = (status == TaskStatus::Completed && !job.asks)
             .then(|| json!(built()).as_object().cloned())
             .flatten();
+        let status_message = (status == TaskStatus::Working).then(|| "building".to_owned());
         Ok(Task {
             task_id: id.to_owned(),
             status,
+            status_message,
             result,
             created_at: "2026-11-30T00:00:00Z".into(),
             last_updated_at: "2026-11-30T00:00:00Z".into(),
@@ -385,6 +387,28 @@ async fn a_2025_11_25_host_that_asks_gets_the_task_and_its_blocking_result() {
         matches!(&refused, Err(ClientError::Server(e)) if e.code == codes::METHOD_NOT_FOUND),
         "{refused:?}"
     );
+    agg.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_host_that_calls_plainly_hears_the_polled_task_s_status_as_progress() {
+    let agg = gateway().await;
+    let host = host_of(&agg, EraChoice::Legacy(Revision::V2025_06_18)).await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let opts = CallOptions {
+        progress: Some(tx),
+        ..Default::default()
+    };
+    let r = host
+        .request(method::TOOLS_CALL, json!({"name": "jobs__build"}), &opts)
+        .await
+        .expect("tools/call");
+    assert_eq!(r["content"][0]["text"], "built", "{r}");
+    let mut messages = Vec::new();
+    while let Ok(p) = rx.try_recv() {
+        messages.extend(p.message);
+    }
+    assert_eq!(messages, ["building"], "one status message, relayed once");
     agg.shutdown().await;
 }
 

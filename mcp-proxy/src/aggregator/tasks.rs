@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcp_client::{CallOptions, Client};
+use mcp_client::{CallOptions, Client, ClientError};
 use mcp_server::{Outcome, RequestContext};
 use mcp_types::protocol::*;
 use mcp_types::{codes, ErrorObject, Revision};
@@ -180,6 +180,63 @@ impl Aggregator {
             .request(method_name, params, &opts)
             .await
             .map_err(|e| upstream_error(&self.inner.upstreams[i].config.key, e))
+    }
+
+    /// Follows an upstream task to its end for a host that called plainly: polls
+    /// `tasks/get` at the task's interval (its status messages reach the host as progress),
+    /// then fetches `tasks/result`: at once for a task that ended, held open for one that
+    /// waits for input, whose questions reach the host as in any call.
+    pub(super) async fn await_task(
+        &self,
+        i: usize,
+        task_id: &str,
+        ctx: &RequestContext,
+    ) -> Result<Value, ClientError> {
+        let u = &self.inner.upstreams[i];
+        let client = u
+            .client()
+            .ok_or_else(|| ClientError::Negotiation(u.unavailable()))?;
+        let limit = self.inner.options.call_timeout;
+        let opts = CallOptions {
+            timeout: Some(limit),
+            ..Default::default()
+        };
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut said: Option<String> = None;
+        let mut step = 0u32;
+        loop {
+            let v = client
+                .request(method::TASKS_GET, json!({"taskId": task_id}), &opts)
+                .await?;
+            // A state that does not read as a task: `tasks/result` will say what happened.
+            let Ok(task) = serde_json::from_value::<Task>(v) else {
+                break;
+            };
+            if task.status != TaskStatus::Working {
+                break;
+            }
+            if task.status_message.is_some() && task.status_message != said {
+                step += 1;
+                ctx.progress(f64::from(step), None, task.status_message.as_deref())
+                    .await;
+                said = task.status_message;
+            }
+            let wait = task
+                .poll_interval
+                .or(task.poll_interval_ms)
+                .and_then(|n| n.as_u64())
+                .unwrap_or(500)
+                .clamp(50, 5000);
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(wait)) => {}
+                () = ctx.cancelled() => return Err(ClientError::Cancelled),
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(ClientError::Timeout(limit));
+            }
+        }
+        self.upstream_call(i, method::TASKS_RESULT, json!({"taskId": task_id}), ctx)
+            .await
     }
 
     /// Shows an upstream's new task to the host under a gateway id.
