@@ -1305,10 +1305,11 @@ impl ServerHandler for Aggregator {
 
     async fn update_task(
         &self,
-        _ctx: &RequestContext,
+        ctx: &RequestContext,
         p: TaskRequestParams,
     ) -> Result<(), ErrorObject> {
-        self.relay_update_task(&p.task_id, p.input_responses).await
+        self.relay_update_task(ctx, &p.task_id, p.input_responses)
+            .await
     }
 
     async fn list_tools(

@@ -319,6 +319,10 @@ async fn a_2026_host_that_takes_tasks_sees_the_upstream_task_and_its_result_inli
         declared.is_some_and(|e| e.contains_key(TASKS_EXTENSION)),
         "the gateway declares the tasks extension"
     );
+    assert!(
+        host.server().capabilities.tasks.is_none(),
+        "2026-07-28 has no `tasks` capability slot"
+    );
     for name in ["jobs__build", "jobs__quick"] {
         let created = request(&host, method::TOOLS_CALL, json!({"name": name}))
             .await
@@ -349,6 +353,10 @@ async fn a_2025_11_25_host_that_asks_gets_the_task_and_its_blocking_result() {
     };
     let host = host(&agg, NoHandler, options).await;
     assert!(host.server().capabilities.tasks.is_some());
+    assert!(
+        host.server().capabilities.extensions.is_none(),
+        "2025-11-25 has no `extensions` capability"
+    );
     let tools = host.list_tools().await.expect("tools");
     let build = tools
         .iter()

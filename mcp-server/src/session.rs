@@ -321,6 +321,16 @@ impl Session {
                 }
                 outcome_value(out)
             }
+            // The extension's methods are only for a client that negotiated it.
+            method::TASKS_GET | method::TASKS_CANCEL | method::TASKS_UPDATE
+                if ctx.revision == Revision::V2026_07_28 && !ctx.accepts_task() =>
+            {
+                Err(ErrorObject::new(
+                    codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    format!("Missing required client capability: extension {TASKS_EXTENSION}"),
+                )
+                .with_data(json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}})))
+            }
             method::TASKS_GET => to_value(&h.get_task(&ctx, decode(m, params)?).await?),
             method::TASKS_CANCEL => to_value(&h.cancel_task(&ctx, decode(m, params)?).await?),
             method::TASKS_UPDATE => {

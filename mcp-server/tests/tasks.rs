@@ -162,8 +162,32 @@ async fn a_2026_client_with_the_extension_sees_the_task_and_its_inline_outcome()
 
 #[tokio::test]
 async fn a_client_that_did_not_ask_for_tasks_never_gets_one() {
-    let a = converse(&[modern(1, "tools/call", json!({"name": "x"}), false)]).await;
+    let a = converse(&[
+        modern(1, "tools/call", json!({"name": "x"}), false),
+        modern(2, "tasks/get", json!({"taskId": "task-1"}), false),
+        modern(3, "tasks/cancel", json!({"taskId": "task-1"}), false),
+        modern(
+            4,
+            "tasks/update",
+            json!({"taskId": "task-1", "inputResponses": {}}),
+            false,
+        ),
+    ])
+    .await;
     assert_eq!(a[0]["error"]["code"], codes::INTERNAL_ERROR, "{}", a[0]);
+    // The extension's methods need the extension.
+    for answer in &a[1..] {
+        assert_eq!(
+            answer["error"]["code"],
+            codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            "{answer}"
+        );
+        assert!(
+            answer["error"]["data"]["requiredCapabilities"]["extensions"][TASKS_EXTENSION]
+                .is_object(),
+            "{answer}"
+        );
+    }
     let mut lines = legacy("2025-11-25");
     lines.push(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x"}}));
     let a = converse(&lines).await;

@@ -164,14 +164,21 @@ impl Aggregator {
         self.inner.tasks.get(id).ok_or_else(|| unknown_task(id))
     }
 
-    /// One plain request about a task to its upstream.
+    /// One plain request about a task to its upstream, for the host of `ctx` (a 2026
+    /// upstream hears that host's capabilities, the extension among them).
     async fn task_request(
         &self,
+        ctx: &RequestContext,
         i: usize,
         method_name: &str,
-        params: Value,
+        mut params: Value,
     ) -> Result<Value, ErrorObject> {
         let client = self.task_client(i)?;
+        if client.revision() == Revision::V2026_07_28 {
+            params["_meta"] = json!({
+                mcp_types::meta::CLIENT_CAPABILITIES: ctx.client_capabilities()
+            });
+        }
         let opts = CallOptions {
             timeout: Some(self.inner.options.call_timeout),
             ..Default::default()
@@ -269,7 +276,12 @@ impl Aggregator {
         let i = route.upstream;
         let key = self.inner.upstreams[i].config.key.clone();
         let v = self
-            .task_request(i, method::TASKS_GET, json!({"taskId": route.upstream_id}))
+            .task_request(
+                ctx,
+                i,
+                method::TASKS_GET,
+                json!({"taskId": route.upstream_id}),
+            )
             .await?;
         let mut task: Task = decode(&key, v)?;
         let upstream_rev = self.task_client(i)?.revision();
@@ -284,6 +296,7 @@ impl Aggregator {
                         Some(o) => o,
                         None => {
                             self.task_request(
+                                ctx,
                                 i,
                                 method::TASKS_RESULT,
                                 json!({"taskId": route.upstream_id}),
@@ -355,6 +368,7 @@ impl Aggregator {
         let key = self.inner.upstreams[i].config.key.clone();
         let v = self
             .task_request(
+                ctx,
                 i,
                 method::TASKS_CANCEL,
                 json!({"taskId": route.upstream_id}),
@@ -404,6 +418,7 @@ impl Aggregator {
     /// of a 2025-11-25 upstream's task that the gateway holds.
     pub(super) async fn relay_update_task(
         &self,
+        ctx: &RequestContext,
         gateway_id: &str,
         responses: Option<Map<String, Value>>,
     ) -> Result<(), ErrorObject> {
@@ -422,7 +437,7 @@ impl Aggregator {
         if let Some(r) = responses {
             params["inputResponses"] = Value::Object(r);
         }
-        self.task_request(i, method::TASKS_UPDATE, params)
+        self.task_request(ctx, i, method::TASKS_UPDATE, params)
             .await
             .map(|_| ())
     }
