@@ -758,19 +758,22 @@ impl Aggregator {
         let host_takes_task = ctx.accepts_task();
         let as_task = support == TaskSupport::Required
             || (support == TaskSupport::Optional && host_takes_task);
-        let ttl = ctx
-            .task_requested()
-            .and_then(|t| t.ttl.clone())
-            .unwrap_or_else(|| {
-                serde_json::Number::from(self.inner.options.call_timeout.as_millis() as u64)
-            });
+        // A host that follows the task keeps it as long as it (or the upstream) says; one
+        // the gateway follows for a plain host is not kept past the call's time.
+        let ttl = match ctx.task_requested().and_then(|t| t.ttl.clone()) {
+            Some(t) => Some(t),
+            None if host_takes_task => None,
+            None => Some(serde_json::Number::from(
+                self.inner.options.call_timeout.as_millis() as u64,
+            )),
+        };
         let tool_idempotent = tool.is_idempotent();
         let params = CallToolRequestParams {
             name: tool.name.clone(),
             arguments,
             meta: forward_meta(meta),
             task: as_task.then(|| TaskMetadata {
-                ttl: Some(ttl),
+                ttl,
                 ..Default::default()
             }),
             ..Default::default()
@@ -1011,6 +1014,7 @@ impl Aggregator {
             cancel,
             asks,
             pending: Vec::new(),
+            asked: 0,
         })
     }
 
@@ -1225,10 +1229,12 @@ fn decode<T: serde::de::DeserializeOwned>(upstream: &str, v: Value) -> Result<T,
 }
 
 /// Drops per-hop keys from an upstream result's `_meta`: the host's answer comes from the
-/// gateway, which names itself; everything else in `_meta` is kept.
+/// gateway, which names itself, and the upstream's task ids are not the host's;
+/// everything else in `_meta` is kept.
 fn strip_hop_meta(meta: &mut Option<Map<String, Value>>) {
     if let Some(m) = meta {
         m.remove(mcp_types::meta::SERVER_INFO);
+        m.remove(mcp_types::meta::RELATED_TASK);
         if m.is_empty() {
             *meta = None;
         }

@@ -43,6 +43,8 @@ type Slot = (
 pub(crate) struct Calls {
     next: AtomicU64,
     slots: Mutex<Vec<Slot>>,
+    /// Woken when a call enters, for a task's request waiting for its task's call.
+    entered: Notify,
 }
 
 /// Removes a call's slot when the call ends.
@@ -72,6 +74,7 @@ impl Calls {
         if let Ok(mut s) = self.slots.lock() {
             s.push((id, task, caps, tx));
         }
+        self.entered.notify_waiters();
         (
             SlotGuard {
                 calls: self.clone(),
@@ -81,15 +84,35 @@ impl Calls {
         )
     }
 
-    /// The call an upstream request belongs to: the one waiting on the task the request
-    /// names (2025-11-25 `related-task`), else the latest call that waits on no task.
-    fn slot_for(&self, method: &str, task: Option<&str>) -> Option<Slot> {
-        let s = self.slots.lock().ok()?;
-        if let Some(t) = task {
-            if let Some(slot) = s.iter().rev().find(|x| x.1.as_deref() == Some(t)) {
-                return Some(slot.clone());
+    /// The call an upstream request belongs to: for a request that names a task
+    /// (2025-11-25 `related-task`), the call held for that task and no other (it may come
+    /// later: the wait is up to `wait`); else the latest call that waits on no task.
+    async fn slot_for(&self, method: &str, task: Option<&str>, wait: Duration) -> Option<Slot> {
+        let Some(t) = task else {
+            return self.plain_slot(method);
+        };
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let entered = self.entered.notified();
+            tokio::pin!(entered);
+            // Registered before the look, so a call entering in between still wakes us.
+            entered.as_mut().enable();
+            let found = self
+                .slots
+                .lock()
+                .ok()
+                .and_then(|s| s.iter().rev().find(|x| x.1.as_deref() == Some(t)).cloned());
+            if found.is_some() {
+                return found;
+            }
+            if tokio::time::timeout_at(deadline, entered).await.is_err() {
+                return None;
             }
         }
+    }
+
+    fn plain_slot(&self, method: &str) -> Option<Slot> {
+        let s = self.slots.lock().ok()?;
         let plain = s.iter().filter(|x| x.1.is_none()).count();
         if plain > 1 || (plain == 0 && s.len() > 1) {
             tracing::warn!(
@@ -126,7 +149,7 @@ impl Calls {
                 p.remove("_meta");
             }
         }
-        let slot = self.slot_for(method, task.as_deref());
+        let slot = self.slot_for(method, task.as_deref(), wait).await;
         let Some((_, _, caps, tx)) = slot else {
             return Err(ErrorObject::new(
                 codes::METHOD_NOT_FOUND,
@@ -214,6 +237,8 @@ pub(crate) struct Flight {
     pub(crate) asks: Option<(SlotGuard, mpsc::UnboundedReceiver<Ask>)>,
     /// Requests handed to the host, by input key, waiting for the retry.
     pub(crate) pending: Vec<(String, oneshot::Sender<Result<Value, ErrorObject>>)>,
+    /// Requests handed over so far: input keys are never reused within one flight.
+    pub(crate) asked: usize,
 }
 
 /// The next upstream request(s), all that are waiting, as one round.
@@ -234,8 +259,9 @@ impl Flight {
     /// channels for the host's retry.
     pub(crate) fn hand_over(&mut self, asks: Vec<Ask>) -> serde_json::Map<String, Value> {
         let mut requests = serde_json::Map::new();
-        for (n, a) in asks.into_iter().enumerate() {
-            let key = format!("upstream_{n}");
+        for a in asks {
+            let key = format!("upstream_{}", self.asked);
+            self.asked += 1;
             requests.insert(key.clone(), json!({"method": a.method, "params": a.params}));
             self.pending.push((key, a.reply));
         }
@@ -254,6 +280,27 @@ impl Flight {
             });
             let _ = reply.send(answer);
         }
+    }
+
+    /// Hands over the answers present (by input key) and keeps the rest waiting; answers to
+    /// keys not waiting are ignored. Returns the keys answered.
+    pub(crate) fn answer_some(
+        &mut self,
+        responses: &serde_json::Map<String, Value>,
+    ) -> Vec<String> {
+        let mut answered = Vec::new();
+        let mut waiting = Vec::new();
+        for (key, reply) in self.pending.drain(..) {
+            match responses.get(&key) {
+                Some(a) => {
+                    let _ = reply.send(Ok(a.clone()));
+                    answered.push(key);
+                }
+                None => waiting.push((key, reply)),
+            }
+        }
+        self.pending = waiting;
+        answered
     }
 }
 

@@ -29,10 +29,14 @@ const WORK: Duration = Duration::from_millis(300);
 struct Job {
     started: Instant,
     cancelled: bool,
-    asks: bool,
+    /// How many questions it asks (`ask`: one, `ask_twice`: two, in two rounds).
+    asks: usize,
     /// Who `ask` asks (its `who` argument), so each question is told apart.
     who: String,
-    name: Option<String>,
+    /// The answers so far.
+    answers: Vec<String>,
+    /// The retention its client asked for (default: an hour).
+    ttl: Option<serde_json::Number>,
 }
 
 /// A 2025-11-25 upstream: `build` must run as a task, `quick` may, `plain` may not; `ask`
@@ -56,7 +60,7 @@ impl Jobs {
         let job = self.job(id)?;
         let status = if job.cancelled {
             TaskStatus::Cancelled
-        } else if job.asks && job.name.is_none() {
+        } else if job.answers.len() < job.asks {
             TaskStatus::InputRequired
         } else if job.started.elapsed() >= WORK {
             TaskStatus::Completed
@@ -65,7 +69,7 @@ impl Jobs {
         };
         // The extension carries a finished task's result inline (2025-11-25 clients never
         // see it: their shape has no such member).
-        let result = (status == TaskStatus::Completed && !job.asks)
+        let result = (status == TaskStatus::Completed && job.asks == 0)
             .then(|| json!(built()).as_object().cloned())
             .flatten();
         let status_message = (status == TaskStatus::Working).then(|| "building".to_owned());
@@ -76,7 +80,7 @@ impl Jobs {
             result,
             created_at: "2026-11-30T00:00:00Z".into(),
             last_updated_at: "2026-11-30T00:00:00Z".into(),
-            ttl_ms: Some(json!(60000)),
+            ttl_ms: Some(json!(job.ttl.unwrap_or_else(|| 3_600_000.into()))),
             poll_interval_ms: Some(50.into()),
             ..Default::default()
         })
@@ -125,6 +129,7 @@ impl ServerHandler for Jobs {
                 tool("quick", Some(TaskSupport::Optional)),
                 tool("plain", None),
                 tool("ask", Some(TaskSupport::Required)),
+                tool("ask_twice", Some(TaskSupport::Required)),
             ],
             ..Default::default()
         })
@@ -152,14 +157,19 @@ impl ServerHandler for Jobs {
             let job = Job {
                 started: Instant::now(),
                 cancelled: false,
-                asks: p.name == "ask",
+                asks: match p.name.as_str() {
+                    "ask" => 1,
+                    "ask_twice" => 2,
+                    _ => 0,
+                },
                 who: p
                     .arguments
                     .as_ref()
                     .and_then(|a| a.get("who")?.as_str())
                     .unwrap_or("you")
                     .to_owned(),
-                name: None,
+                answers: Vec::new(),
+                ttl: ctx.task_requested().and_then(|t| t.ttl.clone()),
             };
             tasks.insert(id.clone(), job);
             id
@@ -181,20 +191,33 @@ impl ServerHandler for Jobs {
         p: TaskRequestParams,
     ) -> Result<Outcome<Value>, ErrorObject> {
         let job = self.job(&p.task_id)?;
-        if job.asks {
+        if job.asks > 0 {
+            let n = job.answers.len();
             let answered = ctx
-                .input_response("name")
+                .input_response(&format!("q{n}"))
                 .and_then(|a| a.pointer("/content/name"))
                 .and_then(Value::as_str)
                 .map(str::to_owned);
-            let Some(name) = answered.or(job.name) else {
-                // Late, so that questions of tasks held at once are in flight together.
-                tokio::time::sleep(Duration::from_millis(200)).await;
+            let mut answers = job.answers;
+            answers.extend(answered);
+            if let Some(j) = self.tasks.lock().expect("lock").get_mut(&p.task_id) {
+                j.answers = answers.clone();
+                j.started = Instant::now() - WORK;
+            }
+            if answers.len() < job.asks {
+                if answers.is_empty() {
+                    // Late, so that questions of tasks held at once are in flight together.
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                let message = match answers.first() {
+                    None => format!("What is your name, {}?", job.who),
+                    Some(name) => format!("Where are you from, {name}?"),
+                };
                 let mut requests = Map::new();
                 requests.insert(
-                    "name".into(),
+                    format!("q{}", answers.len()),
                     json!({"method": "elicitation/create", "params": {
-                        "message": format!("What is your name, {}?", job.who),
+                        "message": message,
                         "requestedSchema": {"type": "object",
                             "properties": {"name": {"type": "string"}}, "required": ["name"]}
                     }}),
@@ -203,13 +226,14 @@ impl ServerHandler for Jobs {
                     input_requests: Some(requests),
                     ..Default::default()
                 }));
-            };
-            if let Some(j) = self.tasks.lock().expect("lock").get_mut(&p.task_id) {
-                j.name = Some(name.clone());
-                j.started = Instant::now() - WORK;
             }
+            let greeting = match answers.as_slice() {
+                [name] => format!("Hello, {name}!"),
+                [name, place] => format!("Hello, {name} from {place}!"),
+                _ => "Hello!".to_owned(),
+            };
             return Ok(Outcome::Complete(json!({
-                "content": [{"type": "text", "text": format!("Hello, {name}!")}]
+                "content": [{"type": "text", "text": greeting}]
             })));
         }
         loop {
@@ -228,6 +252,12 @@ impl ServerHandler for Jobs {
         _ctx: &RequestContext,
         p: TaskRequestParams,
     ) -> Result<Task, ErrorObject> {
+        if self.state(&p.task_id)?.status.is_terminal() {
+            return Err(ErrorObject::new(
+                codes::INVALID_PARAMS,
+                "Cannot cancel a task in a terminal status",
+            ));
+        }
         if let Some(t) = self.tasks.lock().expect("lock").get_mut(&p.task_id) {
             t.cancelled = true;
         }
@@ -329,12 +359,20 @@ async fn a_2026_host_that_takes_tasks_sees_the_upstream_task_and_its_result_inli
             .expect("tools/call");
         assert_eq!(created["resultType"], "task", "{created}");
         assert_eq!(created["status"], "working", "{created}");
+        // The host follows the task: the gateway does not cut its retention to a call's time.
+        assert_eq!(created["ttlMs"], 3_600_000, "{created}");
         let id = created["taskId"].as_str().expect("taskId").to_owned();
         assert_ne!(id, "1", "the upstream's own id is not shown");
         let done = settled(&host, &id).await;
         assert_eq!(done["status"], "completed", "{done}");
         assert_eq!(done["taskId"], id.as_str());
         assert_eq!(done["result"]["content"][0]["text"], "built", "{done}");
+        assert!(
+            done["result"]["_meta"]
+                .get(mcp_types::meta::RELATED_TASK)
+                .is_none(),
+            "no upstream task id inline: {done}"
+        );
     }
     // A tool that forbids tasks is called plainly, even by a host that takes tasks.
     let plain = request(&host, method::TOOLS_CALL, json!({"name": "jobs__plain"}))
@@ -376,6 +414,10 @@ async fn a_2025_11_25_host_that_asks_gets_the_task_and_its_blocking_result() {
         .expect("CreateTaskResult")
         .to_owned();
     assert_ne!(id, "1");
+    assert_eq!(
+        created["task"]["ttl"], 30000,
+        "the host's retention is asked"
+    );
     let state = request(&host, method::TASKS_GET, json!({"taskId": id}))
         .await
         .expect("tasks/get");
@@ -384,6 +426,11 @@ async fn a_2025_11_25_host_that_asks_gets_the_task_and_its_blocking_result() {
         .await
         .expect("tasks/result");
     assert_eq!(result["content"][0]["text"], "built", "{result}");
+    assert_eq!(
+        result["_meta"][mcp_types::meta::RELATED_TASK]["taskId"],
+        id,
+        "tasks/result names the host's task, not the upstream's: {result}"
+    );
 
     let refused = request(
         &host,
@@ -450,6 +497,11 @@ async fn a_relayed_task_can_be_cancelled_and_only_gateway_ids_route() {
         .await
         .expect("tasks/get");
     assert_eq!(state["status"], "cancelled", "{state}");
+    // Cancelling a task that ended is acknowledged too (the upstream refuses it).
+    let again = request(&host, method::TASKS_CANCEL, json!({"taskId": id}))
+        .await
+        .expect("a second tasks/cancel");
+    assert_eq!(again["resultType"], "complete", "{again}");
 
     for guess in ["1", "mcp-proxy.0000"] {
         let r = request(&host, method::TASKS_GET, json!({"taskId": guess})).await;
@@ -566,5 +618,69 @@ async fn a_2026_upstream_s_task_reaches_a_2026_host_as_it_is() {
         .await
         .expect("called");
     assert_eq!(text(&r.result), "built");
+    agg.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_task_s_later_questions_get_new_keys_and_stray_answers_are_ignored() {
+    let agg = gateway().await;
+    let host = task_host(&agg, true).await;
+    let created = request(
+        &host,
+        method::TOOLS_CALL,
+        json!({"name": "jobs__ask_twice"}),
+    )
+    .await
+    .expect("tools/call");
+    let id = created["taskId"].as_str().expect("taskId").to_owned();
+    let first = settled(&host, &id).await;
+    let first_key = first["inputRequests"]
+        .as_object()
+        .and_then(|r| r.keys().next().cloned())
+        .expect("a first question");
+    // An answer to a key that is not open changes nothing.
+    let stray = request(
+        &host,
+        method::TASKS_UPDATE,
+        json!({"taskId": id, "inputResponses": {"not-asked": {"action": "decline"}}}),
+    )
+    .await
+    .expect("tasks/update");
+    assert_eq!(stray["resultType"], "complete", "{stray}");
+    let still = request(&host, method::TASKS_GET, json!({"taskId": id}))
+        .await
+        .expect("tasks/get");
+    assert_eq!(still["status"], "input_required", "{still}");
+    assert_eq!(still["inputRequests"], first["inputRequests"], "{still}");
+
+    assert_eq!(answer(&host, &id, "Ada").await, "What is your name, you?");
+    let mut second = Value::Null;
+    for _ in 0..100 {
+        second = request(&host, method::TASKS_GET, json!({"taskId": id}))
+            .await
+            .expect("tasks/get");
+        if second["inputRequests"]
+            .as_object()
+            .is_some_and(|r| !r.contains_key(&first_key))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let keys: Vec<&String> = second["inputRequests"]
+        .as_object()
+        .map(|r| r.keys().collect())
+        .unwrap_or_default();
+    assert_eq!(keys.len(), 1, "one new question: {second}");
+    assert_ne!(keys[0], &first_key, "a key is never reused within a task");
+    assert_eq!(
+        answer(&host, &id, "Paris").await,
+        "Where are you from, Ada?"
+    );
+    let done = completed(&host, &id).await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "Hello, Ada from Paris!",
+        "{done}"
+    );
     agg.shutdown().await;
 }

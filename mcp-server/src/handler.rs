@@ -220,6 +220,8 @@ pub struct RequestContext {
     pub(crate) input_responses: Map<String, Value>,
     pub(crate) request_state: Option<String>,
     pub(crate) progress_token: Option<ProgressToken>,
+    /// The last progress value sent for this request (progress must only increase).
+    pub(crate) progress_sent: Arc<std::sync::Mutex<Option<f64>>>,
     pub(crate) task: Option<TaskMetadata>,
     /// The task whose `tasks/result` this is: requests made for it name it (2025-11-25).
     pub(crate) related_task: Option<String>,
@@ -329,6 +331,11 @@ impl RequestContext {
         self.request_state.as_deref()
     }
 
+    /// The last progress value sent for this request, if any.
+    pub fn last_progress(&self) -> Option<f64> {
+        self.progress_sent.lock().ok().and_then(|l| *l)
+    }
+
     /// Whether the client cancelled this request.
     pub fn is_cancelled(&self) -> bool {
         self.cancelled.is_cancelled()
@@ -346,11 +353,19 @@ impl RequestContext {
         let _ = self.notifier.changes.send(what);
     }
 
-    /// Reports progress, if the client asked for it (a `progressToken`).
+    /// Reports progress, if the client asked for it (a `progressToken`). The spec wants
+    /// each value greater than the last: one that is not is dropped.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
         let Some(token) = &self.progress_token else {
             return;
         };
+        if let Ok(mut last) = self.progress_sent.lock() {
+            if last.is_some_and(|l| progress <= l) {
+                tracing::debug!(progress, "progress not sent: not above the last value");
+                return;
+            }
+            *last = Some(progress);
+        }
         let mut params = serde_json::json!({"progressToken": token, "progress": progress});
         if let Some(t) = total {
             params["total"] = t.into();

@@ -209,6 +209,7 @@ impl Session {
             progress_token: meta_obj
                 .get(meta::PROGRESS_TOKEN)
                 .and_then(|t| serde_json::from_value(t.clone()).ok()),
+            progress_sent: Default::default(),
             task: None,
             related_task: None,
             log_level,
@@ -347,7 +348,14 @@ impl Session {
                         async move { h.task_result(&ctx, p).await }
                     })
                     .await?;
-                outcome_value(out)
+                let mut value = outcome_value(out)?;
+                if let Value::Object(o) = &mut value {
+                    // 2025-11-25: the answer to tasks/result names its task.
+                    if let Value::Object(m) = o.entry("_meta").or_insert_with(|| json!({})) {
+                        m.insert(meta::RELATED_TASK.into(), json!({"taskId": p.task_id}));
+                    }
+                }
+                Ok(value)
             }
             method::PROMPTS_GET => {
                 let p: GetPromptRequestParams = decode(m, params)?;

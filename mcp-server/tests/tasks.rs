@@ -214,5 +214,10 @@ async fn a_2025_11_25_client_that_asks_gets_a_create_task_result_and_the_task_me
     assert_eq!(got["status"], "completed", "{got}");
     assert!(got.get("result").is_none(), "{got}");
     assert_eq!(a[3]["result"]["content"][0]["text"], "done", "{}", a[3]);
+    assert_eq!(
+        a[3]["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], "task-1",
+        "{}",
+        a[3]
+    );
     assert_eq!(a[4]["result"]["status"], "cancelled", "{}", a[4]);
 }

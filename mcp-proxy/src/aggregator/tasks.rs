@@ -166,14 +166,17 @@ impl Aggregator {
 
     /// One plain request about a task to its upstream, for the host of `ctx` (a 2026
     /// upstream hears that host's capabilities, the extension among them).
-    async fn task_request(
+    async fn task_call(
         &self,
         ctx: &RequestContext,
         i: usize,
         method_name: &str,
         mut params: Value,
-    ) -> Result<Value, ErrorObject> {
-        let client = self.task_client(i)?;
+    ) -> Result<Value, ClientError> {
+        let u = &self.inner.upstreams[i];
+        let client = u
+            .client()
+            .ok_or_else(|| ClientError::Negotiation(u.unavailable()))?;
         if client.revision() == Revision::V2026_07_28 {
             params["_meta"] = json!({
                 mcp_types::meta::CLIENT_CAPABILITIES: ctx.client_capabilities()
@@ -183,8 +186,18 @@ impl Aggregator {
             timeout: Some(self.inner.options.call_timeout),
             ..Default::default()
         };
-        client
-            .request(method_name, params, &opts)
+        client.request(method_name, params, &opts).await
+    }
+
+    /// [`Self::task_call`], failing as the host's error.
+    async fn task_request(
+        &self,
+        ctx: &RequestContext,
+        i: usize,
+        method_name: &str,
+        params: Value,
+    ) -> Result<Value, ErrorObject> {
+        self.task_call(ctx, i, method_name, params)
             .await
             .map_err(|e| upstream_error(&self.inner.upstreams[i].config.key, e))
     }
@@ -210,7 +223,6 @@ impl Aggregator {
         };
         let deadline = tokio::time::Instant::now() + limit;
         let mut said: Option<String> = None;
-        let mut step = 0u32;
         loop {
             let v = client
                 .request(method::TASKS_GET, json!({"taskId": task_id}), &opts)
@@ -223,8 +235,9 @@ impl Aggregator {
                 break;
             }
             if task.status_message.is_some() && task.status_message != said {
-                step += 1;
-                ctx.progress(f64::from(step), None, task.status_message.as_deref())
+                // Above whatever the upstream's own progress reached.
+                let next = ctx.last_progress().map_or(1.0, |p| p.floor() + 1.0);
+                ctx.progress(next, None, task.status_message.as_deref())
                     .await;
                 said = task.status_message;
             }
@@ -295,13 +308,13 @@ impl Aggregator {
                     let outcome = match held {
                         Some(o) => o,
                         None => {
-                            self.task_request(
-                                ctx,
-                                i,
-                                method::TASKS_RESULT,
-                                json!({"taskId": route.upstream_id}),
-                            )
-                            .await
+                            let params = json!({"taskId": route.upstream_id});
+                            match self.task_call(ctx, i, method::TASKS_RESULT, params).await {
+                                Ok(v) => Ok(v),
+                                Err(ClientError::Server(e)) => Err(e),
+                                // Not the task's outcome: the host asks again later.
+                                Err(e) => return Err(upstream_error(&key, e)),
+                            }
                         }
                     };
                     inline_outcome(&mut task, outcome);
@@ -366,14 +379,18 @@ impl Aggregator {
         let route = self.route_task(gateway_id)?;
         let i = route.upstream;
         let key = self.inner.upstreams[i].config.key.clone();
-        let v = self
-            .task_request(
-                ctx,
-                i,
-                method::TASKS_CANCEL,
-                json!({"taskId": route.upstream_id}),
-            )
-            .await?;
+        let params = json!({"taskId": route.upstream_id});
+        let v = match self.task_call(ctx, i, method::TASKS_CANCEL, params).await {
+            Ok(v) => v,
+            // 2025-11-25 refuses to cancel a task that has ended; the extension acknowledges
+            // any cancel (cancellation is cooperative), so a 2026 host hears the state.
+            Err(ClientError::Server(e))
+                if e.code == codes::INVALID_PARAMS && ctx.revision() == Revision::V2026_07_28 =>
+            {
+                return self.relay_get_task(ctx, gateway_id).await;
+            }
+            Err(e) => return Err(upstream_error(&key, e)),
+        };
         if v.get("taskId").is_none() {
             return self.relay_get_task(ctx, gateway_id).await;
         }
@@ -425,11 +442,9 @@ impl Aggregator {
         let route = self.route_task(gateway_id)?;
         let i = route.upstream;
         if self.task_client(i)?.revision() != Revision::V2026_07_28 {
-            // Answers to questions no longer open are ignored, as the extension says.
+            // Answers to questions not open are ignored, as the extension says.
             if let (Some(input), Some(r)) = (&route.input, responses) {
-                if input.requests.borrow().is_some() {
-                    let _ = input.answers.send(r);
-                }
+                let _ = input.answers.send(r);
             }
             return Ok(());
         }
@@ -450,6 +465,8 @@ const QUESTIONS_WAIT: Duration = Duration::from_secs(2);
 /// outcome kept for `tasks/get`. Questions unanswered after `wait` fail upstream.
 async fn hold(mut f: Flight, input: Arc<TaskInput>, mut answers: Answers, wait: Duration) {
     let mut deadline = None;
+    // Every question open now: a new round adds to it, an answer takes from it.
+    let mut open = Map::new();
     let outcome = loop {
         let expiry = async {
             match deadline {
@@ -461,17 +478,25 @@ async fn hold(mut f: Flight, input: Arc<TaskInput>, mut answers: Answers, wait: 
             r = &mut f.call => break r,
             Some(_) = f.progress.recv() => {}
             Some(asks) = next_asks(&mut f.asks) => {
-                input.requests.send_replace(Some(f.hand_over(asks)));
-                deadline = Some(tokio::time::Instant::now() + wait);
+                open.extend(f.hand_over(asks));
+                input.requests.send_replace(Some(open.clone()));
+                deadline.get_or_insert(tokio::time::Instant::now() + wait);
             }
             Some(r) = answers.recv() => {
-                f.answer(&r);
-                input.requests.send_replace(None);
-                deadline = None;
+                for key in f.answer_some(&r) {
+                    open.remove(&key);
+                }
+                if open.is_empty() {
+                    input.requests.send_replace(None);
+                    deadline = None;
+                } else {
+                    input.requests.send_replace(Some(open.clone()));
+                }
             }
             () = expiry => {
                 tracing::warn!("a host never answered a task's questions; they fail upstream");
                 f.pending.clear();
+                open.clear();
                 input.requests.send_replace(None);
                 deadline = None;
             }
