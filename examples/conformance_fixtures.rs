@@ -3,7 +3,8 @@
 //!
 //! Tools that need the client (sampling, elicitation, roots) are written once in the
 //! multi-round-trip style: a 2026 client gets the `InputRequiredResult`, a legacy client
-//! gets real server→client requests (the server bridges them).
+//! gets real server→client requests (the server bridges them). The tasks extension's
+//! fixtures are in `conformance_tasks`.
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -459,11 +460,15 @@ fn embedded(uri: &str, mime: &str, body: &str) -> ContentBlock {
 /// The conformance fixtures as a [`ServerHandler`].
 pub struct Conformance {
     tools: ToolRegistry,
+    tasks: crate::conformance_tasks::TaskFixtures,
 }
 
 impl Default for Conformance {
     fn default() -> Self {
-        Conformance { tools: tools() }
+        Conformance {
+            tools: tools(),
+            tasks: Default::default(),
+        }
     }
 }
 
@@ -511,6 +516,11 @@ impl ServerHandler for Conformance {
             }),
             logging: Some(Map::new()),
             completions: Some(Map::new()),
+            // 2025-11-25 tasks and the 2026-07-28 extension (each client sees its own).
+            tasks: json!({"cancel": {}, "requests": {"tools": {"call": {}}}})
+                .as_object()
+                .cloned(),
+            extensions: json!({TASKS_EXTENSION: {}}).as_object().cloned(),
             ..Default::default()
         }
     }
@@ -520,7 +530,10 @@ impl ServerHandler for Conformance {
         ctx: &RequestContext,
         params: PaginatedRequestParams,
     ) -> Result<ListToolsResult, ErrorObject> {
-        self.tools.list_tools(ctx, params).await
+        let mut list = self.tools.list_tools(ctx, params).await?;
+        list.tools
+            .extend(crate::conformance_tasks::TaskFixtures::tools());
+        Ok(list)
     }
 
     async fn call_tool(
@@ -528,7 +541,43 @@ impl ServerHandler for Conformance {
         ctx: &RequestContext,
         params: CallToolRequestParams,
     ) -> Result<Outcome<CallToolResult>, ErrorObject> {
-        self.tools.call(ctx, params).await
+        match self.tasks.call(ctx, &params).await {
+            Some(out) => out,
+            None => self.tools.call(ctx, params).await,
+        }
+    }
+
+    async fn get_task(
+        &self,
+        _ctx: &RequestContext,
+        p: TaskRequestParams,
+    ) -> Result<Task, ErrorObject> {
+        self.tasks.get(&p.task_id)
+    }
+
+    async fn task_result(
+        &self,
+        ctx: &RequestContext,
+        p: TaskRequestParams,
+    ) -> Result<Outcome<Value>, ErrorObject> {
+        self.tasks.result(ctx, &p.task_id).await
+    }
+
+    async fn cancel_task(
+        &self,
+        _ctx: &RequestContext,
+        p: TaskRequestParams,
+    ) -> Result<Task, ErrorObject> {
+        self.tasks.cancel(&p.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        _ctx: &RequestContext,
+        p: TaskRequestParams,
+    ) -> Result<(), ErrorObject> {
+        self.tasks
+            .update(&p.task_id, p.input_responses.unwrap_or_default())
     }
 
     async fn list_prompts(

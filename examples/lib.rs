@@ -1,6 +1,7 @@
 //! Shared code of the examples, kept here so tests can drive it.
 
 mod conformance_fixtures;
+mod conformance_tasks;
 mod echo_tools;
 mod notes_tools;
 pub use conformance_fixtures::Conformance;

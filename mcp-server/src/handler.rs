@@ -321,7 +321,8 @@ impl RequestContext {
         }
     }
 
-    /// The 2025-11-25 `task` param: the client asked for this request to run as a task.
+    /// The 2025-11-25 `task` param: the client asked for this request to run as a task
+    /// (`None` in other revisions, where the param means nothing).
     pub fn task_requested(&self) -> Option<&TaskMetadata> {
         self.task.as_ref()
     }

@@ -307,7 +307,11 @@ impl Session {
                 let p: CallToolRequestParams = decode(m, params)?;
                 let mut ctx =
                     with_retry_input(ctx, p.input_responses.clone(), p.request_state.clone());
-                ctx.task = p.task.clone();
+                // `task` is a 2025-11-25 param; a 2026 client's stray one is ignored.
+                ctx.task = p
+                    .task
+                    .clone()
+                    .filter(|_| ctx.revision == Revision::V2025_11_25);
                 let accepts_task = ctx.accepts_task();
                 let out = self
                     .with_input(peer, ctx, |ctx| {
