@@ -110,9 +110,9 @@ async fn serve(program: &str, args: &[&str]) -> (tokio::process::Child, String) 
 
 /// The tasks extension's scenarios (SEP-2663). The suite does not score them yet
 /// ("pending against the reference fixture"), so each is run by name and must pass.
-/// `tasks-request-headers` is left out: it checks `Mcp-Name` headers, which the server
-/// does not validate yet; `tasks-status-notifications` is skipped by the suite itself.
-const TASKS_SCENARIOS: [&str; 8] = [
+/// (`tasks-status-notifications` is skipped by the suite itself.)
+const TASKS_SCENARIOS: [&str; 9] = [
+    "tasks-request-headers",
     "tasks-lifecycle",
     "tasks-capability-negotiation",
     "tasks-wire-fields",

@@ -217,12 +217,7 @@ impl Shared {
     fn mirror(&self, h: &mut HeaderMap, r: &mcp_types::Request) {
         set(h, headers::METHOD, &r.method);
         let params: serde_json::Map<String, Value> = r.params_as().unwrap_or_default();
-        let name_field = match r.method.as_str() {
-            method::TOOLS_CALL | method::PROMPTS_GET => Some("name"),
-            method::RESOURCES_READ => Some("uri"),
-            _ => None,
-        };
-        if let Some(name) = name_field
+        if let Some(name) = headers::name_member(&r.method)
             .and_then(|f| params.get(f))
             .and_then(Value::as_str)
         {

@@ -633,12 +633,7 @@ fn check_modern_headers(h: &HeaderMap, msg: &Message) -> Result<(), (i64, String
         }
         Some(_) => {}
     }
-    let name_field = match r.method.as_str() {
-        method::TOOLS_CALL | method::PROMPTS_GET => Some("name"),
-        method::RESOURCES_READ => Some("uri"),
-        _ => None,
-    };
-    if let Some(field) = name_field {
+    if let Some(field) = headers::name_member(&r.method) {
         let body: Option<String> = r
             .params
             .as_deref()

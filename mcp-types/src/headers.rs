@@ -7,12 +7,25 @@ pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 pub const SESSION_ID: &str = "mcp-session-id";
 /// `Mcp-Method` (2026-07-28).
 pub const METHOD: &str = "mcp-method";
-/// `Mcp-Name` (2026-07-28): `params.name` or `params.uri`.
+/// `Mcp-Name` (2026-07-28): the body member [`name_member`] names.
 pub const NAME: &str = "mcp-name";
 /// `Mcp-Param-{Name}` prefix (2026-07-28, from `x-mcp-header`).
 pub const PARAM_PREFIX: &str = "mcp-param-";
 /// `Last-Event-ID` (legacy resumption).
 pub const LAST_EVENT_ID: &str = "last-event-id";
+
+/// The member of a request's params that `Mcp-Name` mirrors, for the methods that have
+/// one: `name` (tools/call, prompts/get), `uri` (resources/read), `taskId` (the tasks
+/// extension's tasks/get, tasks/update, tasks/cancel).
+pub fn name_member(method_name: &str) -> Option<&'static str> {
+    use crate::protocol::method;
+    match method_name {
+        method::TOOLS_CALL | method::PROMPTS_GET => Some("name"),
+        method::RESOURCES_READ => Some("uri"),
+        method::TASKS_GET | method::TASKS_UPDATE | method::TASKS_CANCEL => Some("taskId"),
+        _ => None,
+    }
+}
 
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
