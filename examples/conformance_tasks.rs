@@ -17,9 +17,14 @@ use mcp_types::{codes, ErrorObject};
 use serde_json::{json, Map, Value};
 use tokio::sync::Notify;
 
+/// How long a task is kept (its `ttlMs`), and the longest a job waits for answers.
+const TTL: Duration = Duration::from_secs(300);
+
 /// One task: its state as `tasks/get` shows it, and what moves it.
 struct Entry {
     task: Task,
+    /// When it was created (it is dropped `TTL` later).
+    created: std::time::Instant,
     /// Questions not yet answered (`input_required`), by key.
     open: Map<String, Value>,
     /// Answers received, by key.
@@ -231,16 +236,18 @@ impl TaskFixtures {
             status: TaskStatus::Working,
             created_at: now.clone(),
             last_updated_at: now,
-            ttl_ms: Some(json!(300_000)),
+            ttl_ms: Some(json!(TTL.as_millis() as u64)),
             poll_interval_ms: Some(100.into()),
             ..Default::default()
         };
         let wake = Arc::new(Notify::new());
         if let Ok(mut tasks) = self.tasks.lock() {
+            tasks.retain(|_, e| e.created.elapsed() < TTL);
             tasks.insert(
                 id.clone(),
                 Entry {
                     task: task.clone(),
+                    created: std::time::Instant::now(),
                     open: Map::new(),
                     answers: Map::new(),
                     wake: wake.clone(),
@@ -438,7 +445,10 @@ async fn run(tasks: Arc<Mutex<HashMap<String, Entry>>>, id: String, job: Job, wa
                     finish(text_result(format!("answered: {}", said.join(", ")), false));
                     return;
                 }
-                wake.notified().await;
+                // Unanswered for its whole life: the job ends; the task is dropped later.
+                if tokio::time::timeout(TTL, wake.notified()).await.is_err() {
+                    return;
+                }
             }
         }
         Job::Greet(user) => {

@@ -86,12 +86,16 @@ impl Calls {
 
     /// The call an upstream request belongs to: for a request that names a task
     /// (2025-11-25 `related-task`), the call held for that task and no other (it may come
-    /// later: the wait is up to `wait`); else the latest call that waits on no task.
-    async fn slot_for(&self, method: &str, task: Option<&str>, wait: Duration) -> Option<Slot> {
+    /// later, up to `deadline`); else the latest call that waits on no task.
+    async fn slot_for(
+        &self,
+        method: &str,
+        task: Option<&str>,
+        deadline: tokio::time::Instant,
+    ) -> Option<Slot> {
         let Some(t) = task else {
             return self.plain_slot(method);
         };
-        let deadline = tokio::time::Instant::now() + wait;
         loop {
             let entered = self.entered.notified();
             tokio::pin!(entered);
@@ -149,7 +153,9 @@ impl Calls {
                 p.remove("_meta");
             }
         }
-        let slot = self.slot_for(method, task.as_deref(), wait).await;
+        // One limit for finding the call and for its host's answer.
+        let deadline = tokio::time::Instant::now() + wait;
+        let slot = self.slot_for(method, task.as_deref(), deadline).await;
         let Some((_, _, caps, tx)) = slot else {
             return Err(ErrorObject::new(
                 codes::METHOD_NOT_FOUND,
@@ -174,7 +180,7 @@ impl Calls {
             reply,
         })
         .map_err(|_| ErrorObject::new(codes::INTERNAL_ERROR, "the host's call has ended"))?;
-        match tokio::time::timeout(wait, answer).await {
+        match tokio::time::timeout_at(deadline, answer).await {
             Ok(Ok(r)) => r,
             Ok(Err(_)) => Err(ErrorObject::new(
                 codes::INTERNAL_ERROR,

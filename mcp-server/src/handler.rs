@@ -355,13 +355,14 @@ impl RequestContext {
     }
 
     /// Reports progress, if the client asked for it (a `progressToken`). The spec wants
-    /// each value greater than the last: one that is not is dropped.
+    /// each value greater than the last: one that is not (or is not a finite number) is
+    /// dropped, its message with it.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
         let Some(token) = &self.progress_token else {
             return;
         };
         if let Ok(mut last) = self.progress_sent.lock() {
-            if last.is_some_and(|l| progress <= l) {
+            if !progress.is_finite() || last.is_some_and(|l| progress <= l) {
                 tracing::debug!(progress, "progress not sent: not above the last value");
                 return;
             }

@@ -1,5 +1,5 @@
-//! Progress a handler reports reaches the client only while it increases, as the spec
-//! requires of each notification for one request.
+//! Progress a handler reports reaches the client only while it increases (and is a finite
+//! number), as the spec requires of each notification for one request.
 
 use mcp_server::{NoArgs, Outcome, Server, ToolRegistry};
 use mcp_types::protocol::{CallToolResult, ContentBlock};
@@ -8,10 +8,10 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 #[tokio::test]
-async fn progress_that_does_not_increase_is_not_sent() {
+async fn progress_that_does_not_increase_or_is_not_finite_is_not_sent() {
     let mut tools = ToolRegistry::new();
     tools.tool("steps", "Reports progress.", |_: NoArgs, ctx| async move {
-        for p in [1.0, 1.0, 0.5, 2.0] {
+        for p in [1.0, 1.0, 0.5, f64::NAN, 2.0, f64::INFINITY, 3.0] {
             ctx.progress(p, Some(2.0), None).await;
         }
         Ok(Outcome::Complete(CallToolResult {
@@ -49,5 +49,5 @@ async fn progress_that_does_not_increase_is_not_sent() {
             seen.push(m["params"]["progress"].as_f64().expect("a number"));
         }
     }
-    assert_eq!(seen, [1.0, 2.0]);
+    assert_eq!(seen, [1.0, 2.0, 3.0]);
 }

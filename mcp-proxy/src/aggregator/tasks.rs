@@ -1,8 +1,8 @@
 //! Upstream tasks shown to hosts that take tasks (TOOL-21): a 2025-11-25 host that asked
 //! for one, or a 2026-07-28 host that declared the tasks extension.
 //!
-//! An upstream's task is relayed under a gateway task id (unguessable, naming nothing of
-//! the upstream), so hosts cannot reach tasks of other upstreams or of other hosts by
+//! An upstream's task is relayed under a gateway task id (unpredictable, naming nothing
+//! of the upstream), so hosts cannot reach tasks of other upstreams or of other hosts by
 //! guessing, and two upstreams' equal ids never meet. Each era's shape is bridged:
 //! the extension's `tasks/get` carries a finished task's outcome inline, which a
 //! 2025-11-25 upstream gives only through `tasks/result`, and its questions, which it asks
@@ -10,7 +10,7 @@
 //! `tasks/update`. A 2026 upstream's task reaches a 2026 host as it is.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -40,6 +40,8 @@ struct Route {
     expires: Instant,
     /// A 2025-11-25 upstream task's questions, held for a 2026 host that polls.
     input: Option<Arc<TaskInput>>,
+    /// Questions asked so far over every hold: input keys are never reused in a task.
+    asked: Arc<AtomicUsize>,
 }
 
 /// Where a host's answers to a held task's questions arrive.
@@ -88,6 +90,7 @@ impl TaskTable {
                     upstream_id,
                     expires: now + retention.min(MAX_RETENTION),
                     input: None,
+                    asked: Arc::default(),
                 },
             );
         }
@@ -415,7 +418,8 @@ impl Aggregator {
             match self.launch(route.upstream, method::TASKS_RESULT, params, ctx) {
                 Ok(flight) => {
                     let wait = self.inner.options.input_timeout;
-                    tokio::spawn(hold(flight, input.clone(), answers, wait));
+                    let asked = route.asked.clone();
+                    tokio::spawn(hold(flight, input.clone(), answers, asked, wait));
                 }
                 Err(e) => {
                     input.done.store(true, Ordering::SeqCst);
@@ -463,7 +467,15 @@ const QUESTIONS_WAIT: Duration = Duration::from_secs(2);
 
 /// Drives a held `tasks/result`: its questions out to the host, the answers back, and its
 /// outcome kept for `tasks/get`. Questions unanswered after `wait` fail upstream.
-async fn hold(mut f: Flight, input: Arc<TaskInput>, mut answers: Answers, wait: Duration) {
+async fn hold(
+    mut f: Flight,
+    input: Arc<TaskInput>,
+    mut answers: Answers,
+    asked: Arc<AtomicUsize>,
+    wait: Duration,
+) {
+    // Keys go on from the task's earlier holds.
+    f.asked = asked.load(Ordering::SeqCst);
     let mut deadline = None;
     // Every question open now: a new round adds to it, an answer takes from it.
     let mut open = Map::new();
@@ -479,8 +491,10 @@ async fn hold(mut f: Flight, input: Arc<TaskInput>, mut answers: Answers, wait: 
             Some(_) = f.progress.recv() => {}
             Some(asks) = next_asks(&mut f.asks) => {
                 open.extend(f.hand_over(asks));
+                asked.store(f.asked, Ordering::SeqCst);
                 input.requests.send_replace(Some(open.clone()));
-                deadline.get_or_insert(tokio::time::Instant::now() + wait);
+                // Each round's questions get the whole wait.
+                deadline = Some(tokio::time::Instant::now() + wait);
             }
             Some(r) = answers.recv() => {
                 for key in f.answer_some(&r) {
