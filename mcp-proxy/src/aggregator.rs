@@ -600,6 +600,30 @@ impl Aggregator {
             .unwrap_or_default()
     }
 
+    /// Whether hosts can reach a task now: a 2025-11-25 host, through a listed tool that
+    /// may run as a task; a 2026 host, through such a tool or an upstream that declares
+    /// the tasks extension (it decides per call). A capability nothing can reach is not
+    /// declared.
+    fn task_reach(&self) -> (bool, bool) {
+        let task_tools = self
+            .tool_entries()
+            .iter()
+            .any(|(_, _, t)| t.task_support() != TaskSupport::Forbidden);
+        let extension = self.inner.upstreams.iter().any(|u| {
+            u.client().is_some_and(|c| {
+                c.revision() == mcp_types::Revision::V2026_07_28
+                    && c.server()
+                        .capabilities
+                        .extensions
+                        .as_ref()
+                        .is_some_and(|e| e.contains_key(TASKS_EXTENSION))
+            })
+        });
+        // The dispatcher's own tools declare no task support.
+        let direct = self.inner.options.surface == Surface::Direct;
+        (task_tools && direct, task_tools || extension)
+    }
+
     /// `(exposed name, upstream index, tool as the upstream sent it)`, in catalog order.
     fn tool_entries(&self) -> Vec<(String, usize, Tool)> {
         let listings = self.read_listings(|l| l.tools.clone());
@@ -1253,6 +1277,7 @@ fn forward_meta(meta: Option<Map<String, Value>>) -> Option<Map<String, Value>> 
 #[async_trait]
 impl ServerHandler for Aggregator {
     fn capabilities(&self) -> ServerCapabilities {
+        let (legacy_tasks, extension) = self.task_reach();
         let lc = || {
             Some(ListChangedCapability {
                 list_changed: Some(true),
@@ -1267,20 +1292,18 @@ impl ServerHandler for Aggregator {
                 ..Default::default()
             }),
             completions: Some(Map::new()),
-            // Upstream tasks are relayed to hosts that take them (each session keeps only
-            // what the host's revision has: `tasks` to 2025-11-25, the extension to 2026).
-            tasks: Some(
+            // Upstream tasks are relayed to hosts that take them, declared only where a
+            // host can reach one (each session keeps what the host's revision has:
+            // `tasks` to 2025-11-25, the extension to 2026).
+            tasks: legacy_tasks.then(|| {
                 json!({"cancel": {}, "requests": {"tools": {"call": {}}}})
                     .as_object()
                     .cloned()
-                    .unwrap_or_default(),
-            ),
-            extensions: Some(
-                json!({TASKS_EXTENSION: {}})
-                    .as_object()
-                    .cloned()
-                    .unwrap_or_default(),
-            ),
+                    .unwrap_or_default()
+            }),
+            extensions: extension
+                .then(|| json!({TASKS_EXTENSION: {}}).as_object().cloned())
+                .flatten(),
             ..Default::default()
         }
     }

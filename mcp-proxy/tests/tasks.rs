@@ -684,3 +684,28 @@ async fn a_task_s_later_questions_get_new_keys_and_stray_answers_are_ignored() {
     );
     agg.shutdown().await;
 }
+
+#[tokio::test]
+async fn task_capabilities_are_declared_only_where_a_host_can_reach_a_task() {
+    let echo = UpstreamConfig {
+        revision: Some(Revision::V2025_11_25),
+        ..UpstreamConfig::new(
+            "echo",
+            UpstreamTransport::InProcess(Server::new(mcp_examples::echo_tools())),
+        )
+    };
+    let agg = Aggregator::start(vec![echo], AggregatorOptions::default())
+        .await
+        .expect("starts");
+    let legacy = host_of(&agg, EraChoice::Legacy(Revision::V2025_11_25)).await;
+    assert!(
+        legacy.server().capabilities.tasks.is_none(),
+        "no tool can run as a task"
+    );
+    let modern = task_host(&agg, false).await;
+    assert!(
+        modern.server().capabilities.extensions.is_none(),
+        "no upstream makes tasks"
+    );
+    agg.shutdown().await;
+}
