@@ -542,9 +542,14 @@ impl Aggregator {
         self.inner.generation.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// The upstream and tool behind an exposed name, from an index rebuilt only when the
-    /// catalog changed (a call must not copy the whole catalog).
+    /// The upstream and tool behind an exposed name.
     fn route(&self, name: &str) -> Option<(usize, Arc<Tool>)> {
+        self.routes().get(name).cloned()
+    }
+
+    /// The route index of the current catalog, rebuilt only when the catalog changed (a
+    /// call must not copy the whole catalog).
+    fn routes(&self) -> Arc<Routes> {
         let generation = self.inner.generation.load(Ordering::SeqCst);
         let cached = self.inner.routes.read().ok().and_then(|r| r.clone());
         let routes = match cached {
@@ -562,7 +567,7 @@ impl Aggregator {
                 routes
             }
         };
-        routes.get(name).cloned()
+        routes
     }
 
     fn announce_all(&self) {
@@ -606,9 +611,9 @@ impl Aggregator {
     /// declared.
     fn task_reach(&self) -> (bool, bool) {
         let task_tools = self
-            .tool_entries()
-            .iter()
-            .any(|(_, _, t)| t.task_support() != TaskSupport::Forbidden);
+            .routes()
+            .values()
+            .any(|(_, t)| t.task_support() != TaskSupport::Forbidden);
         let extension = self.inner.upstreams.iter().any(|u| {
             u.client().is_some_and(|c| {
                 c.revision() == mcp_types::Revision::V2026_07_28
