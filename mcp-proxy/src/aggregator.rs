@@ -827,10 +827,38 @@ impl Aggregator {
                     Err(e) => return call_failure(&key, e),
                 }
             }
+            // A 2026 upstream that runs this tool only as a task, called by a legacy host
+            // (which has no way to take a 2026 task): the gateway takes the task and follows
+            // it. A 2026 host hears the upstream's -32021 as it is: it can declare the
+            // extension, and across one era the gateway stays transparent.
+            Err(ClientError::Server(e))
+                if !host_takes_task
+                    && ctx.revision().era() == mcp_types::Era::Legacy
+                    && tasks::needs_tasks_extension(&e) =>
+            {
+                let mut with_extension = json!(params);
+                with_extension["_meta"][mcp_types::meta::CLIENT_CAPABILITIES] =
+                    tasks::with_tasks_extension(ctx);
+                match self
+                    .upstream_call(i, method::TOOLS_CALL, with_extension, ctx)
+                    .await
+                {
+                    Ok(v) => v,
+                    Err(e) => return call_failure(&key, e),
+                }
+            }
             Err(e) => return call_failure(&key, e),
         };
         if host_takes_task && created_task_id(&value).is_some() {
             return self.relay_created(i, value);
+        }
+        if value.get("resultType").and_then(Value::as_str) == Some("task") {
+            if let Some(task_id) = created_task_id(&value) {
+                value = match self.follow_extension_task(i, &task_id, ctx).await {
+                    Ok(v) => v,
+                    Err(e) => return call_failure(&key, e),
+                };
+            }
         }
         if let Some(task_id) = as_task.then(|| created_task_id(&value)).flatten() {
             value = match self.await_task(i, &task_id, ctx).await {
@@ -999,13 +1027,12 @@ impl Aggregator {
         };
         let mut params = params;
         if let Value::Object(p) = &mut params {
-            // What the upstream may ask for, and hear, is what this host declared.
+            // What the upstream may ask for, and hear, is what this host declared (unless
+            // the caller set what the gateway itself takes on: the tasks extension).
             let meta = p.entry("_meta").or_insert_with(|| json!({}));
             if let Value::Object(m) = meta {
-                m.insert(
-                    mcp_types::meta::CLIENT_CAPABILITIES.into(),
-                    json!(ctx.client_capabilities()),
-                );
+                m.entry(mcp_types::meta::CLIENT_CAPABILITIES)
+                    .or_insert_with(|| json!(ctx.client_capabilities()));
                 if let Some(level) = ctx.log_level() {
                     m.insert(mcp_types::meta::LOG_LEVEL.into(), json!(level));
                 }
@@ -1271,9 +1298,18 @@ fn strip_hop_meta(meta: &mut Option<Map<String, Value>>) {
 }
 
 fn forward_meta(meta: Option<Map<String, Value>>) -> Option<Map<String, Value>> {
-    // The host's progress token is ours to keep; the upstream gets its own.
+    // The host's progress token is ours to keep (the upstream gets its own), and the 2026
+    // envelope is per hop: the gateway's client writes its own.
     meta.map(|mut m| {
-        m.remove(mcp_types::meta::PROGRESS_TOKEN);
+        for k in [
+            mcp_types::meta::PROGRESS_TOKEN,
+            mcp_types::meta::PROTOCOL_VERSION,
+            mcp_types::meta::CLIENT_CAPABILITIES,
+            mcp_types::meta::CLIENT_INFO,
+            mcp_types::meta::LOG_LEVEL,
+        ] {
+            m.remove(k);
+        }
         m
     })
     .filter(|m| !m.is_empty())

@@ -149,6 +149,16 @@ impl ServerHandler for Jobs {
         }
         // 2025-11-25: the client asked for a task; 2026: the client takes tasks.
         if !ctx.accepts_task() {
+            // 2026 has no per-tool negotiation: a tool that runs only as a task says so.
+            if p.name != "quick" && ctx.revision() == Revision::V2026_07_28 {
+                return Err(ErrorObject::new(
+                    codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    "this tool runs only as a task",
+                )
+                .with_data(
+                    json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}),
+                ));
+            }
             return Ok(Outcome::Complete(built()));
         }
         let id = {
@@ -707,5 +717,47 @@ async fn task_capabilities_are_declared_only_where_a_host_can_reach_a_task() {
         modern.server().capabilities.extensions.is_none(),
         "no upstream makes tasks"
     );
+    agg.shutdown().await;
+}
+
+#[tokio::test]
+async fn legacy_hosts_get_a_2026_task_only_tool_s_result_and_2026_hosts_hear_its_error() {
+    let agg = gateway_to(Revision::V2026_07_28).await;
+    // A 2026 host without the extension hears the upstream's answer as it is.
+    let modern = host_of(&agg, EraChoice::Modern).await;
+    let refused = request(&modern, method::TOOLS_CALL, json!({"name": "jobs__build"})).await;
+    assert!(
+        matches!(&refused, Err(ClientError::Server(e))
+            if e.code == codes::MISSING_REQUIRED_CLIENT_CAPABILITY),
+        "{refused:?}"
+    );
+    // A legacy host cannot take a 2026 task: the gateway takes it and follows it.
+    for era in [
+        EraChoice::Legacy(Revision::V2025_11_25),
+        EraChoice::Legacy(Revision::V2024_11_05),
+    ] {
+        let host = host_of(&agg, era).await;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let opts = CallOptions {
+            progress: Some(tx),
+            ..Default::default()
+        };
+        let r = host
+            .request(method::TOOLS_CALL, json!({"name": "jobs__build"}), &opts)
+            .await
+            .expect("tools/call");
+        assert_eq!(r["content"][0]["text"], "built", "{r}");
+        assert!(r.get("taskId").is_none(), "{r}");
+        let mut seen = Vec::new();
+        while let Ok(p) = rx.try_recv() {
+            seen.push(p.message);
+        }
+        // The task's status as progress (2024-11-05 progress carries no message).
+        let said = match era {
+            EraChoice::Legacy(Revision::V2024_11_05) => None,
+            _ => Some("building".to_owned()),
+        };
+        assert_eq!(seen, [said], "{era:?}");
+    }
     agg.shutdown().await;
 }

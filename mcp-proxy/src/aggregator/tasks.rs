@@ -155,6 +155,27 @@ fn retention(t: &Task) -> Duration {
     }
 }
 
+/// Whether an upstream's error says a call needs the tasks extension (`-32021` naming it).
+pub(super) fn needs_tasks_extension(e: &ErrorObject) -> bool {
+    e.code == codes::MISSING_REQUIRED_CLIENT_CAPABILITY
+        && e.data
+            .as_ref()
+            .and_then(|d| d.pointer("/requiredCapabilities/extensions"))
+            .and_then(Value::as_object)
+            .is_some_and(|x| x.contains_key(TASKS_EXTENSION))
+}
+
+/// The host's capabilities and the tasks extension, which the gateway serves itself.
+pub(super) fn with_tasks_extension(ctx: &RequestContext) -> Value {
+    let mut caps = json!(ctx.client_capabilities());
+    if let Value::Object(c) = &mut caps {
+        if let Value::Object(x) = c.entry("extensions").or_insert_with(|| json!({})) {
+            x.insert(TASKS_EXTENSION.into(), json!({}));
+        }
+    }
+    caps
+}
+
 impl Aggregator {
     /// The client of upstream `i`, or the error a host gets when it is down.
     fn task_client(&self, i: usize) -> Result<Client, ErrorObject> {
@@ -260,6 +281,98 @@ impl Aggregator {
         }
         self.upstream_call(i, method::TASKS_RESULT, json!({"taskId": task_id}), ctx)
             .await
+    }
+
+    /// Follows a 2026 upstream's task that the gateway took for a legacy host: polls `tasks/get` (status messages as progress) until it ends, and
+    /// answers with its inline result. A task that asks for input cannot be answered
+    /// through such a host (it has no `tasks/update`): it is cancelled, with an error.
+    pub(super) async fn follow_extension_task(
+        &self,
+        i: usize,
+        task_id: &str,
+        ctx: &RequestContext,
+    ) -> Result<Value, ClientError> {
+        let u = &self.inner.upstreams[i];
+        let client = u
+            .client()
+            .ok_or_else(|| ClientError::Negotiation(u.unavailable()))?;
+        let limit = self.inner.options.call_timeout;
+        let opts = CallOptions {
+            timeout: Some(limit),
+            ..Default::default()
+        };
+        let about = |m: &'static str| {
+            let params = json!({"taskId": task_id, "_meta": {
+                mcp_types::meta::CLIENT_CAPABILITIES: with_tasks_extension(ctx)}});
+            client.request(m, params, &opts)
+        };
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut said: Option<String> = None;
+        loop {
+            let task: Task =
+                serde_json::from_value(about(method::TASKS_GET).await?).map_err(|e| {
+                    ClientError::InvalidResult {
+                        method: method::TASKS_GET.into(),
+                        reason: e.to_string(),
+                    }
+                })?;
+            let stop = |why: String| async {
+                let _ = about(method::TASKS_CANCEL).await;
+                Err(ClientError::Server(ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    why,
+                )))
+            };
+            match task.status {
+                TaskStatus::Completed => return Ok(Value::Object(task.result.unwrap_or_default())),
+                TaskStatus::Failed => {
+                    let e = task
+                        .error
+                        .and_then(|e| serde_json::from_value(e).ok())
+                        .unwrap_or_else(|| {
+                            ErrorObject::new(codes::INTERNAL_ERROR, "the upstream task failed")
+                        });
+                    return Err(ClientError::Server(e));
+                }
+                TaskStatus::Cancelled => {
+                    return Err(ClientError::Server(ErrorObject::new(
+                        codes::INTERNAL_ERROR,
+                        "the upstream cancelled the task",
+                    )))
+                }
+                TaskStatus::InputRequired => {
+                    return stop(
+                        "the upstream task asks for input, which only a host that declares the \
+                         tasks extension can give (tasks/update)"
+                            .into(),
+                    )
+                    .await
+                }
+                _ => {}
+            }
+            if task.status_message.is_some() && task.status_message != said {
+                let next = ctx.last_progress().map_or(1.0, |p| p.floor() + 1.0);
+                ctx.progress(next, None, task.status_message.as_deref())
+                    .await;
+                said = task.status_message;
+            }
+            let wait = task
+                .poll_interval_ms
+                .and_then(|n| n.as_u64())
+                .unwrap_or(500)
+                .clamp(50, 5000);
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(wait)) => {}
+                () = ctx.cancelled() => {
+                    let _ = about(method::TASKS_CANCEL).await;
+                    return Err(ClientError::Cancelled);
+                }
+            }
+            if tokio::time::Instant::now() >= deadline {
+                let _ = about(method::TASKS_CANCEL).await;
+                return Err(ClientError::Timeout(limit));
+            }
+        }
     }
 
     /// Shows an upstream's new task to the host under a gateway id.
