@@ -336,6 +336,24 @@ async fn request(host: &Client, m: &str, params: Value) -> Result<Value, ClientE
     host.request(m, params, &CallOptions::default()).await
 }
 
+/// Starts `jobs__build` as a task and cancels it: the cancel is acknowledged, and the
+/// task is then `cancelled`. Returns its id.
+async fn started_and_cancelled(host: &Client) -> String {
+    let created = request(host, method::TOOLS_CALL, json!({"name": "jobs__build"}))
+        .await
+        .expect("tools/call");
+    let id = created["taskId"].as_str().expect("taskId").to_owned();
+    let ack = request(host, method::TASKS_CANCEL, json!({"taskId": id}))
+        .await
+        .expect("tasks/cancel");
+    assert_eq!(ack["resultType"], "complete", "{ack}");
+    let state = request(host, method::TASKS_GET, json!({"taskId": id}))
+        .await
+        .expect("tasks/get");
+    assert_eq!(state["status"], "cancelled", "{state}");
+    id
+}
+
 /// Polls `tasks/get` until the task leaves `working`.
 async fn settled(host: &Client, id: &str) -> Value {
     for _ in 0..100 {
@@ -495,18 +513,7 @@ async fn hosts_that_take_no_tasks_get_the_result_as_from_an_ordinary_tool() {
 async fn a_relayed_task_can_be_cancelled_and_only_gateway_ids_route() {
     let agg = gateway().await;
     let host = task_host(&agg, false).await;
-    let created = request(&host, method::TOOLS_CALL, json!({"name": "jobs__build"}))
-        .await
-        .expect("tools/call");
-    let id = created["taskId"].as_str().expect("taskId").to_owned();
-    let ack = request(&host, method::TASKS_CANCEL, json!({"taskId": id}))
-        .await
-        .expect("tasks/cancel");
-    assert_eq!(ack["resultType"], "complete", "{ack}");
-    let state = request(&host, method::TASKS_GET, json!({"taskId": id}))
-        .await
-        .expect("tasks/get");
-    assert_eq!(state["status"], "cancelled", "{state}");
+    let id = started_and_cancelled(&host).await;
     // Cancelling a task that ended is acknowledged too (the upstream refuses it).
     let again = request(&host, method::TASKS_CANCEL, json!({"taskId": id}))
         .await
@@ -608,18 +615,7 @@ async fn a_2026_upstream_s_task_reaches_a_2026_host_as_it_is() {
     let done = completed(&host, &id).await;
     assert_eq!(done["result"]["content"][0]["text"], "built", "{done}");
 
-    let created = request(&host, method::TOOLS_CALL, json!({"name": "jobs__build"}))
-        .await
-        .expect("tools/call");
-    let id = created["taskId"].as_str().expect("taskId").to_owned();
-    let ack = request(&host, method::TASKS_CANCEL, json!({"taskId": id}))
-        .await
-        .expect("tasks/cancel");
-    assert_eq!(ack["resultType"], "complete", "{ack}");
-    let state = request(&host, method::TASKS_GET, json!({"taskId": id}))
-        .await
-        .expect("tasks/get");
-    assert_eq!(state["status"], "cancelled", "{state}");
+    started_and_cancelled(&host).await;
 
     // A host without the extension is not told of it upstream: no task is made for it.
     let plain_host = host_of(&agg, EraChoice::Modern).await;

@@ -188,8 +188,7 @@ impl Aggregator {
         self.inner.tasks.get(id).ok_or_else(|| unknown_task(id))
     }
 
-    /// One plain request about a task to its upstream, for the host of `ctx` (a 2026
-    /// upstream hears that host's capabilities, the extension among them).
+    /// One plain request about a task to its upstream, for the host of `ctx`.
     async fn task_call(
         &self,
         ctx: &RequestContext,
@@ -202,9 +201,10 @@ impl Aggregator {
             .client()
             .ok_or_else(|| ClientError::Negotiation(u.unavailable()))?;
         if client.revision() == Revision::V2026_07_28 {
-            params["_meta"] = json!({
-                mcp_types::meta::CLIENT_CAPABILITIES: ctx.client_capabilities()
-            });
+            // The host's capabilities; the extension too, which the gateway serves itself
+            // (a host that reaches tasks/* declared it already).
+            params["_meta"] =
+                json!({mcp_types::meta::CLIENT_CAPABILITIES: with_tasks_extension(ctx)});
         }
         let opts = CallOptions {
             timeout: Some(self.inner.options.call_timeout),
@@ -226,37 +226,28 @@ impl Aggregator {
             .map_err(|e| upstream_error(&self.inner.upstreams[i].config.key, e))
     }
 
-    /// Follows an upstream task to its end for a host that called plainly: polls
-    /// `tasks/get` at the task's interval (its status messages reach the host as progress),
-    /// then fetches `tasks/result`: at once for a task that ended, held open for one that
-    /// waits for input, whose questions reach the host as in any call.
-    pub(super) async fn await_task(
+    /// Polls upstream `i`'s task with `tasks/get` at the task's interval until it leaves
+    /// `working` (within the call timeout, and while the host of `ctx` waits), passing each
+    /// new status message to that host as progress. `None`: a state that does not read as
+    /// a task.
+    async fn poll_task(
         &self,
         i: usize,
         task_id: &str,
         ctx: &RequestContext,
-    ) -> Result<Value, ClientError> {
-        let u = &self.inner.upstreams[i];
-        let client = u
-            .client()
-            .ok_or_else(|| ClientError::Negotiation(u.unavailable()))?;
+    ) -> Result<Option<Task>, ClientError> {
         let limit = self.inner.options.call_timeout;
-        let opts = CallOptions {
-            timeout: Some(limit),
-            ..Default::default()
-        };
         let deadline = tokio::time::Instant::now() + limit;
         let mut said: Option<String> = None;
         loop {
-            let v = client
-                .request(method::TASKS_GET, json!({"taskId": task_id}), &opts)
+            let v = self
+                .task_call(ctx, i, method::TASKS_GET, json!({"taskId": task_id}))
                 .await?;
-            // A state that does not read as a task: `tasks/result` will say what happened.
             let Ok(task) = serde_json::from_value::<Task>(v) else {
-                break;
+                return Ok(None);
             };
             if task.status != TaskStatus::Working {
-                break;
+                return Ok(Some(task));
             }
             if task.status_message.is_some() && task.status_message != said {
                 // Above whatever the upstream's own progress reached.
@@ -279,99 +270,69 @@ impl Aggregator {
                 return Err(ClientError::Timeout(limit));
             }
         }
+    }
+
+    /// Follows a 2025-11-25 upstream task to its end for a host that called plainly:
+    /// [`Self::poll_task`], then `tasks/result`: at once for a task that ended, held open
+    /// for one that waits for input, whose questions reach the host as in any call.
+    pub(super) async fn await_task(
+        &self,
+        i: usize,
+        task_id: &str,
+        ctx: &RequestContext,
+    ) -> Result<Value, ClientError> {
+        // An unreadable state: `tasks/result` will say what happened.
+        self.poll_task(i, task_id, ctx).await?;
         self.upstream_call(i, method::TASKS_RESULT, json!({"taskId": task_id}), ctx)
             .await
     }
 
-    /// Follows a 2026 upstream's task that the gateway took for a legacy host: polls `tasks/get` (status messages as progress) until it ends, and
-    /// answers with its inline result. A task that asks for input cannot be answered
-    /// through such a host (it has no `tasks/update`): it is cancelled, with an error.
+    /// Follows a 2026 upstream's task that the gateway took for a legacy host:
+    /// [`Self::poll_task`], then the task's inline result. A task that asks for input
+    /// cannot be answered through such a host (it has no `tasks/update`), nor one the host
+    /// gave up on: it is cancelled.
     pub(super) async fn follow_extension_task(
         &self,
         i: usize,
         task_id: &str,
         ctx: &RequestContext,
     ) -> Result<Value, ClientError> {
-        let u = &self.inner.upstreams[i];
-        let client = u
-            .client()
-            .ok_or_else(|| ClientError::Negotiation(u.unavailable()))?;
-        let limit = self.inner.options.call_timeout;
-        let opts = CallOptions {
-            timeout: Some(limit),
-            ..Default::default()
+        let polled = self.poll_task(i, task_id, ctx).await;
+        let cancel = || self.task_call(ctx, i, method::TASKS_CANCEL, json!({"taskId": task_id}));
+        let task = match polled {
+            Ok(Some(t)) => t,
+            Ok(None) => {
+                return Err(ClientError::InvalidResult {
+                    method: method::TASKS_GET.into(),
+                    reason: "not a task".into(),
+                })
+            }
+            Err(e) => {
+                let _ = cancel().await;
+                return Err(e);
+            }
         };
-        let about = |m: &'static str| {
-            let params = json!({"taskId": task_id, "_meta": {
-                mcp_types::meta::CLIENT_CAPABILITIES: with_tasks_extension(ctx)}});
-            client.request(m, params, &opts)
-        };
-        let deadline = tokio::time::Instant::now() + limit;
-        let mut said: Option<String> = None;
-        loop {
-            let task: Task =
-                serde_json::from_value(about(method::TASKS_GET).await?).map_err(|e| {
-                    ClientError::InvalidResult {
-                        method: method::TASKS_GET.into(),
-                        reason: e.to_string(),
-                    }
-                })?;
-            let stop = |why: String| async {
-                let _ = about(method::TASKS_CANCEL).await;
+        match task.status {
+            TaskStatus::Completed => Ok(Value::Object(task.result.unwrap_or_default())),
+            TaskStatus::Failed => Err(ClientError::Server(
+                task.error
+                    .and_then(|e| serde_json::from_value(e).ok())
+                    .unwrap_or_else(|| {
+                        ErrorObject::new(codes::INTERNAL_ERROR, "the upstream task failed")
+                    }),
+            )),
+            TaskStatus::InputRequired => {
+                let _ = cancel().await;
                 Err(ClientError::Server(ErrorObject::new(
                     codes::INTERNAL_ERROR,
-                    why,
+                    "the upstream task asks for input, which only a host that declares the \
+                     tasks extension can give (tasks/update)",
                 )))
-            };
-            match task.status {
-                TaskStatus::Completed => return Ok(Value::Object(task.result.unwrap_or_default())),
-                TaskStatus::Failed => {
-                    let e = task
-                        .error
-                        .and_then(|e| serde_json::from_value(e).ok())
-                        .unwrap_or_else(|| {
-                            ErrorObject::new(codes::INTERNAL_ERROR, "the upstream task failed")
-                        });
-                    return Err(ClientError::Server(e));
-                }
-                TaskStatus::Cancelled => {
-                    return Err(ClientError::Server(ErrorObject::new(
-                        codes::INTERNAL_ERROR,
-                        "the upstream cancelled the task",
-                    )))
-                }
-                TaskStatus::InputRequired => {
-                    return stop(
-                        "the upstream task asks for input, which only a host that declares the \
-                         tasks extension can give (tasks/update)"
-                            .into(),
-                    )
-                    .await
-                }
-                _ => {}
             }
-            if task.status_message.is_some() && task.status_message != said {
-                let next = ctx.last_progress().map_or(1.0, |p| p.floor() + 1.0);
-                ctx.progress(next, None, task.status_message.as_deref())
-                    .await;
-                said = task.status_message;
-            }
-            let wait = task
-                .poll_interval_ms
-                .and_then(|n| n.as_u64())
-                .unwrap_or(500)
-                .clamp(50, 5000);
-            tokio::select! {
-                () = tokio::time::sleep(Duration::from_millis(wait)) => {}
-                () = ctx.cancelled() => {
-                    let _ = about(method::TASKS_CANCEL).await;
-                    return Err(ClientError::Cancelled);
-                }
-            }
-            if tokio::time::Instant::now() >= deadline {
-                let _ = about(method::TASKS_CANCEL).await;
-                return Err(ClientError::Timeout(limit));
-            }
+            _ => Err(ClientError::Server(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                "the upstream cancelled the task",
+            ))),
         }
     }
 
