@@ -19,7 +19,7 @@ use serde_json::{json, Map, Value};
 use http as http_headers;
 
 mod common;
-use common::{validate_all, Recording};
+use common::{http_transport, validate_all, Recording};
 
 /// Answers elicitation with a name, as a person would.
 struct Ada;
@@ -309,9 +309,7 @@ async fn client_and_server_over_streamable_http_in_every_http_revision() {
     let url = http_server(mcp_examples::echo_tools()).await;
     // 2024-11-05 used the older HTTP+SSE transport; Streamable HTTP starts with 2025-03-26.
     for revision in &Revision::ALL[1..] {
-        let t =
-            mcp_client::http::HttpTransport::new(mcp_client::http::HttpConfig::new(url.clone()))
-                .expect("transport");
+        let t = http_transport(&url);
         let client = Client::connect(t, Ada, options(*revision))
             .await
             .expect("connect");
@@ -366,8 +364,7 @@ async fn over_http_invalid_x_mcp_header_tools_are_dropped_and_valid_ones_mirrore
             });
         }
     });
-    let t = mcp_client::http::HttpTransport::new(mcp_client::http::HttpConfig::new(url))
-        .expect("transport");
+    let t = http_transport(&url);
     let client = Client::connect(t, Ada, options(Revision::V2026_07_28))
         .await
         .expect("connect");

@@ -16,7 +16,9 @@ use serde_json::{json, Map, Value};
 use tokio::io::AsyncBufReadExt;
 
 mod common;
-use common::{example, interop_dir, run_json, validate_all, Recording};
+use common::{
+    example, http_transport, interop_dir, run_json, server_everything_http, validate_all, Recording,
+};
 
 /// A host run to the end: what it printed.
 async fn run_host_json(program: &str, args: &[String]) -> Value {
@@ -29,8 +31,7 @@ async fn http_host(
     era: EraChoice,
     capabilities: mcp_types::protocol::ClientCapabilities,
 ) -> Client {
-    let config = mcp_client::http::HttpConfig::new(url.to_owned());
-    let t = mcp_client::http::HttpTransport::new(config).expect("transport");
+    let t = http_transport(url);
     let options = ClientOptions {
         era,
         capabilities,
@@ -100,30 +101,7 @@ impl Drop for Fixture {
 
 async fn fixture(tag: &str) -> Option<Fixture> {
     let (everything, py) = peers()?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("port");
-    let everything_http = tokio::process::Command::new("node")
-        .args(["--import", "./loopback.mjs"])
-        .arg(&everything)
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .current_dir(interop_dir())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("server-everything over HTTP");
-    for _ in 0..150 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let (everything_http, port) = server_everything_http(&everything, "streamableHttp").await;
     let server = interop_dir().join("python_server.py").display().to_string();
     let config = json!({"mcpServers": {
         "everything": {"command": "node", "args": [everything.display().to_string(), "stdio"]},

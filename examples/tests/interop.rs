@@ -19,7 +19,9 @@ use mcp_types::{ErrorObject, Revision};
 use serde_json::{json, Map, Value};
 
 mod common;
-use common::{example, interop_dir};
+use common::{
+    example, free_port, http_transport, interop_dir, server_everything_http, wait_for_port,
+};
 
 /// Runs a peer program and reads the one JSON object it prints.
 async fn run_json(program: &Path, args: &[&str]) -> Value {
@@ -365,51 +367,13 @@ async fn our_client_drives_a_python_sdk_server_in_both_eras() {
     }
 }
 
-/// A free loopback port (bound, then released for the peer to take).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// Waits until something listens on `port`.
-async fn wait_for_port(port: u16) {
-    for _ in 0..150 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("nothing listens on 127.0.0.1:{port}");
-}
-
-fn http_transport(url: &str) -> mcp_client::http::HttpTransport {
-    mcp_client::http::HttpTransport::new(mcp_client::http::HttpConfig::new(url)).expect("transport")
-}
-
 #[tokio::test]
 async fn our_http_client_drives_server_everything_streamable_http() {
     let Some(modules) = node_modules() else {
         return;
     };
-    let port = free_port();
     let script = modules.join("@modelcontextprotocol/server-everything/dist/index.js");
-    let _server = tokio::process::Command::new("node")
-        .args(["--import", "./loopback.mjs"])
-        .arg(&script)
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .current_dir(interop_dir())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start server-everything");
-    wait_for_port(port).await;
+    let (_server, port) = server_everything_http(&script, "streamableHttp").await;
     let url = format!("http://127.0.0.1:{port}/mcp");
     let recorder = Arc::new(Recorder::default());
     let client = Client::connect(
@@ -526,20 +490,8 @@ async fn our_client_speaks_the_2024_11_05_http_sse_transport_to_server_everythin
     let Some(modules) = node_modules() else {
         return;
     };
-    let port = free_port();
     let script = modules.join("@modelcontextprotocol/server-everything/dist/index.js");
-    let _server = tokio::process::Command::new("node")
-        .args(["--import", "./loopback.mjs"])
-        .arg(&script)
-        .arg("sse")
-        .env("PORT", port.to_string())
-        .current_dir(interop_dir())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start server-everything (sse)");
-    wait_for_port(port).await;
+    let (_server, port) = server_everything_http(&script, "sse").await;
     // The SSE URL is no Streamable HTTP endpoint: connect_http falls back to HTTP+SSE.
     let config = mcp_client::http::HttpConfig::new(format!("http://127.0.0.1:{port}/sse"));
     let options = ClientOptions {

@@ -144,3 +144,52 @@ pub async fn run_json<S: AsRef<std::ffi::OsStr>>(
     serde_json::from_str(stdout.lines().last().unwrap_or_default())
         .unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
 }
+
+/// A free loopback port (bound, then released for the peer to take).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// Waits until something listens on `port`.
+pub async fn wait_for_port(port: u16) {
+    for _ in 0..150 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("nothing listens on 127.0.0.1:{port}");
+}
+
+/// `server-everything` (its `script`) serving over HTTP in `mode` (`streamableHttp` or
+/// `sse`) on a free loopback port, once it listens; it stops when the child drops.
+pub async fn server_everything_http(
+    script: &std::path::Path,
+    mode: &str,
+) -> (tokio::process::Child, u16) {
+    let port = free_port();
+    let server = tokio::process::Command::new("node")
+        .args(["--import", "./loopback.mjs"])
+        .arg(script)
+        .arg(mode)
+        .env("PORT", port.to_string())
+        .current_dir(interop_dir())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start server-everything");
+    wait_for_port(port).await;
+    (server, port)
+}
+
+/// Our client's Streamable HTTP transport to `url`.
+pub fn http_transport(url: &str) -> mcp_client::http::HttpTransport {
+    mcp_client::http::HttpTransport::new(mcp_client::http::HttpConfig::new(url)).expect("transport")
+}
