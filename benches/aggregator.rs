@@ -16,18 +16,11 @@ use mcp_revisions::Translator;
 use mcp_server::Server;
 use mcp_types::transport::{memory_pair, Incoming, Transport};
 use mcp_types::Revision;
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 fn bench(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let args: Map<String, Value> = json!({"text": "hello"})
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
+    let rt = mcp_benches::runtime();
+    let args = mcp_benches::echo_args();
     let options = || ClientOptions {
         era: EraChoice::Modern,
         ..Default::default()

@@ -10,18 +10,10 @@ use mcp_client::{Client, ClientOptions, EraChoice, NoHandler};
 use mcp_server::Server;
 use mcp_types::transport::memory_pair;
 use mcp_types::Revision;
-use serde_json::{json, Map, Value};
 
 fn bench(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let args: Map<String, Value> = json!({"text": "hello"})
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
+    let rt = mcp_benches::runtime();
+    let args = mcp_benches::echo_args();
     let mut g = c.benchmark_group("tools_call_roundtrip");
     for (name, era) in [
         ("2025-11-25", EraChoice::Legacy(Revision::V2025_11_25)),

@@ -14,11 +14,7 @@ use mcp_server::Server;
 use serde_json::json;
 
 fn bench(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = mcp_benches::runtime();
     let http = StreamableHttp::new(
         Server::new(mcp_examples::echo_tools()),
         HttpOptions::default(),

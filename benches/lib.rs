@@ -1,6 +1,23 @@
 //! Inputs shared by the benches.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
+
+/// The runtime every bench drives its calls on: two workers, as the machines have two cores.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// The arguments of the echo tool's call that the call benches make.
+pub fn echo_args() -> Map<String, Value> {
+    json!({"text": "hello"})
+        .as_object()
+        .cloned()
+        .unwrap_or_default()
+}
 
 /// A `tools/list` result of `n` tools, every optional member set (2025-11-25 shape).
 pub fn tools_list_result(n: usize) -> Value {
