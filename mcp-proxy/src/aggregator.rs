@@ -1289,10 +1289,26 @@ fn decode<T: serde::de::DeserializeOwned>(upstream: &str, v: Value) -> Result<T,
 /// everything else in `_meta` is kept.
 fn strip_hop_meta(meta: &mut Option<Map<String, Value>>) {
     if let Some(m) = meta {
-        m.remove(mcp_types::meta::SERVER_INFO);
-        m.remove(mcp_types::meta::RELATED_TASK);
+        for k in HOP_META {
+            m.remove(k);
+        }
         if m.is_empty() {
             *meta = None;
+        }
+    }
+}
+
+/// The per-hop `_meta` keys of an upstream's result.
+const HOP_META: [&str; 2] = [mcp_types::meta::SERVER_INFO, mcp_types::meta::RELATED_TASK];
+
+/// [`strip_hop_meta`] on a result still in raw form.
+fn strip_hop_meta_raw(result: &mut Map<String, Value>) {
+    if let Some(Value::Object(m)) = result.get_mut("_meta") {
+        for k in HOP_META {
+            m.remove(k);
+        }
+        if m.is_empty() {
+            result.remove("_meta");
         }
     }
 }

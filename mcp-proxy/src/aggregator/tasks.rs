@@ -22,7 +22,9 @@ use serde_json::{json, Map, Value};
 
 use tokio::sync::{mpsc, watch};
 
-use super::{decode, input_required, strip_hop_meta, upstream_error, Aggregator};
+use super::{
+    decode, input_required, strip_hop_meta, strip_hop_meta_raw, upstream_error, Aggregator,
+};
 use crate::bridge::{new_state, next_asks, Flight};
 
 /// How long a task without a retention of its own stays routable.
@@ -431,7 +433,7 @@ impl Aggregator {
                 format!("Task {gateway_id:?} is a 2026-07-28 task of upstream `{key}`: follow it with tasks/get"),
             ));
         }
-        let v = self
+        let mut v = self
             .upstream_call(
                 i,
                 method::TASKS_RESULT,
@@ -443,7 +445,10 @@ impl Aggregator {
         if let Some(ir) = input_required(&key, &v)? {
             return Ok(Outcome::InputRequired(ir));
         }
-        Ok(Outcome::Complete(without_hop_meta(v)))
+        if let Value::Object(o) = &mut v {
+            strip_hop_meta_raw(o);
+        }
+        Ok(Outcome::Complete(v))
     }
 
     /// `tasks/cancel`: relayed; the task's state after it (a 2026 upstream only
@@ -611,13 +616,7 @@ async fn hold(
 fn inline_outcome(task: &mut Task, outcome: Result<Value, ErrorObject>) {
     match outcome {
         Ok(Value::Object(mut result)) => {
-            let mut meta = result
-                .remove("_meta")
-                .and_then(|m| serde_json::from_value(m).ok());
-            strip_hop_meta(&mut meta);
-            if let Some(m) = meta {
-                result.insert("_meta".into(), Value::Object(m));
-            }
+            strip_hop_meta_raw(&mut result);
             task.status = TaskStatus::Completed;
             task.result = Some(result);
             task.error = None;
@@ -634,22 +633,6 @@ fn inline_outcome(task: &mut Task, outcome: Result<Value, ErrorObject>) {
             task.error = Some(json!(e));
             task.result = None;
         }
-    }
-}
-
-fn without_hop_meta(v: Value) -> Value {
-    match v {
-        Value::Object(mut o) => {
-            let mut meta = o
-                .remove("_meta")
-                .and_then(|m| serde_json::from_value(m).ok());
-            strip_hop_meta(&mut meta);
-            if let Some(m) = meta {
-                o.insert("_meta".into(), Value::Object(m));
-            }
-            Value::Object(o)
-        }
-        other => other,
     }
 }
 
