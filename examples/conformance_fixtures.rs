@@ -41,7 +41,7 @@ fn ask(requests: Value, state: Option<String>) -> Result<Outcome<CallToolResult>
     }))
 }
 
-fn elicit(message: &str, schema: Value) -> Value {
+pub(crate) fn elicit(message: &str, schema: Value) -> Value {
     json!({"method": "elicitation/create", "params": {"mode": "form", "message": message, "requestedSchema": schema}})
 }
 

@@ -73,9 +73,12 @@ fn text_result(text: String, is_error: bool) -> Map<String, Value> {
     m
 }
 
+/// A form elicitation for one required `field` of JSON type `kind`.
 fn question(message: &str, field: &str, kind: &str) -> Value {
-    json!({"method": "elicitation/create", "params": {"mode": "form", "message": message,
-        "requestedSchema": {"type": "object", "properties": {field: {"type": kind}}, "required": [field]}}})
+    crate::conformance_fixtures::elicit(
+        message,
+        json!({"type": "object", "properties": {field: {"type": kind}}, "required": [field]}),
+    )
 }
 
 fn tool(name: &str, description: &str, schema: Value, support: Option<TaskSupport>) -> Tool {
