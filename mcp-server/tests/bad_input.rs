@@ -3,13 +3,11 @@
 
 use mcp_server::{NoArgs, Outcome, Server, ToolRegistry};
 use mcp_types::protocol::{CallToolResult, ContentBlock};
-use mcp_types::transport::LineTransport;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+mod common;
 
 async fn converse(lines: &[String], limit: usize) -> Vec<Value> {
-    let (client, server) = tokio::io::duplex(1 << 20);
-    let (sr, sw) = tokio::io::split(server);
     let mut tools = ToolRegistry::new();
     tools.tool("hello", "Says hello.", |_: NoArgs, _ctx| async move {
         Ok(Outcome::Complete(CallToolResult {
@@ -17,30 +15,7 @@ async fn converse(lines: &[String], limit: usize) -> Vec<Value> {
             ..Default::default()
         }))
     });
-    let transport = LineTransport::new(BufReader::new(sr), sw).with_max_message_bytes(limit);
-    let serving = tokio::spawn(async move { Server::new(tools).serve(transport).await });
-    let (cr, mut cw) = tokio::io::split(client);
-    let mut out = BufReader::new(cr).lines();
-    let mut answers = Vec::new();
-    for line in lines {
-        cw.write_all(line.as_bytes()).await.expect("write");
-        cw.write_all(b"\n").await.expect("write");
-        let expects_answer = serde_json::from_str::<Value>(line)
-            .map_or(true, |v| v.get("id").is_some() || v.is_array());
-        if expects_answer {
-            let got = tokio::time::timeout(std::time::Duration::from_secs(5), out.next_line())
-                .await
-                .expect("an answer, not silence")
-                .expect("read")
-                .expect("a line");
-            answers.push(serde_json::from_str(&got).expect("answers are JSON"));
-        }
-    }
-    cw.shutdown().await.expect("shutdown");
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), serving)
-        .await
-        .expect("server ends at end of input");
-    answers
+    common::converse(Server::new(tools), lines, limit).await
 }
 
 fn code(v: &Value) -> i64 {

@@ -7,10 +7,8 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use mcp_server::{Outcome, RequestContext, Server, ServerHandler};
 use mcp_types::protocol::*;
-use mcp_types::transport::LineTransport;
 use mcp_types::{codes, ErrorObject};
 use serde_json::{json, Map, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// Answers every call with a task, which is finished by the time anyone asks.
 #[derive(Default)]
@@ -87,32 +85,12 @@ impl ServerHandler for Tasks {
     }
 }
 
-/// Sends each request line and reads its answer.
+mod common;
+
+/// Sends each message and reads the answers to its requests.
 async fn converse(lines: &[Value]) -> Vec<Value> {
-    let (client, server) = tokio::io::duplex(1 << 20);
-    let (sr, sw) = tokio::io::split(server);
-    let transport = LineTransport::new(BufReader::new(sr), sw);
-    let serving = tokio::spawn(async move { Server::new(Tasks::default()).serve(transport).await });
-    let (cr, mut cw) = tokio::io::split(client);
-    let mut out = BufReader::new(cr).lines();
-    let mut answers = Vec::new();
-    for line in lines {
-        cw.write_all(format!("{line}\n").as_bytes())
-            .await
-            .expect("write");
-        if line.get("id").is_none() {
-            continue;
-        }
-        let got = tokio::time::timeout(std::time::Duration::from_secs(5), out.next_line())
-            .await
-            .expect("an answer")
-            .expect("read")
-            .expect("a line");
-        answers.push(serde_json::from_str(&got).expect("JSON"));
-    }
-    cw.shutdown().await.expect("shutdown");
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), serving).await;
-    answers
+    let lines: Vec<String> = lines.iter().map(Value::to_string).collect();
+    common::converse(Server::new(Tasks::default()), &lines, 1 << 20).await
 }
 
 fn modern(id: u64, m: &str, mut params: Value, extension: bool) -> Value {
