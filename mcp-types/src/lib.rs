@@ -10,6 +10,8 @@
 //!   revision. Each is the union of what the revisions define; unknown members
 //!   are kept in `extra` and written back, `_meta` is kept raw, and open enums keep
 //!   unknown values.
+//! - [`raw`]: exact JSON for relays: objects read one level at a time, untouched members
+//!   written back byte for byte.
 //! - [`codes`]: error codes; [`meta`]: `_meta` keys and the reserved-key rule.
 //! - [`transport`]: the one [`transport::Transport`] trait, an in-memory pair and
 //!   newline-delimited JSON over any byte stream; [`rpc::Peer`]: request/response
@@ -26,6 +28,7 @@ pub mod jsonrpc;
 pub mod meta;
 mod model;
 pub mod protocol;
+pub mod raw;
 mod revision;
 pub mod rpc;
 #[cfg(feature = "validation")]
