@@ -60,7 +60,7 @@ fn bench(c: &mut Criterion) {
         for (from, to) in [(front.clone(), back.clone()), (back, front)] {
             tokio::spawn(async move {
                 while let Ok(Incoming::Frame(f)) = from.recv().await {
-                    if to.send(&f).await.is_err() {
+                    if to.send(f).await.is_err() {
                         break;
                     }
                 }

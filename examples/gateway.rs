@@ -2,9 +2,12 @@
 //! as one MCP server on stdio (default) or Streamable HTTP at `/mcp`.
 //!
 //! ```text
-//! cargo run --release --example gateway -- [--config FILE] [--http ADDR]
+//! cargo run --release --example gateway -- [--config FILE] [--http ADDR] [--threads N]
 //! ```
 //! Without `--config` it serves two in-process demo upstreams (`echo` and `notes`).
+//! It runs on one thread unless `--threads N` asks for more: a relay spends its time
+//! moving small messages between sockets and pipes, where handing work between threads
+//! costs more CPU than it saves (measured in README.md).
 
 use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport};
 use mcp_server::http::{bind, HttpOptions};
@@ -12,7 +15,7 @@ use mcp_server::{Server, ServerOptions};
 use mcp_types::protocol::Implementation;
 
 fn usage() -> ! {
-    eprintln!("usage: gateway [--config FILE] [--http ADDR]");
+    eprintln!("usage: gateway [--config FILE] [--http ADDR] [--threads N]");
     std::process::exit(2)
 }
 
@@ -34,18 +37,55 @@ fn demo() -> (Vec<UpstreamConfig>, AggregatorOptions) {
     )
 }
 
-#[tokio::main]
-async fn main() {
-    mcp_examples::init_logging();
+/// The command line.
+struct Args {
+    config: Option<String>,
+    http: Option<String>,
+    threads: usize,
+}
+
+fn args() -> Args {
     let mut args = std::env::args().skip(1);
-    let (mut config, mut http) = (None, None);
+    let mut out = Args {
+        config: None,
+        http: None,
+        threads: 1,
+    };
     while let Some(a) = args.next() {
+        let mut value = || args.next().unwrap_or_else(|| usage());
         match a.as_str() {
-            "--config" => config = Some(args.next().unwrap_or_else(|| usage())),
-            "--http" => http = Some(args.next().unwrap_or_else(|| usage())),
+            "--config" => out.config = Some(value()),
+            "--http" => out.http = Some(value()),
+            "--threads" => out.threads = value().parse().unwrap_or_else(|_| usage()),
             _ => usage(),
         }
     }
+    out
+}
+
+fn main() {
+    mcp_examples::init_logging();
+    let args = args();
+    let runtime = match args.threads {
+        0 | 1 => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        n => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(n)
+            .enable_all()
+            .build(),
+    };
+    match runtime {
+        Ok(rt) => rt.block_on(run(args)),
+        Err(e) => {
+            eprintln!("gateway: cannot start the runtime: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+async fn run(args: Args) {
+    let Args { config, http, .. } = args;
     let (upstreams, options) = match &config {
         None => demo(),
         Some(path) => {

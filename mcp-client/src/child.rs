@@ -107,7 +107,7 @@ impl ChildTransport {
 
 #[async_trait]
 impl Transport for ChildTransport {
-    async fn send(&self, frame: &Frame) -> Result<(), Closed> {
+    async fn send(&self, frame: Frame) -> Result<(), Closed> {
         match self.inner.send(frame).await {
             Err(Closed(CloseReason::PeerClosed)) => Err(Closed(
                 self.inner.set_close_reason(self.exit_reason().await),

@@ -513,12 +513,12 @@ impl Shared {
 
 #[async_trait]
 impl Transport for HttpTransport {
-    async fn send(&self, frame: &Frame) -> Result<(), Closed> {
+    async fn send(&self, frame: Frame) -> Result<(), Closed> {
         if let Some(r) = self.close_reason() {
             return Err(Closed(r));
         }
         // Each message is its own HTTP exchange; answers arrive through `recv`.
-        tokio::spawn(self.shared.clone().exchange(frame.clone()));
+        tokio::spawn(self.shared.clone().exchange(frame));
         Ok(())
     }
 

@@ -139,12 +139,12 @@ impl SseTransport {
 
 #[async_trait]
 impl Transport for SseTransport {
-    async fn send(&self, frame: &Frame) -> Result<(), Closed> {
+    async fn send(&self, frame: Frame) -> Result<(), Closed> {
         if let Some(r) = self.close_reason() {
             return Err(Closed(r));
         }
         let mut req = Request::new(Full::new(Bytes::from(
-            serde_json::to_vec(frame).unwrap_or_default(),
+            serde_json::to_vec(&frame).unwrap_or_default(),
         )));
         *req.method_mut() = Method::POST;
         *req.uri_mut() = self.endpoint.clone();
@@ -152,7 +152,7 @@ impl Transport for SseTransport {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        let (client, tx, frame) = (self.client.clone(), self.tx.clone(), frame.clone());
+        let (client, tx) = (self.client.clone(), self.tx.clone());
         tokio::spawn(async move {
             let failure = match client.request(req).await {
                 Ok(r) if r.status().is_success() => None,

@@ -444,7 +444,7 @@ impl StreamableHttp {
         tokio::spawn(async move { server.serve(server_end).await });
         let id = req.id.clone();
         if client
-            .send(&Frame::Single(Message::Request(req)))
+            .send(Frame::Single(Message::Request(req)))
             .await
             .is_err()
         {
@@ -812,7 +812,7 @@ impl LegacySession {
             .collect();
         if requests.is_empty() {
             // Notifications and answers to our requests.
-            return match self.conn.send(&frame).await {
+            return match self.conn.send(frame).await {
                 Ok(()) => respond(StatusCode::ACCEPTED, empty(), None),
                 Err(_) => rpc_error(
                     StatusCode::NOT_FOUND,
@@ -852,7 +852,8 @@ impl LegacySession {
                 },
             );
         }
-        if self.conn.send(&frame).await.is_err() {
+        let single = matches!(frame, Frame::Single(_));
+        if self.conn.send(frame).await.is_err() {
             return rpc_error(
                 StatusCode::NOT_FOUND,
                 None,
@@ -864,7 +865,7 @@ impl LegacySession {
             return sse_response(rx, options.keep_alive);
         }
         match json_rx.await {
-            Ok(mut answers) if answers.len() == 1 && matches!(frame, Frame::Single(_)) => respond(
+            Ok(mut answers) if answers.len() == 1 && single => respond(
                 StatusCode::OK,
                 json_body(&answers.remove(0)),
                 Some("application/json"),

@@ -129,10 +129,44 @@ impl Server {
     }
 }
 
+/// The reading half of [`stdio`].
+pub type StdinReader = tokio::io::BufReader<Box<dyn tokio::io::AsyncRead + Unpin + Send>>;
+/// The writing half of [`stdio`].
+pub type StdoutWriter = Box<dyn tokio::io::AsyncWrite + Unpin + Send>;
+
 /// The process's own stdin and stdout as a transport (the server side of stdio).
-pub fn stdio() -> LineTransport<tokio::io::BufReader<tokio::io::Stdin>, tokio::io::Stdout> {
+///
+/// Where a stream is a pipe (as when a host starts this process), it is reopened through
+/// `/proc/self/fd` as a private non-blocking descriptor driven by the reactor, so reads
+/// and writes never go through tokio's blocking thread pool. Reopening gives this process
+/// its own open file description: the `O_NONBLOCK` flag never reaches the parent's end.
+/// Anything else (a terminal, a file, another OS) uses tokio's standard handles.
+pub fn stdio() -> LineTransport<StdinReader, StdoutWriter> {
     LineTransport::new(
-        tokio::io::BufReader::new(tokio::io::stdin()),
-        tokio::io::stdout(),
+        tokio::io::BufReader::with_capacity(64 * 1024, stdin_reader()),
+        stdout_writer(),
     )
+}
+
+fn stdin_reader() -> Box<dyn tokio::io::AsyncRead + Unpin + Send> {
+    #[cfg(target_os = "linux")]
+    if let Ok(f) = std::fs::File::open("/proc/self/fd/0") {
+        if let Ok(rx) = tokio::net::unix::pipe::Receiver::from_file(f) {
+            return Box::new(rx);
+        }
+    }
+    Box::new(tokio::io::stdin())
+}
+
+fn stdout_writer() -> StdoutWriter {
+    #[cfg(target_os = "linux")]
+    if let Ok(f) = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/proc/self/fd/1")
+    {
+        if let Ok(tx) = tokio::net::unix::pipe::Sender::from_file(f) {
+            return Box::new(tx);
+        }
+    }
+    Box::new(tokio::io::stdout())
 }

@@ -129,7 +129,7 @@ impl Peer {
             params,
             extra: Default::default(),
         });
-        if let Err(Closed(reason)) = self.send(&msg).await {
+        if let Err(Closed(reason)) = self.send(msg).await {
             self.forget(&id);
             return Err(RpcError::Closed(reason));
         }
@@ -177,7 +177,7 @@ impl Peer {
         method_name: &str,
         params: Option<Box<RawValue>>,
     ) -> Result<(), Closed> {
-        self.send(&Message::Notification(Notification {
+        self.send(Message::Notification(Notification {
             method: method_name.to_owned(),
             params,
             extra: Default::default(),
@@ -186,12 +186,8 @@ impl Peer {
     }
 
     /// Sends one message.
-    pub async fn send(&self, msg: &Message) -> Result<(), Closed> {
-        // The frame owns its message; a clone of the envelope is cheap next to the I/O.
-        self.shared
-            .transport
-            .send(&Frame::Single(msg.clone()))
-            .await
+    pub async fn send(&self, msg: Message) -> Result<(), Closed> {
+        self.shared.transport.send(Frame::Single(msg)).await
     }
 
     /// Closes the transport.
@@ -222,7 +218,7 @@ impl Peer {
                 Ok(Incoming::Invalid { error }) => {
                     tracing::warn!(code = error.code, data = ?error.data, "invalid message from peer");
                     let _ = self
-                        .send(&Message::Error(ErrorResponse::new(None, error)))
+                        .send(Message::Error(ErrorResponse::new(None, error)))
                         .await;
                 }
                 Err(Closed(reason)) => break reason,
@@ -246,7 +242,7 @@ impl Peer {
                 let inbound = inbound.clone();
                 tokio::spawn(async move {
                     let answer = inbound.request(&peer, r).await;
-                    let _ = peer.send(&answer).await;
+                    let _ = peer.send(answer).await;
                 });
             }
             Message::Notification(n) => inbound.notification(self, n).await,
@@ -287,7 +283,7 @@ impl Peer {
                     answers.push(a);
                 }
             }
-            let _ = peer.shared.transport.send(&Frame::Batch(answers)).await;
+            let _ = peer.shared.transport.send(Frame::Batch(answers)).await;
         });
     }
 }

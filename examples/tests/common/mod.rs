@@ -21,7 +21,7 @@ pub struct Recording<T> {
 
 #[async_trait]
 impl<T: Transport> Transport for Recording<T> {
-    async fn send(&self, frame: &Frame) -> Result<(), Closed> {
+    async fn send(&self, frame: Frame) -> Result<(), Closed> {
         if let Ok(mut s) = self.sent.lock() {
             s.extend(frame.clone().into_messages());
         }

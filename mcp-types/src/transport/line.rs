@@ -1,0 +1,481 @@
+//! Newline-delimited JSON over a byte stream (the stdio transport).
+//!
+//! Reads parse each line where it lies in the read buffer when they can (no copy).
+//! Writes go through one writer task per stream, started by the first send: senders
+//! queue frames and return; the task encodes every frame queued by then into one buffer
+//! and writes it in one call, so a burst of answers costs one system call, not one each.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+use super::{
+    invalid_frame_error, oversized_error, CloseReason, CloseSlot, Closed, Incoming, Transport,
+};
+use crate::jsonrpc::Frame;
+
+/// Default limit on one message: 16 MiB.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Most bytes gathered into one write before it is issued.
+const COALESCE_BYTES: usize = 256 * 1024;
+
+/// A write buffer grown past this is given back after the write.
+const KEEP_BUFFER_BYTES: usize = 1024 * 1024;
+
+/// How long [`Transport::close`] waits for queued frames to be written.
+const CLOSE_FLUSH: Duration = Duration::from_secs(2);
+
+/// Newline-delimited JSON-RPC over a byte stream, as the stdio transport specifies:
+/// one message per line, no embedded newlines.
+pub struct LineTransport<R, W> {
+    reader: tokio::sync::Mutex<(R, Vec<u8>)>,
+    writer: Mutex<Writer<W>>,
+    max_message_bytes: usize,
+    closed: Arc<CloseSlot>,
+    shutdown: tokio::sync::Notify,
+}
+
+/// Where the write half is.
+enum Writer<W> {
+    /// Nothing sent yet: the first send starts the writer task with it.
+    Idle(W),
+    /// The writer task owns it; frames reach the task through `queue`.
+    Running {
+        queue: mpsc::UnboundedSender<Frame>,
+        task: tokio::task::JoinHandle<()>,
+    },
+    /// Closed by this side.
+    Closed,
+}
+
+impl<R, W> LineTransport<R, W>
+where
+    R: AsyncBufRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    /// Wraps a reader and a writer, with the default message size limit.
+    pub fn new(reader: R, writer: W) -> Self {
+        LineTransport {
+            reader: tokio::sync::Mutex::new((reader, Vec::new())),
+            writer: Mutex::new(Writer::Idle(writer)),
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            closed: Arc::new(CloseSlot::default()),
+            shutdown: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// Sets the largest message accepted; a longer line is answered as invalid and skipped.
+    pub fn with_max_message_bytes(mut self, limit: usize) -> Self {
+        self.max_message_bytes = limit;
+        self
+    }
+
+    /// Replaces the recorded reason the stream ended with a more precise one (a wrapper
+    /// that knows the peer process exited, say). A close by this side is never replaced.
+    pub fn set_close_reason(&self, reason: CloseReason) -> CloseReason {
+        self.closed.refine(reason)
+    }
+
+    fn closed_error(&self) -> Closed {
+        Closed(self.closed.get().unwrap_or(CloseReason::Closed))
+    }
+}
+
+/// Appends `frame` to `buf` as one line. Raw payloads are written as they came; one that
+/// came pretty-printed (over HTTP, say) holds newlines only as whitespace between tokens
+/// (JSON strings cannot contain a raw newline), so dropping them keeps every value exact.
+fn encode_line(frame: &Frame, buf: &mut Vec<u8>) {
+    let start = buf.len();
+    if serde_json::to_writer(&mut *buf, frame).is_err() {
+        // Every part of a frame is valid JSON already; nothing sensible to send otherwise.
+        buf.truncate(start);
+        return;
+    }
+    if buf[start..].iter().any(|b| *b == b'\n' || *b == b'\r') {
+        let mut i = start;
+        buf.retain(|b| {
+            let keep = i < start || (*b != b'\n' && *b != b'\r');
+            i += 1;
+            keep
+        });
+    }
+    buf.push(b'\n');
+}
+
+/// The writer task: everything queued goes out in as few writes as possible.
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut w: W,
+    mut queue: mpsc::UnboundedReceiver<Frame>,
+    closed: Arc<CloseSlot>,
+) {
+    let mut buf = Vec::with_capacity(8 * 1024);
+    while let Some(frame) = queue.recv().await {
+        buf.clear();
+        encode_line(&frame, &mut buf);
+        drop(frame);
+        while buf.len() < COALESCE_BYTES {
+            match queue.try_recv() {
+                Ok(next) => encode_line(&next, &mut buf),
+                Err(_) => break,
+            }
+        }
+        let written = async {
+            w.write_all(&buf).await?;
+            w.flush().await
+        }
+        .await;
+        if let Err(e) = written {
+            let reason = match e.kind() {
+                std::io::ErrorKind::BrokenPipe => CloseReason::PeerClosed,
+                _ => CloseReason::Io(e.to_string()),
+            };
+            closed.record(reason);
+            return;
+        }
+        if buf.capacity() > KEEP_BUFFER_BYTES {
+            buf = Vec::with_capacity(8 * 1024);
+        }
+    }
+    let _ = w.shutdown().await;
+}
+
+/// What reading one line gave.
+enum Line {
+    Complete,
+    TooLong,
+    Eof,
+}
+
+/// Reads one line into `buf` (without the newline), skipping the rest of a line longer than `limit`.
+async fn read_line<R: AsyncBufRead + Unpin>(
+    r: &mut R,
+    buf: &mut Vec<u8>,
+    limit: usize,
+) -> std::io::Result<Line> {
+    buf.clear();
+    let mut too_long = false;
+    loop {
+        let available = r.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(if buf.is_empty() && !too_long {
+                Line::Eof
+            } else if too_long {
+                Line::TooLong
+            } else {
+                Line::Complete
+            });
+        }
+        let (chunk, done) = match available.iter().position(|b| *b == b'\n') {
+            Some(i) => (&available[..i], Some(i + 1)),
+            None => (available, None),
+        };
+        if !too_long {
+            if buf.len() + chunk.len() > limit {
+                too_long = true;
+                buf.clear();
+            } else {
+                buf.extend_from_slice(chunk);
+            }
+        }
+        let used = done.unwrap_or(available.len());
+        r.consume(used);
+        if done.is_some() {
+            return Ok(if too_long {
+                Line::TooLong
+            } else {
+                Line::Complete
+            });
+        }
+    }
+}
+
+/// What one line holds.
+fn incoming(line: &[u8]) -> Option<Incoming> {
+    let text = line.trim_ascii();
+    if text.is_empty() {
+        return None;
+    }
+    Some(match Frame::parse(text) {
+        Ok(frame) => Incoming::Frame(frame),
+        Err(e) => Incoming::Invalid {
+            error: invalid_frame_error(&e),
+        },
+    })
+}
+
+/// A complete line already in the read buffer, parsed where it lies; `None` when the
+/// buffer holds no newline (then the line is gathered with [`read_line`]).
+async fn buffered_line<R: AsyncBufRead + Unpin>(
+    r: &mut R,
+    limit: usize,
+) -> std::io::Result<Option<Option<Incoming>>> {
+    let available = r.fill_buf().await?;
+    let Some(i) = available.iter().position(|b| *b == b'\n') else {
+        return Ok(None);
+    };
+    let got = if i > limit {
+        Some(Incoming::Invalid {
+            error: oversized_error(limit),
+        })
+    } else {
+        incoming(&available[..i])
+    };
+    r.consume(i + 1);
+    Ok(Some(got))
+}
+
+/// What the next line gave.
+enum Read {
+    Got(Incoming),
+    /// An empty line: skipped.
+    Blank,
+    Eof,
+    Failed(std::io::Error),
+}
+
+async fn next_line<R: AsyncBufRead + Unpin>(r: &mut R, buf: &mut Vec<u8>, limit: usize) -> Read {
+    match buffered_line(r, limit).await {
+        Ok(Some(Some(got))) => return Read::Got(got),
+        Ok(Some(None)) => return Read::Blank,
+        Ok(None) => {}
+        Err(e) => return Read::Failed(e),
+    }
+    match read_line(r, buf, limit).await {
+        Ok(Line::Eof) => Read::Eof,
+        Ok(Line::TooLong) => Read::Got(Incoming::Invalid {
+            error: oversized_error(limit),
+        }),
+        Ok(Line::Complete) => incoming(buf).map_or(Read::Blank, Read::Got),
+        Err(e) => Read::Failed(e),
+    }
+}
+
+#[async_trait]
+impl<R, W> Transport for LineTransport<R, W>
+where
+    R: AsyncBufRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    async fn send(&self, frame: Frame) -> Result<(), Closed> {
+        if self.closed.get().is_some() {
+            return Err(self.closed_error());
+        }
+        let Ok(mut state) = self.writer.lock() else {
+            return Err(self.closed_error());
+        };
+        if matches!(*state, Writer::Idle(_)) {
+            let Writer::Idle(w) = std::mem::replace(&mut *state, Writer::Closed) else {
+                return Err(self.closed_error());
+            };
+            let (queue, rx) = mpsc::unbounded_channel();
+            let task = tokio::spawn(write_loop(w, rx, self.closed.clone()));
+            *state = Writer::Running { queue, task };
+        }
+        match &*state {
+            Writer::Running { queue, .. } => queue.send(frame).map_err(|_| self.closed_error()),
+            _ => Err(self.closed_error()),
+        }
+    }
+
+    async fn recv(&self) -> Result<Incoming, Closed> {
+        let mut guard = self.reader.lock().await;
+        let (reader, buf) = &mut *guard;
+        let limit = self.max_message_bytes;
+        loop {
+            if let Some(r) = self.closed.get() {
+                return Err(Closed(r));
+            }
+            let read = tokio::select! {
+                read = next_line(reader, buf, limit) => read,
+                () = self.shutdown.notified() => return Err(Closed(self.closed.record(CloseReason::Closed))),
+            };
+            match read {
+                Read::Got(incoming) => return Ok(incoming),
+                Read::Blank => continue,
+                Read::Eof => return Err(Closed(self.closed.record(CloseReason::PeerClosed))),
+                Read::Failed(e) => {
+                    return Err(Closed(self.closed.record(CloseReason::Io(e.to_string()))))
+                }
+            }
+        }
+    }
+
+    async fn close(&self) {
+        self.closed.record(CloseReason::Closed);
+        self.shutdown.notify_waiters();
+        let state = match self.writer.lock() {
+            Ok(mut s) => std::mem::replace(&mut *s, Writer::Closed),
+            Err(_) => return,
+        };
+        match state {
+            Writer::Idle(mut w) => {
+                let _ = w.shutdown().await;
+            }
+            Writer::Running { queue, mut task } => {
+                // The task writes what is queued, then shuts the stream; a peer that stopped
+                // reading does not hold us past the limit.
+                drop(queue);
+                if tokio::time::timeout(CLOSE_FLUSH, &mut task).await.is_err() {
+                    task.abort();
+                }
+            }
+            Writer::Closed => {}
+        }
+    }
+
+    fn close_reason(&self) -> Option<CloseReason> {
+        self.closed.get()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(s: &str) -> Frame {
+        Frame::parse(s.as_bytes()).expect("frame")
+    }
+
+    #[tokio::test]
+    async fn lines_bad_json_and_oversized_messages_keep_the_stream_working() {
+        let input = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n\nnot json\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\",\"params\":{\"pad\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}}\n[]\n{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}";
+        let t = LineTransport::new(&input[..], tokio::io::sink()).with_max_message_bytes(80);
+        let mut kinds = Vec::new();
+        loop {
+            match t.recv().await {
+                Ok(Incoming::Frame(f)) => kinds.push(format!(
+                    "frame {}",
+                    f.into_messages()[0]
+                        .id()
+                        .map(|i| i.to_string())
+                        .unwrap_or_default()
+                )),
+                Ok(Incoming::Invalid { error }) => kinds.push(format!("invalid {}", error.code)),
+                Err(Closed(r)) => {
+                    kinds.push(format!("closed {r}"));
+                    break;
+                }
+            }
+        }
+        assert_eq!(
+            kinds,
+            [
+                "frame 1",
+                "invalid -32700",
+                "invalid -32600",
+                "invalid -32600",
+                "frame 3",
+                "closed closed by the peer"
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_long_line_arriving_in_pieces_is_read_whole() {
+        let (mut w, r) = tokio::io::duplex(64);
+        let t = LineTransport::new(
+            tokio::io::BufReader::with_capacity(16, r),
+            tokio::io::sink(),
+        );
+        let line = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\",\"params\":{{\"pad\":\"{}\"}}}}\n",
+            "y".repeat(500)
+        );
+        let writer = tokio::spawn(async move {
+            w.write_all(line.as_bytes()).await.expect("write");
+        });
+        let Ok(Incoming::Frame(f)) = t.recv().await else {
+            panic!("a frame")
+        };
+        assert_eq!(
+            f.into_messages()[0].id().map(|i| i.to_string()),
+            Some("7".into())
+        );
+        writer.await.expect("writer");
+    }
+
+    #[tokio::test]
+    async fn sends_one_compact_line_per_frame_with_payloads_exact() {
+        let (client, mut server) = tokio::io::duplex(1024);
+        let t = LineTransport::new(tokio::io::BufReader::new(tokio::io::empty()), client);
+        let pretty = "{\n \"jsonrpc\": \"2.0\",\n \"id\": 1,\n \"result\": {\n  \"b\": [1.50,\n 123456789012345678901234567890],\r\n  \"a\": \"x y\"\n }\n}";
+        t.send(frame(pretty)).await.expect("send");
+        t.send(frame(r#"{"jsonrpc":"2.0","method":"n"}"#))
+            .await
+            .expect("send");
+        t.close().await;
+        let mut out = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut server, &mut out)
+            .await
+            .expect("read");
+        assert_eq!(
+            out,
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{  \"b\": [1.50, 123456789012345678901234567890],  \"a\": \"x y\" }}\n{\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_burst_of_frames_leaves_in_one_write() {
+        let (client, mut server) = tokio::io::duplex(1 << 20);
+        let t = Arc::new(LineTransport::new(
+            tokio::io::BufReader::new(tokio::io::empty()),
+            CountingWriter {
+                inner: client,
+                writes: Arc::default(),
+            },
+        ));
+        let writes = {
+            let guard = t.writer.lock().expect("lock");
+            match &*guard {
+                Writer::Idle(w) => w.writes.clone(),
+                _ => panic!("idle before the first send"),
+            }
+        };
+        for i in 0..50 {
+            t.send(frame(&format!(r#"{{"jsonrpc":"2.0","method":"n{i}"}}"#)))
+                .await
+                .expect("send");
+        }
+        t.close().await;
+        let mut out = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut server, &mut out)
+            .await
+            .expect("read");
+        assert_eq!(out.lines().count(), 50);
+        let n = writes.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(n <= 2, "50 queued frames took {n} writes");
+    }
+
+    struct CountingWriter<W> {
+        inner: W,
+        writes: Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl<W: AsyncWrite + Unpin> AsyncWrite for CountingWriter<W> {
+        fn poll_write(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+            buf: &[u8],
+        ) -> std::task::Poll<std::io::Result<usize>> {
+            self.writes
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+        }
+        fn poll_flush(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+        }
+        fn poll_shutdown(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! An in-memory duplex pair: frames moved, never encoded.
+
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use tokio::sync::mpsc;
+
+use super::{CloseReason, CloseSlot, Closed, Incoming, Transport};
+use crate::jsonrpc::Frame;
+
+/// One end of an in-memory duplex pair; see [`memory_pair`].
+pub struct MemoryTransport {
+    tx: Mutex<Option<mpsc::Sender<Frame>>>,
+    rx: tokio::sync::Mutex<mpsc::Receiver<Frame>>,
+    closed: CloseSlot,
+    shutdown: tokio::sync::Notify,
+}
+
+/// Two connected in-memory transports: what one sends, the other receives. Frames are
+/// moved, never encoded. `capacity` frames may wait in each direction.
+pub fn memory_pair(capacity: usize) -> (MemoryTransport, MemoryTransport) {
+    let (atx, brx) = mpsc::channel(capacity.max(1));
+    let (btx, arx) = mpsc::channel(capacity.max(1));
+    let end = |tx, rx| MemoryTransport {
+        tx: Mutex::new(Some(tx)),
+        rx: tokio::sync::Mutex::new(rx),
+        closed: CloseSlot::default(),
+        shutdown: tokio::sync::Notify::new(),
+    };
+    (end(atx, arx), end(btx, brx))
+}
+
+#[async_trait]
+impl Transport for MemoryTransport {
+    async fn send(&self, frame: Frame) -> Result<(), Closed> {
+        let tx = self.tx.lock().ok().and_then(|g| g.clone());
+        let Some(tx) = tx else {
+            return Err(Closed(self.close_reason().unwrap_or(CloseReason::Closed)));
+        };
+        tx.send(frame)
+            .await
+            .map_err(|_| Closed(CloseReason::PeerClosed))
+    }
+
+    async fn recv(&self) -> Result<Incoming, Closed> {
+        if let Some(r) = self.closed.get() {
+            return Err(Closed(r));
+        }
+        let mut rx = self.rx.lock().await;
+        tokio::select! {
+            frame = rx.recv() => match frame {
+                Some(f) => Ok(Incoming::Frame(f)),
+                None => Err(Closed(self.closed.record(CloseReason::PeerClosed))),
+            },
+            () = self.shutdown.notified() => Err(Closed(self.closed.record(CloseReason::Closed))),
+        }
+    }
+
+    async fn close(&self) {
+        self.closed.record(CloseReason::Closed);
+        if let Ok(mut g) = self.tx.lock() {
+            g.take();
+        }
+        self.shutdown.notify_waiters();
+    }
+
+    fn close_reason(&self) -> Option<CloseReason> {
+        self.closed.get()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Message;
+
+    fn frame(s: &str) -> Frame {
+        Frame::parse(s.as_bytes()).expect("frame")
+    }
+
+    #[tokio::test]
+    async fn memory_pair_moves_frames_and_reports_closing() {
+        let (a, b) = memory_pair(4);
+        a.send(frame(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#))
+            .await
+            .expect("send");
+        let Incoming::Frame(Frame::Single(Message::Request(r))) = b.recv().await.expect("recv")
+        else {
+            panic!("request")
+        };
+        assert_eq!(r.method, "ping");
+        a.close().await;
+        assert_eq!(b.recv().await.unwrap_err(), Closed(CloseReason::PeerClosed));
+        assert_eq!(a.close_reason(), Some(CloseReason::Closed));
+        assert!(a
+            .send(frame(r#"{"jsonrpc":"2.0","method":"x"}"#))
+            .await
+            .is_err());
+    }
+}

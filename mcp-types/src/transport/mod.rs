@@ -1,0 +1,186 @@
+//! The one transport trait every client, server and proxy speaks through, plus
+//! the implementations that need nothing but tokio: an in-memory duplex pair
+//! ([`memory_pair`]) and newline-delimited JSON over any byte stream
+//! ([`LineTransport`], stdio).
+//!
+//! A transport moves [`Frame`]s. It does not answer anything itself: a line that is
+//! not JSON, or over the size limit, comes out of [`Transport::recv`] as
+//! [`Incoming::Invalid`] carrying the error answer the session should send, and the
+//! transport keeps working.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::jsonrpc::{EnvelopeError, Frame};
+use crate::{codes, ErrorObject};
+
+mod line;
+mod memory;
+
+pub use line::{LineTransport, DEFAULT_MAX_MESSAGE_BYTES};
+pub use memory::{memory_pair, MemoryTransport};
+
+/// Why a transport stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CloseReason {
+    /// This side called [`Transport::close`].
+    Closed,
+    /// The peer closed its end (end of stream).
+    PeerClosed,
+    /// The peer process exited.
+    ProcessExited {
+        /// Exit code, if it exited normally.
+        code: Option<i32>,
+    },
+    /// An I/O error ended the stream.
+    Io(String),
+}
+
+impl std::fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CloseReason::Closed => f.write_str("closed by this side"),
+            CloseReason::PeerClosed => f.write_str("closed by the peer"),
+            CloseReason::ProcessExited { code: Some(c) } => {
+                write!(f, "peer process exited with status {c}")
+            }
+            CloseReason::ProcessExited { code: None } => f.write_str("peer process was killed"),
+            CloseReason::Io(e) => write!(f, "I/O error: {e}"),
+        }
+    }
+}
+
+/// A transport that cannot carry any more messages.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("transport closed: {0}")]
+pub struct Closed(pub CloseReason);
+
+/// What one read from a transport yields.
+#[derive(Debug)]
+pub enum Incoming {
+    /// A well-formed message or batch.
+    Frame(Frame),
+    /// Bytes that are not a JSON-RPC frame. Answer with `error` (id `null`) and carry on.
+    Invalid {
+        /// The error to answer with (`-32700` for bad JSON, `-32600` otherwise).
+        error: ErrorObject,
+    },
+}
+
+/// Moves JSON-RPC frames between two peers.
+#[async_trait]
+pub trait Transport: Send + Sync + 'static {
+    /// Sends one frame. Taken by value: a transport may queue it (and write several in
+    /// one go) without copying it.
+    async fn send(&self, frame: Frame) -> Result<(), Closed>;
+
+    /// Waits for the next frame. `Err` once the transport is closed, with the reason.
+    /// Only one task should call this at a time.
+    async fn recv(&self) -> Result<Incoming, Closed>;
+
+    /// Closes this side. Pending and later `recv`s return `Err(Closed(CloseReason::Closed))`.
+    async fn close(&self);
+
+    /// Why the transport closed, once it has.
+    fn close_reason(&self) -> Option<CloseReason>;
+
+    /// Whether this transport mirrors tool arguments into HTTP headers (Streamable HTTP,
+    /// 2026-07-28): a client on it drops tools whose `x-mcp-header` annotations break the
+    /// spec's constraints (TOOL-09).
+    fn mirrors_tool_headers(&self) -> bool {
+        false
+    }
+
+    /// The tools the server listed, for a transport that mirrors their arguments.
+    fn tools_listed(&self, _tools: &[crate::protocol::Tool]) {}
+}
+
+#[async_trait]
+impl<T: Transport + ?Sized> Transport for Arc<T> {
+    async fn send(&self, frame: Frame) -> Result<(), Closed> {
+        (**self).send(frame).await
+    }
+    async fn recv(&self) -> Result<Incoming, Closed> {
+        (**self).recv().await
+    }
+    async fn close(&self) {
+        (**self).close().await
+    }
+    fn close_reason(&self) -> Option<CloseReason> {
+        (**self).close_reason()
+    }
+    fn mirrors_tool_headers(&self) -> bool {
+        (**self).mirrors_tool_headers()
+    }
+    fn tools_listed(&self, tools: &[crate::protocol::Tool]) {
+        (**self).tools_listed(tools)
+    }
+}
+
+#[async_trait]
+impl<T: Transport + ?Sized> Transport for Box<T> {
+    async fn send(&self, frame: Frame) -> Result<(), Closed> {
+        (**self).send(frame).await
+    }
+    async fn recv(&self) -> Result<Incoming, Closed> {
+        (**self).recv().await
+    }
+    async fn close(&self) {
+        (**self).close().await
+    }
+    fn close_reason(&self) -> Option<CloseReason> {
+        (**self).close_reason()
+    }
+    fn mirrors_tool_headers(&self) -> bool {
+        (**self).mirrors_tool_headers()
+    }
+    fn tools_listed(&self, tools: &[crate::protocol::Tool]) {
+        (**self).tools_listed(tools)
+    }
+}
+
+/// The error answer for bytes that did not parse as a frame.
+pub fn invalid_frame_error(e: &EnvelopeError) -> ErrorObject {
+    let message = match e {
+        EnvelopeError::Parse(_) => "Parse error",
+        EnvelopeError::Invalid(_) => "Invalid Request",
+    };
+    ErrorObject::new(e.code(), message).with_data(Value::String(e.to_string()))
+}
+
+/// The error answer for a message over the size limit.
+pub fn oversized_error(limit: usize) -> ErrorObject {
+    ErrorObject::new(codes::INVALID_REQUEST, "Invalid Request").with_data(Value::String(format!(
+        "message exceeds the {limit}-byte limit"
+    )))
+}
+
+/// Why a stream closed: the first reason recorded, refinable by a wrapper that knows more.
+#[derive(Default)]
+pub(crate) struct CloseSlot(Mutex<Option<CloseReason>>);
+
+impl CloseSlot {
+    pub(crate) fn record(&self, reason: CloseReason) -> CloseReason {
+        match self.0.lock() {
+            Ok(mut g) => g.get_or_insert(reason).clone(),
+            Err(_) => reason,
+        }
+    }
+
+    pub(crate) fn refine(&self, reason: CloseReason) -> CloseReason {
+        match self.0.lock() {
+            Ok(g) if *g == Some(CloseReason::Closed) => CloseReason::Closed,
+            Ok(mut g) => {
+                *g = Some(reason.clone());
+                reason
+            }
+            Err(_) => reason,
+        }
+    }
+
+    pub(crate) fn get(&self) -> Option<CloseReason> {
+        self.0.lock().ok().and_then(|g| g.clone())
+    }
+}
