@@ -41,6 +41,9 @@ pub type Member<'a> = (Cow<'a, str>, Cow<'a, RawValue>);
 #[derive(Clone, Default)]
 pub struct RawObject<'a> {
     members: Vec<Member<'a>>,
+    /// The raw value this was read from, while no member has changed: written back as it
+    /// is, without a copy ([`RawObject::to_cow`]).
+    source: Option<&'a RawValue>,
 }
 
 impl PartialEq for RawObject<'_> {
@@ -92,6 +95,7 @@ impl<'a> RawObject<'a> {
     pub fn new() -> Self {
         RawObject {
             members: Vec::new(),
+            source: None,
         }
     }
 
@@ -101,9 +105,21 @@ impl<'a> RawObject<'a> {
         serde_json::from_str(text)
     }
 
-    /// [`RawObject::parse`] of a raw value.
+    /// [`RawObject::parse`] of a raw value, remembered: while no member changes,
+    /// [`RawObject::to_cow`] gives it back as it is.
     pub fn from_raw(raw: &'a RawValue) -> Result<Self, Error> {
-        Self::parse(raw.get())
+        let mut o = Self::parse(raw.get())?;
+        o.source = Some(raw);
+        Ok(o)
+    }
+
+    /// Whether a member changed since the object was read with [`RawObject::from_raw`].
+    pub fn is_modified(&self) -> bool {
+        self.source.is_none()
+    }
+
+    fn touch(&mut self) {
+        self.source = None;
     }
 
     /// Number of members.
@@ -149,6 +165,7 @@ impl<'a> RawObject<'a> {
     ) -> Option<Cow<'a, RawValue>> {
         let key = key.into();
         let value = value.into_raw();
+        self.touch();
         match self.members.iter().position(|(k, _)| *k == key) {
             Some(i) => {
                 let old = std::mem::replace(&mut self.members[i].1, value);
@@ -198,12 +215,19 @@ impl<'a> RawObject<'a> {
                 i += 1;
             }
         }
+        if out.is_some() {
+            self.touch();
+        }
         out
     }
 
     /// Keeps only the members for which `keep` says so, in order.
     pub fn retain(&mut self, mut keep: impl FnMut(&str, &RawValue) -> bool) {
+        let before = self.members.len();
         self.members.retain(|(k, v)| keep(k, v));
+        if self.members.len() != before {
+            self.touch();
+        }
     }
 
     /// The members, in order.
@@ -213,6 +237,7 @@ impl<'a> RawObject<'a> {
 
     /// The members, in order, mutably (a value may be replaced in place).
     pub fn iter_mut(&mut self) -> impl Iterator<Item = (&str, &mut Cow<'a, RawValue>)> {
+        self.touch();
         self.members.iter_mut().map(|(k, v)| (&**k, v))
     }
 
@@ -230,6 +255,7 @@ impl<'a> RawObject<'a> {
         self.remove(&to);
         if let Some(i) = self.position(from) {
             self.members[i].0 = to;
+            self.touch();
         }
     }
 
@@ -254,11 +280,28 @@ impl<'a> RawObject<'a> {
         let raw = inner.to_raw();
         drop(inner);
         self.members[i].1 = Cow::Owned(raw);
+        self.touch();
         Ok(true)
     }
 
-    /// The object as JSON text: untouched members exactly as they came.
+    /// The object as JSON text: the text it was read from while unmodified (see
+    /// [`RawObject::from_raw`]), else written anew with untouched members as they came.
+    pub fn to_cow(&self) -> Cow<'a, RawValue> {
+        match self.source {
+            Some(raw) => Cow::Borrowed(raw),
+            None => Cow::Owned(self.write()),
+        }
+    }
+
+    /// The object as JSON text, owned: untouched members exactly as they came.
     pub fn to_raw(&self) -> Box<RawValue> {
+        match self.source {
+            Some(raw) => raw.to_owned(),
+            None => self.write(),
+        }
+    }
+
+    fn write(&self) -> Box<RawValue> {
         // Raw members are written verbatim; only keys are escaped. Cannot fail.
         serde_json::value::to_raw_value(self).unwrap_or_else(|_| RawValue::NULL.to_owned())
     }
@@ -271,6 +314,7 @@ impl<'a> RawObject<'a> {
                 .into_iter()
                 .map(|(k, v)| (Cow::Owned(k.into_owned()), Cow::Owned(v.into_owned())))
                 .collect(),
+            source: None,
         }
     }
 }
@@ -279,6 +323,7 @@ impl<'a> FromIterator<Member<'a>> for RawObject<'a> {
     fn from_iter<I: IntoIterator<Item = Member<'a>>>(iter: I) -> Self {
         RawObject {
             members: iter.into_iter().collect(),
+            source: None,
         }
     }
 }
@@ -316,7 +361,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawObject<'a> {
                     let value: &'de RawValue = map.next_value()?;
                     members.push((key, Cow::Borrowed(value)));
                 }
-                Ok(RawObject { members })
+                Ok(RawObject {
+                    members,
+                    source: None,
+                })
             }
         }
         d.deserialize_map(V(std::marker::PhantomData))
@@ -470,6 +518,18 @@ mod tests {
         assert!(!unchanged);
         o.rename("s", "t");
         assert_eq!(o.keys().collect::<Vec<_>>(), ["n", "z", "t", "new"]);
+    }
+
+    #[test]
+    fn an_unmodified_object_is_given_back_as_it_was_read() {
+        let raw = RawValue::from_string("{ \"a\" : 1 }".into()).expect("raw");
+        let mut o = RawObject::from_raw(&raw).expect("object");
+        assert!(matches!(o.to_cow(), Cow::Borrowed(r) if r.get() == "{ \"a\" : 1 }"));
+        o.remove("missing");
+        assert!(!o.is_modified());
+        o.insert_str("b", "x");
+        assert!(o.is_modified());
+        assert_eq!(o.to_cow().get(), r#"{"a":1,"b":"x"}"#);
     }
 
     #[test]
