@@ -10,10 +10,12 @@
 //!   Down, nothing newer than the target survives and meaning is kept by the
 //!   conversions of a [`DowngradePolicy`]; up, what the newer revision requires is
 //!   filled in.
+//! - [`features`]: what each revision does differently, as named predicates.
 //! - [`negotiate`]: the legacy counter-offer rule, the 2026 `-32022` answer, and
 //!   telling a peer's era from how it opens.
 
 pub mod errors;
+pub mod features;
 pub mod meta_keys;
 pub mod negotiate;
 pub mod policy;

@@ -615,6 +615,35 @@ impl<'p> Translator<'p> {
     }
 }
 
+impl Translator<'_> {
+    /// Translates raw params of `method`; `Cow::Borrowed` when nothing changes.
+    pub fn params_raw<'a>(
+        &self,
+        method: &str,
+        params: &'a RawValue,
+    ) -> Result<std::borrow::Cow<'a, RawValue>, TranslateError> {
+        if self.from == self.to && !self.canonical {
+            return Ok(std::borrow::Cow::Borrowed(params));
+        }
+        let v = parse(params.get(), "params", method)?;
+        Ok(std::borrow::Cow::Owned(to_raw(&self.params(method, v)?)))
+    }
+
+    /// Translates the raw result of a request for `method`; `Cow::Borrowed` when nothing
+    /// changes.
+    pub fn result_raw<'a>(
+        &self,
+        method: &str,
+        result: &'a RawValue,
+    ) -> Result<std::borrow::Cow<'a, RawValue>, TranslateError> {
+        if self.from == self.to && !self.canonical {
+            return Ok(std::borrow::Cow::Borrowed(result));
+        }
+        let v = parse(result.get(), "result", method)?;
+        Ok(std::borrow::Cow::Owned(to_raw(&self.result(method, v)?)))
+    }
+}
+
 fn parse(text: &str, what: &'static str, method: &str) -> Result<Value, TranslateError> {
     serde_json::from_str(text).map_err(|e| invalid(what, method, &e.to_string()))
 }

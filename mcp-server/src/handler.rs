@@ -5,10 +5,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use mcp_revisions::Translator;
+use mcp_revisions::{features, Translator};
 use mcp_types::protocol::*;
+use mcp_types::raw::RawObject;
 use mcp_types::rpc::Peer;
 use mcp_types::{codes, ErrorObject, Revision};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// A final result, or (2026-07-28 style) a request for more input.
@@ -32,6 +34,38 @@ pub enum Outcome<T> {
 impl<T> From<T> for Outcome<T> {
     fn from(t: T) -> Self {
         Outcome::Complete(t)
+    }
+}
+
+/// A result as raw JSON text, with the revision it is written in: what a relaying handler
+/// answers with, so that what its upstream sent reaches the client exactly (the session
+/// translates it to the client's revision, changing only what that revision needs).
+#[derive(Debug, Clone)]
+pub struct RawResult {
+    /// The revision the result is written in; `None` for a value of this crate's union
+    /// model (any revision's members), which the session translates as such.
+    pub revision: Option<Revision>,
+    /// The result object.
+    pub body: Box<RawValue>,
+}
+
+impl RawResult {
+    /// A result written in `revision` (an upstream's answer, as it came).
+    pub fn in_revision(revision: Revision, body: Box<RawValue>) -> Self {
+        RawResult {
+            revision: Some(revision),
+            body,
+        }
+    }
+
+    /// A typed result of the union model, encoded.
+    pub fn canonical<T: serde::Serialize>(result: &T) -> Result<Self, ErrorObject> {
+        let body = serde_json::value::to_raw_value(result)
+            .map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, format!("Internal error: {e}")))?;
+        Ok(RawResult {
+            revision: None,
+            body,
+        })
     }
 }
 
@@ -70,6 +104,30 @@ pub trait ServerHandler: Send + Sync + 'static {
             codes::INVALID_PARAMS,
             format!("Unknown tool: {}", params.name),
         ))
+    }
+
+    /// `tools/call` with its params still raw: the session has read only what it needs
+    /// (`_meta`, `inputResponses`, `requestState`, `task`), and `arguments` and every other
+    /// member are as the client wrote them. A relay overrides this to pass them on exactly
+    /// and answer with its upstream's result as it came ([`RawResult::in_revision`]).
+    /// Default: decodes the params and calls [`ServerHandler::call_tool`].
+    async fn call_tool_raw(
+        &self,
+        ctx: &RequestContext,
+        params: &RawObject<'_>,
+    ) -> Result<Outcome<RawResult>, ErrorObject> {
+        let p: CallToolRequestParams =
+            serde_json::from_str(params.to_cow().get()).map_err(|e| {
+                ErrorObject::new(
+                    codes::INVALID_PARAMS,
+                    format!("Invalid params for {}: {e}", method::TOOLS_CALL),
+                )
+            })?;
+        Ok(match self.call_tool(ctx, p).await? {
+            Outcome::Complete(r) => Outcome::Complete(RawResult::canonical(&r)?),
+            Outcome::InputRequired(ir) => Outcome::InputRequired(ir),
+            Outcome::Task(t) => Outcome::Task(t),
+        })
     }
 
     /// `prompts/list`.
@@ -215,8 +273,8 @@ impl Notifier {
 #[derive(Clone)]
 pub struct RequestContext {
     pub(crate) revision: Revision,
-    pub(crate) client_capabilities: ClientCapabilities,
-    pub(crate) client_info: Option<Implementation>,
+    pub(crate) client_capabilities: Arc<ClientCapabilities>,
+    pub(crate) client_info: Option<Arc<Implementation>>,
     pub(crate) input_responses: Map<String, Value>,
     pub(crate) request_state: Option<String>,
     pub(crate) progress_token: Option<ProgressToken>,
@@ -288,7 +346,12 @@ impl RequestContext {
 
     /// The client's self-description, if it gave one.
     pub fn client_info(&self) -> Option<&Implementation> {
-        self.client_info.as_ref()
+        self.client_info.as_deref()
+    }
+
+    /// The capabilities the client declared, shared (cheap to keep past the request).
+    pub fn client_capabilities_arc(&self) -> Arc<ClientCapabilities> {
+        self.client_capabilities.clone()
     }
 
     /// The client's answer to the input request named `key`, on a retry.
@@ -310,14 +373,13 @@ impl RequestContext {
     /// Whether this request may be answered with [`Outcome::Task`]: a 2026-07-28 client
     /// that declared the tasks extension, or a 2025-11-25 client that asked for a task.
     pub fn accepts_task(&self) -> bool {
-        match self.revision {
-            Revision::V2026_07_28 => self
-                .client_capabilities
+        if features::has_tasks_extension(self.revision) {
+            self.client_capabilities
                 .extensions
                 .as_ref()
-                .is_some_and(|e| e.contains_key(TASKS_EXTENSION)),
-            Revision::V2025_11_25 => self.task.is_some(),
-            _ => false,
+                .is_some_and(|e| e.contains_key(TASKS_EXTENSION))
+        } else {
+            features::has_task_param(self.revision) && self.task.is_some()
         }
     }
 
@@ -381,10 +443,10 @@ impl RequestContext {
     /// Sends a log message if the client wants this level (legacy: `logging/setLevel`;
     /// 2026-07-28: the request's `logLevel`, and nothing when it has none).
     pub async fn log(&self, level: LoggingLevel, logger: Option<&str>, data: Value) {
-        let wanted = match (&self.log_level, self.revision) {
-            (Some(min), _) => severity(&level) >= severity(min),
-            (None, Revision::V2026_07_28) => false,
-            (None, _) => true,
+        let wanted = match &self.log_level {
+            Some(min) => severity(&level) >= severity(min),
+            // A 2026-07-28 request without a level asked for no log messages.
+            None => !features::per_request_meta(self.revision),
         };
         if !wanted {
             return;

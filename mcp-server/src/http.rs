@@ -360,9 +360,9 @@ impl StreamableHttp {
                     );
                 };
                 if let Some(v) = header_version {
-                    if Revision::parse(v)
-                        .map_or(true, |r| !self.inner.server.options.supported.contains(&r))
-                    {
+                    if Revision::parse(v).map_or(true, |r| {
+                        !self.inner.server.options().supported.contains(&r)
+                    }) {
                         return rpc_error(
                             StatusCode::BAD_REQUEST,
                             None,

@@ -18,7 +18,7 @@ pub mod tools;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use handler::{method_not_found, Outcome, RequestContext, ServerHandler};
+pub use handler::{method_not_found, Outcome, RawResult, RequestContext, ServerHandler};
 use mcp_types::protocol::{CacheScope, Implementation};
 use mcp_types::rpc::Peer;
 pub use mcp_types::schema as validation;
@@ -67,8 +67,15 @@ impl Default for ServerOptions {
 #[derive(Clone)]
 pub struct Server {
     handler: Arc<dyn ServerHandler>,
-    pub(crate) options: Arc<ServerOptions>,
-    changes: tokio::sync::broadcast::Sender<ListChanged>,
+    pub(crate) shared: Arc<ServerShared>,
+}
+
+/// What every connection of a [`Server`] shares.
+pub(crate) struct ServerShared {
+    pub(crate) options: ServerOptions,
+    pub(crate) changes: tokio::sync::broadcast::Sender<ListChanged>,
+    /// `options.info` encoded once: 2026-07-28 results carry it.
+    pub(crate) info_raw: Box<serde_json::value::RawValue>,
 }
 
 /// Which list changed, for [`Server::notify_list_changed`].
@@ -101,26 +108,35 @@ impl Server {
 
     /// A server with `options`.
     pub fn with_options(handler: impl ServerHandler, options: ServerOptions) -> Self {
+        let info_raw = serde_json::value::to_raw_value(&options.info)
+            .unwrap_or_else(|_| serde_json::value::RawValue::NULL.to_owned());
         Server {
             handler: Arc::new(handler),
-            options: Arc::new(options),
-            changes: tokio::sync::broadcast::channel(64).0,
+            shared: Arc::new(ServerShared {
+                options,
+                changes: tokio::sync::broadcast::channel(64).0,
+                info_raw,
+            }),
         }
+    }
+
+    /// The options this server was made with.
+    pub fn options(&self) -> &ServerOptions {
+        &self.shared.options
     }
 
     /// Tells every connected client that a list changed: legacy sessions get the
     /// notification, 2026 clients on a `subscriptions/listen` stream that asked for it.
     pub fn notify_list_changed(&self, what: ListChanged) {
         // No receiver just means nobody listens right now.
-        let _ = self.changes.send(what);
+        let _ = self.shared.changes.send(what);
     }
 
     /// Serves one connection until it closes, and says why it closed.
     pub async fn serve(&self, transport: impl Transport) -> CloseReason {
         let session = Arc::new(session::Session::new(
             self.handler.clone(),
-            self.options.clone(),
-            self.changes.clone(),
+            self.shared.clone(),
         ));
         let (_peer, reader): (Peer, _) = Peer::start(Arc::new(transport), session);
         reader

@@ -1,0 +1,65 @@
+//! What each revision does differently, as named predicates over the revision table.
+//!
+//! Code elsewhere asks "does this revision carry X?" here instead of comparing against a
+//! revision by name, so a new revision is an edit of these sets, not a search for
+//! `== Revision::…` across the crates.
+
+use mcp_types::Revision;
+
+use crate::shapes::RevisionSet;
+
+/// Revisions whose every request carries its version and client capabilities in `_meta`
+/// (no `initialize` handshake).
+pub const PER_REQUEST_META: RevisionSet = RevisionSet::parse("....X");
+
+/// Revisions whose results name their server in `_meta`
+/// (`io.modelcontextprotocol/serverInfo`).
+pub const RESULT_SERVER_INFO: RevisionSet = RevisionSet::parse("....X");
+
+/// Revisions in which a server asks its client for input by answering
+/// `InputRequiredResult` (and the client retries), not by sending requests of its own.
+pub const INPUT_REQUIRED_RESULTS: RevisionSet = RevisionSet::parse("....X");
+
+/// Revisions with the `task` param on requests (2025-11-25 tasks).
+pub const TASK_PARAM: RevisionSet = RevisionSet::parse("...X.");
+
+/// Revisions whose tasks are the `io.modelcontextprotocol/tasks` extension.
+pub const TASKS_EXTENSION: RevisionSet = RevisionSet::parse("....X");
+
+/// Whether every request of `revision` carries its own version and capabilities.
+pub fn per_request_meta(revision: Revision) -> bool {
+    PER_REQUEST_META.contains(revision)
+}
+
+/// Whether results in `revision` name their server in `_meta`.
+pub fn result_server_info(revision: Revision) -> bool {
+    RESULT_SERVER_INFO.contains(revision)
+}
+
+/// Whether a server asks a client of `revision` for input with `InputRequiredResult`.
+pub fn input_required_results(revision: Revision) -> bool {
+    INPUT_REQUIRED_RESULTS.contains(revision)
+}
+
+/// Whether requests of `revision` may carry the 2025-11-25 `task` param.
+pub fn has_task_param(revision: Revision) -> bool {
+    TASK_PARAM.contains(revision)
+}
+
+/// Whether tasks in `revision` are the tasks extension.
+pub fn has_tasks_extension(revision: Revision) -> bool {
+    TASKS_EXTENSION.contains(revision)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_types::Era;
+
+    #[test]
+    fn per_request_meta_is_the_modern_era() {
+        for r in Revision::ALL {
+            assert_eq!(per_request_meta(r), r.era() == Era::Modern, "{r}");
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! The last step of every answer: translated to the client's revision, with what that
+//! revision's results carry from this hop (2026-07-28: `serverInfo`, list cache hints).
+//!
+//! A result written in a known revision (a relayed upstream's) is translated first and
+//! given this hop's members after; one of the union model is given them first, since its
+//! translation drops whatever the client's revision lacks. Either way only the top level
+//! and `_meta` are rewritten, and only when something is added: the rest stays as it was.
+
+use mcp_revisions::{features, shapes, Translator};
+use mcp_types::meta;
+use mcp_types::raw::RawObject;
+use serde_json::value::RawValue;
+
+use super::route::Answer;
+use super::{internal, Session};
+use crate::RawResult;
+use mcp_types::{ErrorObject, Revision};
+
+impl Session {
+    /// Translates a result to the revision it goes to, with what this hop adds.
+    pub(super) fn finish(&self, m: &str, revision: Revision, result: RawResult) -> Answer {
+        match result.revision {
+            None => {
+                let body = self.hop_members(m, revision, result.body)?;
+                translated(&Translator::canonical_to(revision), m, body)
+            }
+            Some(from) => {
+                let body = translated(&Translator::new(from, revision), m, result.body)?;
+                self.hop_members(m, revision, body)
+            }
+        }
+    }
+
+    /// Adds what a result of `revision` carries from the server that answers it: its
+    /// `serverInfo`, and a list's `ttlMs`/`cacheScope` where it has none (2026-07-28).
+    fn hop_members(&self, m: &str, revision: Revision, body: Box<RawValue>) -> Answer {
+        if !features::result_server_info(revision) {
+            return Ok(body);
+        }
+        let mut o = RawObject::from_raw(&body).map_err(internal)?;
+        // A task's `ttlMs` is its retention, not a list's cache lifetime.
+        let is_task = m.starts_with("tasks/") || o.get_str("resultType").as_deref() == Some("task");
+        let cached = o.contains_key("ttlMs")
+            || shapes::method(m)
+                .and_then(|s| s.result)
+                .is_some_and(|r| r.has("ttlMs", revision));
+        let options = &self.shared.options;
+        if !is_task && cached {
+            if !o.contains_key("ttlMs") {
+                o.insert_json("ttlMs", &options.list_ttl_ms)
+                    .map_err(internal)?;
+            }
+            if !o.contains_key("cacheScope") {
+                o.insert_json("cacheScope", &options.list_cache_scope)
+                    .map_err(internal)?;
+            }
+        }
+        set_meta(&mut o, meta::SERVER_INFO, &self.shared.info_raw, true)?;
+        if !o.is_modified() {
+            drop(o);
+            return Ok(body);
+        }
+        Ok(o.to_raw())
+    }
+}
+
+/// `body` translated by `t`; the same box when nothing changed.
+fn translated(t: &Translator<'_>, m: &str, body: Box<RawValue>) -> Answer {
+    let changed = match t.result_raw(m, &body).map_err(internal)? {
+        std::borrow::Cow::Owned(b) => Some(b),
+        std::borrow::Cow::Borrowed(_) => None,
+    };
+    Ok(changed.unwrap_or(body))
+}
+
+/// Sets `_meta[key]` of a result object (creating `_meta`); with `keep`, an existing value
+/// stays.
+pub(super) fn set_meta(
+    o: &mut RawObject<'_>,
+    key: &str,
+    value: &RawValue,
+    keep: bool,
+) -> Result<(), ErrorObject> {
+    let present = o.get("_meta").is_some_and(mcp_types::raw::is_object);
+    if !present {
+        let mut m = RawObject::new();
+        m.insert(key.to_owned(), value.to_owned());
+        o.insert("_meta", m.to_raw());
+        return Ok(());
+    }
+    o.edit_object("_meta", |m| {
+        if keep && m.contains_key(key) {
+            return Ok(false);
+        }
+        m.insert(key.to_owned(), value.to_owned());
+        Ok::<_, ErrorObject>(true)
+    })?;
+    Ok(())
+}
+
+/// [`set_meta`] on a raw result.
+pub(super) fn with_meta(body: &RawValue, key: &str, value: Box<RawValue>, keep: bool) -> Answer {
+    let mut o = RawObject::from_raw(body).map_err(internal)?;
+    set_meta(&mut o, key, &value, keep)?;
+    Ok(o.to_raw())
+}

@@ -1,0 +1,193 @@
+//! What flows besides a request's answer: input requests bridged for legacy clients,
+//! the 2026-07-28 `subscriptions/listen` stream, and list changes for legacy sessions.
+
+use std::future::Future;
+
+use mcp_revisions::{features, Translator};
+use mcp_types::protocol::*;
+use mcp_types::rpc::{Peer, RpcError};
+use mcp_types::{codes, meta, ErrorObject, RequestId, Revision};
+use serde_json::{json, Map, Value};
+
+use super::{internal, Session};
+use crate::handler::{Notifier, Outcome, RequestContext};
+
+/// The client capability an input request needs.
+fn capability_for(method_name: &str) -> Option<&'static str> {
+    match method_name {
+        method::SAMPLING_CREATE_MESSAGE => Some("sampling"),
+        method::ELICITATION_CREATE => Some("elicitation"),
+        method::ROOTS_LIST => Some("roots"),
+        _ => None,
+    }
+}
+
+fn has_capability(caps: &ClientCapabilities, key: &str) -> bool {
+    match key {
+        "sampling" => caps.sampling.is_some(),
+        "elicitation" => caps.elicitation.is_some(),
+        "roots" => caps.roots.is_some(),
+        _ => false,
+    }
+}
+
+impl Session {
+    /// client asked for, each tagged with the subscription id, until the client goes away.
+    pub(super) async fn listen(
+        &self,
+        id: &RequestId,
+        filter: SubscriptionFilter,
+        ctx: RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        let tag = json!({ meta::SUBSCRIPTION_ID: id });
+        let caps = self.handler.capabilities();
+        let granted = SubscriptionFilter {
+            tools_list_changed: filter.tools_list_changed.filter(|_| caps.tools.is_some()),
+            prompts_list_changed: filter
+                .prompts_list_changed
+                .filter(|_| caps.prompts.is_some()),
+            resources_list_changed: filter
+                .resources_list_changed
+                .filter(|_| caps.resources.is_some()),
+            resource_subscriptions: None,
+            ..Default::default()
+        };
+        let mut changes = self.shared.changes.subscribe();
+        let ack = json!({"notifications": granted, "_meta": tag});
+        if !ctx
+            .notifier
+            .notify(method::SUBSCRIPTIONS_ACKNOWLEDGED, ack)
+            .await
+        {
+            return Ok(json!({"_meta": tag}));
+        }
+        let wants = |c: crate::ListChanged| match c {
+            crate::ListChanged::Tools => granted.tools_list_changed == Some(true),
+            crate::ListChanged::Prompts => granted.prompts_list_changed == Some(true),
+            crate::ListChanged::Resources => granted.resources_list_changed == Some(true),
+        };
+        loop {
+            let change = tokio::select! {
+                c = changes.recv() => c,
+                // The stream's end is only seen on a send: probe now and then.
+                () = tokio::time::sleep(std::time::Duration::from_secs(1)) => {
+                    if ctx.notifier.peer.close_reason().is_some() {
+                        break;
+                    }
+                    continue;
+                }
+            };
+            match change {
+                Ok(c) if wants(c) => {
+                    if !ctx.notifier.notify(c.method(), json!({"_meta": tag})).await {
+                        break;
+                    }
+                }
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+            }
+        }
+        Ok(json!({"_meta": tag}))
+    }
+
+    /// Legacy sessions hear about list changes as plain notifications.
+    pub(super) fn forward_list_changes(&self, peer: &Peer, revision: Revision) {
+        let mut changes = self.shared.changes.subscribe();
+        let notifier = Notifier {
+            peer: peer.clone(),
+            revision,
+            changes: self.shared.changes.clone(),
+        };
+        tokio::spawn(async move {
+            loop {
+                match changes.recv().await {
+                    Ok(c) => {
+                        if !notifier.notify(c.method(), json!({})).await {
+                            return;
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
+    }
+
+    /// Runs a handler that may ask for input. A 2026-07-28 client gets the
+    /// `InputRequiredResult`; for a legacy client the input requests are sent as real
+    /// server→client requests and the handler runs again with the answers.
+    pub(super) async fn with_input<T, F, Fut>(
+        &self,
+        peer: &Peer,
+        mut ctx: RequestContext,
+        run: F,
+    ) -> Result<Outcome<T>, ErrorObject>
+    where
+        F: Fn(RequestContext) -> Fut,
+        Fut: Future<Output = Result<Outcome<T>, ErrorObject>>,
+    {
+        let mut rounds = 0;
+        loop {
+            let out = run(ctx.clone()).await?;
+            let Outcome::InputRequired(mut ir) = out else {
+                return Ok(out);
+            };
+            let requests = ir.requests().map_err(internal)?;
+            for (_, r) in &requests {
+                if let Some(cap) = capability_for(&r.method) {
+                    if !has_capability(&ctx.client_capabilities, cap) {
+                        return Err(ErrorObject::new(
+                            codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                            format!("Missing required client capability: {cap}"),
+                        )
+                        .with_data(json!({"requiredCapabilities": {cap: {}}})));
+                    }
+                }
+            }
+            if features::input_required_results(ctx.revision) {
+                ir.result_type = Some(ResultType::InputRequired);
+                return Ok(Outcome::InputRequired(ir));
+            }
+            rounds += 1;
+            if rounds > self.shared.options.max_input_rounds {
+                return Err(internal(format!(
+                    "gave up after {} rounds of input requests",
+                    self.shared.options.max_input_rounds
+                )));
+            }
+            let mut answers = Map::new();
+            for (key, r) in requests {
+                let mut params = r.params.clone().unwrap_or_else(|| json!({}));
+                if let (Some(task), Value::Object(p)) = (&ctx.related_task, &mut params) {
+                    // 2025-11-25: a request made for a task names it.
+                    if let Value::Object(m) = p.entry("_meta").or_insert_with(|| json!({})) {
+                        m.insert(meta::RELATED_TASK.into(), json!({"taskId": task}));
+                    }
+                }
+                let params = Translator::canonical_to(ctx.revision)
+                    .params(&r.method, params)
+                    .map_err(|e| {
+                        internal(format!(
+                            "cannot ask a {} client for {}: {e}",
+                            ctx.revision, r.method
+                        ))
+                    })?;
+                let raw = serde_json::value::to_raw_value(&params).map_err(internal)?;
+                let answer = peer
+                    .request(
+                        &r.method,
+                        Some(raw),
+                        Some(self.shared.options.client_request_timeout),
+                    )
+                    .await
+                    .map_err(|e| match e {
+                        RpcError::Error(e) => e,
+                        other => internal(format!("client did not answer {}: {other}", r.method)),
+                    })?;
+                answers.insert(key, serde_json::from_str(answer.get()).map_err(internal)?);
+            }
+            ctx.input_responses = answers;
+            ctx.request_state = ir.request_state.take();
+        }
+    }
+}

@@ -1,0 +1,314 @@
+//! One connection: tells each request's era, negotiates, dispatches to the handler,
+//! bridges input requests for legacy clients, and translates every answer down to the
+//! revision of the request it answers.
+//!
+//! A request's params are read one level deep ([`RawObject`]) and its `_meta` for the
+//! envelope keys only; `tools/call` goes to the handler with its params still raw, so a
+//! relaying handler passes the client's arguments on exactly.
+
+mod finish;
+mod input;
+mod meta;
+mod route;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use mcp_revisions::features;
+use mcp_revisions::negotiate::{
+    answer_initialize, check_request_version, unsupported_version_error,
+};
+use mcp_revisions::shapes::{self, Direction};
+use mcp_types::protocol::*;
+use mcp_types::raw::RawObject;
+use mcp_types::rpc::{error_response, response, Inbound, Peer};
+use mcp_types::{codes, ErrorObject, Message, Notification, Request, RequestId, Revision};
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use serde_json::Map;
+
+use crate::handler::{Cancellation, Notifier, RequestContext, ServerHandler};
+use crate::{RawResult, ServerShared};
+use meta::RequestMeta;
+
+/// What a legacy client settled at `initialize`.
+#[derive(Clone)]
+struct LegacyState {
+    revision: Revision,
+    capabilities: Arc<ClientCapabilities>,
+    info: Arc<Implementation>,
+    log_level: Option<LoggingLevel>,
+}
+
+pub(crate) struct Session {
+    handler: Arc<dyn ServerHandler>,
+    shared: Arc<ServerShared>,
+    legacy: Mutex<Option<LegacyState>>,
+    in_flight: Mutex<HashMap<RequestId, Arc<Cancellation>>>,
+}
+
+fn invalid_params(method_name: &str, e: impl std::fmt::Display) -> ErrorObject {
+    ErrorObject::new(
+        codes::INVALID_PARAMS,
+        format!("Invalid params for {method_name}: {e}"),
+    )
+}
+
+fn decode<T: DeserializeOwned>(
+    method_name: &str,
+    params: Option<&RawValue>,
+) -> Result<T, ErrorObject> {
+    serde_json::from_str(params.map_or("{}", RawValue::get))
+        .map_err(|e| invalid_params(method_name, e))
+}
+
+fn internal(e: impl std::fmt::Display) -> ErrorObject {
+    ErrorObject::new(codes::INTERNAL_ERROR, format!("Internal error: {e}"))
+}
+
+/// A `_meta` member decoded, or nothing when it is absent or malformed (a client's
+/// description and log level are hints, not requirements).
+fn lenient<T: DeserializeOwned>(raw: Option<&RawValue>) -> Option<T> {
+    raw.and_then(|r| serde_json::from_str(r.get()).ok())
+}
+
+/// Who is asking, for one request: its revision and what it declared.
+struct Asker {
+    revision: Revision,
+    capabilities: Arc<ClientCapabilities>,
+    info: Option<Arc<Implementation>>,
+    log_level: Option<LoggingLevel>,
+}
+
+impl Session {
+    pub(crate) fn new(handler: Arc<dyn ServerHandler>, shared: Arc<ServerShared>) -> Self {
+        Session {
+            handler,
+            shared,
+            legacy: Mutex::new(None),
+            in_flight: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn legacy_state(&self) -> Option<LegacyState> {
+        self.legacy.lock().ok().and_then(|g| g.clone())
+    }
+
+    fn serves_modern(&self) -> bool {
+        self.shared
+            .options
+            .supported
+            .iter()
+            .any(|r| features::per_request_meta(*r))
+    }
+
+    /// The revision a request is served in, as far as its envelope tells.
+    fn revision_of(&self, meta: &RequestMeta<'_>) -> Revision {
+        match meta.version().filter(|_| self.serves_modern()) {
+            Some(v) => Revision::parse(&v).unwrap_or(Revision::LATEST),
+            None => self
+                .legacy_state()
+                .map_or(Revision::LATEST_LEGACY, |s| s.revision),
+        }
+    }
+
+    /// The era, revision and declarations of one request: its own `_meta` (2026-07-28) or
+    /// the session's handshake.
+    fn asker(&self, m: &str, meta: &RequestMeta<'_>) -> Result<Asker, ErrorObject> {
+        if let Some(v) = meta.protocol_version {
+            // 2026-07-28 requires both; a request without capabilities is malformed, not "none".
+            let Some(caps) = meta.client_capabilities else {
+                return Err(invalid_params(
+                    m,
+                    "_meta lacks io.modelcontextprotocol/clientCapabilities",
+                ));
+            };
+            let version = mcp_types::raw::as_str(v);
+            let revision =
+                check_request_version(version.as_deref(), &self.shared.options.supported)?;
+            let capabilities: ClientCapabilities =
+                serde_json::from_str(caps.get()).map_err(|e| invalid_params(m, e))?;
+            return Ok(Asker {
+                revision,
+                capabilities: Arc::new(capabilities),
+                info: lenient(meta.client_info).map(Arc::new),
+                log_level: lenient(meta.log_level),
+            });
+        }
+        match self.legacy_state() {
+            Some(s) => Ok(Asker {
+                revision: s.revision,
+                capabilities: s.capabilities,
+                info: Some(s.info),
+                log_level: s.log_level,
+            }),
+            None if m == method::PING => Ok(Asker {
+                revision: Revision::LATEST_LEGACY,
+                capabilities: Arc::default(),
+                info: None,
+                log_level: None,
+            }),
+            None => Err(ErrorObject::new(
+                codes::INVALID_REQUEST,
+                "Not initialized: send `initialize` first, or (2026-07-28) put \
+                 io.modelcontextprotocol/protocolVersion in the request's _meta",
+            )),
+        }
+    }
+
+    async fn dispatch(
+        &self,
+        peer: &Peer,
+        req: &Request,
+        params: Option<&RawObject<'_>>,
+        mut meta: RequestMeta<'_>,
+        cancelled: Arc<Cancellation>,
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        let m = req.method.as_str();
+        if !self.serves_modern() {
+            // A legacy-only server does not know per-request versions: it answers as one.
+            meta.protocol_version = None;
+        }
+        if m == method::INITIALIZE && meta.protocol_version.is_none() {
+            let out = self.initialize(req.params.as_deref())?;
+            if let Some(s) = self.legacy_state() {
+                self.forward_list_changes(peer, s.revision);
+            }
+            return Ok(out);
+        }
+        let asker = self.asker(m, &meta)?;
+        let revision = asker.revision;
+        let spec = shapes::method(m)
+            .filter(|s| s.revisions.contains(revision) && s.direction != Direction::ServerToClient);
+        if spec.is_none() && m != method::DISCOVER && !is_extension_task_method(m, revision) {
+            return Err(ErrorObject::new(
+                codes::METHOD_NOT_FOUND,
+                format!("Method not found: {m} (in MCP {revision})"),
+            ));
+        }
+        let ctx = RequestContext {
+            revision,
+            client_capabilities: asker.capabilities,
+            client_info: asker.info,
+            input_responses: Map::new(),
+            request_state: None,
+            progress_token: meta
+                .progress_token
+                .and_then(|t| serde_json::from_str(t.get()).ok()),
+            progress_sent: Default::default(),
+            task: None,
+            related_task: None,
+            log_level: asker.log_level,
+            notifier: Notifier {
+                peer: peer.clone(),
+                revision,
+                changes: self.shared.changes.clone(),
+            },
+            cancelled,
+        };
+        self.route(peer, &req.id, m, req.params.as_deref(), params, ctx)
+            .await
+    }
+
+    fn initialize(&self, params: Option<&RawValue>) -> Result<Box<RawValue>, ErrorObject> {
+        let p: InitializeRequestParams = decode(method::INITIALIZE, params)?;
+        let options = &self.shared.options;
+        let Some(revision) = answer_initialize(&p.protocol_version, &options.supported) else {
+            // A modern-only server names what it speaks: legacy clients cannot fall forward.
+            return Err(unsupported_version_error(
+                Some(&p.protocol_version),
+                &options.supported,
+            ));
+        };
+        if let Ok(mut g) = self.legacy.lock() {
+            *g = Some(LegacyState {
+                revision,
+                capabilities: Arc::new(p.capabilities),
+                info: Arc::new(p.client_info),
+                log_level: None,
+            });
+        }
+        let result = InitializeResult {
+            protocol_version: revision.as_str().to_owned(),
+            capabilities: self.handler.capabilities(),
+            server_info: options.info.clone(),
+            instructions: options.instructions.clone(),
+            ..Default::default()
+        };
+        self.finish(method::INITIALIZE, revision, RawResult::canonical(&result)?)
+    }
+}
+
+/// The 2026-07-28 tasks extension's methods, which the core schema omits.
+fn is_extension_task_method(m: &str, revision: Revision) -> bool {
+    features::has_tasks_extension(revision)
+        && matches!(
+            m,
+            method::TASKS_GET | method::TASKS_CANCEL | method::TASKS_UPDATE
+        )
+}
+
+#[async_trait]
+impl Inbound for Session {
+    async fn request(&self, peer: &Peer, req: Request) -> Message {
+        let cancelled = Arc::new(Cancellation::default());
+        if let Ok(mut f) = self.in_flight.lock() {
+            f.insert(req.id.clone(), cancelled.clone());
+        }
+        // Params are read one level deep, once; params that are not an object read as none
+        // here and get the typed decoder's error where a method needs them.
+        let params = req
+            .params
+            .as_deref()
+            .and_then(|p| RawObject::from_raw(p).ok());
+        let meta = RequestMeta::of(params.as_ref());
+        let revision = self.revision_of(&meta);
+        let out = self
+            .dispatch(peer, &req, params.as_ref(), meta, cancelled)
+            .await;
+        if let Ok(mut f) = self.in_flight.lock() {
+            f.remove(&req.id);
+        }
+        match out {
+            Ok(raw) => response(req.id, raw),
+            Err(mut e) => {
+                tracing::info!(method = %req.method, code = e.code, "request failed: {}", e.message);
+                // A code the client's revision forbids (-32002 in 2026) goes as its replacement.
+                if let Some(code) = mcp_revisions::errors::replacement(e.code, revision) {
+                    e.code = code;
+                }
+                error_response(req.id, e)
+            }
+        }
+    }
+
+    async fn closed(&self, _reason: &mcp_types::transport::CloseReason) {
+        // A closed connection cancels what it asked (2026 HTTP: closing the stream is the
+        // cancellation).
+        if let Ok(f) = self.in_flight.lock() {
+            for flag in f.values() {
+                flag.cancel();
+            }
+        }
+    }
+
+    async fn notification(&self, _peer: &Peer, n: Notification) {
+        match n.method.as_str() {
+            method::CANCELLED => {
+                let Ok(p) = n.params_as::<CancelledNotificationParams>() else {
+                    tracing::warn!("malformed notifications/cancelled");
+                    return;
+                };
+                let flag = p
+                    .request_id
+                    .and_then(|id| self.in_flight.lock().ok().and_then(|f| f.get(&id).cloned()));
+                if let Some(flag) = flag {
+                    flag.cancel();
+                }
+            }
+            method::INITIALIZED | method::ROOTS_LIST_CHANGED | method::PROGRESS => {}
+            other => tracing::debug!(method = other, "notification ignored"),
+        }
+    }
+}
