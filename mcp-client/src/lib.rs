@@ -11,6 +11,7 @@
 mod child;
 pub mod http;
 pub mod http_sse;
+mod relay;
 pub mod sse;
 
 use std::collections::HashMap;
@@ -204,6 +205,16 @@ pub trait ClientHandler: Send + Sync + 'static {
             "roots are not supported by this client",
         ))
     }
+
+    /// A log message from the server (`notifications/message`). Returning it (the default)
+    /// publishes it on [`Client::notifications`]; a handler that delivers it itself (a
+    /// relay, to the one call it belongs to) returns `None`.
+    fn log_message(
+        &self,
+        params: LoggingMessageNotificationParams,
+    ) -> Option<LoggingMessageNotificationParams> {
+        Some(params)
+    }
 }
 
 #[async_trait]
@@ -219,6 +230,12 @@ impl<H: ClientHandler + ?Sized> ClientHandler for Arc<H> {
     }
     async fn list_roots(&self) -> Result<ListRootsResult, ErrorObject> {
         (**self).list_roots().await
+    }
+    fn log_message(
+        &self,
+        params: LoggingMessageNotificationParams,
+    ) -> Option<LoggingMessageNotificationParams> {
+        (**self).log_message(params)
     }
 }
 
@@ -307,6 +324,8 @@ pub struct Client {
     /// costs far more memory than its schema, and a proxy relaying calls never needs one.
     output_schemas: Arc<Mutex<HashMap<String, OutputSchema>>>,
     next_progress: Arc<AtomicU64>,
+    /// The 2026-07-28 envelope, encoded once for raw requests.
+    envelope: Arc<relay::Envelope>,
 }
 
 struct ClientInbound {
@@ -357,6 +376,13 @@ impl Inbound for ClientInbound {
                 tracing::warn!("malformed notification from server: {e}");
                 return;
             }
+        };
+        let typed = match typed {
+            TypedNotification::Log(l) => match self.shared.handler.log_message(l) {
+                Some(l) => TypedNotification::Log(l),
+                None => return,
+            },
+            other => other,
         };
         if let TypedNotification::Progress(p) = &typed {
             let tx = self
@@ -455,6 +481,7 @@ impl Client {
         Ok(Client {
             peer,
             shared,
+            envelope: Arc::new(relay::Envelope::new(revision, &options)),
             options,
             server: Arc::new(server),
             revision,

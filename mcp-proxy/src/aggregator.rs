@@ -19,15 +19,18 @@ use mcp_client::http::HttpConfig;
 use mcp_client::{
     CallOptions, ChildTransport, Client, ClientError, ClientOptions, EraChoice, StdioCommand,
 };
-use mcp_revisions::policy::has_text_duplicate;
-use mcp_server::{ListChanged, Outcome, RequestContext, ServerHandler};
+use mcp_revisions::Translator;
+use mcp_server::{ListChanged, Outcome, RawResult, RequestContext, ServerHandler};
 use mcp_types::protocol::*;
+use mcp_types::raw::RawObject;
 use mcp_types::transport::memory_pair;
 use mcp_types::{codes, ErrorObject};
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use crate::bridge::{new_state, next_asks, Bridge, Calls, Flight, STATE_PREFIX};
+use crate::bridge::{new_state, Bridge, Calls, Flight, Step, STATE_PREFIX};
 
+mod call;
 mod tasks;
 use crate::naming::{Namespacing, Prefixed};
 use crate::policy::{may_be_destructive, Confirm, Confirmation, Surface, ToolFilter, Verdict};
@@ -397,6 +400,7 @@ impl Aggregator {
         let bridge = || Bridge {
             calls: u.calls.clone(),
             wait: self.inner.options.input_timeout,
+            upstream: config.key.as_str().into(),
         };
         let era = match config.revision {
             None => EraChoice::Detect,
@@ -750,7 +754,8 @@ impl Aggregator {
         }
     }
 
-    /// A call to the tool hosts know as `name`: policy first, then the owning upstream.
+    /// A call to the tool hosts know as `name`, from typed arguments (the dispatcher's
+    /// `call_tool`): the call relay's, answered typed.
     pub(crate) async fn call_exposed(
         &self,
         ctx: &RequestContext,
@@ -758,137 +763,29 @@ impl Aggregator {
         arguments: Option<Map<String, Value>>,
         meta: Option<Map<String, Value>>,
     ) -> Result<Outcome<CallToolResult>, ErrorObject> {
-        let Some((i, tool)) = self.route(name) else {
-            let message = match self.denied_upstream(name) {
-                Some(key) => format!(
-                    "Tool {name} of upstream `{key}` is not allowed by this gateway's policy"
-                ),
-                None => format!("Unknown tool: {name}"),
-            };
-            return Err(ErrorObject::new(codes::INVALID_PARAMS, message));
+        let internal = |e: serde_json::Error| {
+            ErrorObject::new(codes::INTERNAL_ERROR, format!("Internal error: {e}"))
         };
-        let u = &self.inner.upstreams[i];
-        let key = u.config.key.clone();
-        if let Some(refusal) = self
-            .confirmation(ctx, name, &key, &tool, u.config.trusted, arguments.as_ref())
-            .await
-        {
-            return Ok(refusal);
+        let mut params = RawObject::new();
+        params.insert_str("name", name);
+        if let Some(a) = &arguments {
+            params.insert_json("arguments", a).map_err(internal)?;
         }
-        // TOOL-21: a tool that must run as a task is run as one here; a host that takes
-        // tasks sees the task, any other gets the result awaited, as from an ordinary tool.
-        let support = tool.task_support();
-        if ctx.task_requested().is_some() && support == TaskSupport::Forbidden {
-            return Err(ErrorObject::new(
-                codes::METHOD_NOT_FOUND,
-                format!("Tool {name} cannot run as a task (its taskSupport is forbidden)"),
-            ));
+        if let Some(m) = &meta {
+            params.insert_json("_meta", m).map_err(internal)?;
         }
-        let host_takes_task = ctx.accepts_task();
-        let as_task = support == TaskSupport::Required
-            || (support == TaskSupport::Optional && host_takes_task);
-        // A host that follows the task keeps it as long as it (or the upstream) says; one
-        // the gateway follows for a plain host is not kept past the call's time.
-        let ttl = match ctx.task_requested().and_then(|t| t.ttl.clone()) {
-            Some(t) => Some(t),
-            None if host_takes_task => None,
-            None => Some(serde_json::Number::from(
-                self.inner.options.call_timeout.as_millis() as u64,
-            )),
-        };
-        let tool_idempotent = tool.is_idempotent();
-        let params = CallToolRequestParams {
-            name: tool.name.clone(),
-            arguments,
-            meta: forward_meta(meta),
-            task: as_task.then(|| TaskMetadata {
-                ttl,
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        // TOOL-18: only a tool its trusted upstream calls idempotent is called again after
-        // the connection dropped under it; anything else might act twice.
-        let may_retry = u.config.trusted && tool_idempotent;
-        let mut value = match self
-            .upstream_call(i, method::TOOLS_CALL, json!(params), ctx)
-            .await
-        {
-            Ok(v) => v,
-            Err(ClientError::Closed(reason))
-                if may_retry && !ctx.is_cancelled() && self.reconnected(i).await =>
-            {
-                tracing::info!(upstream = %key, %reason, "retrying an idempotent call after the upstream restarted");
-                match self
-                    .upstream_call(i, method::TOOLS_CALL, json!(params), ctx)
-                    .await
-                {
-                    Ok(v) => v,
-                    Err(e) => return call_failure(&key, e),
-                }
+        Ok(match self.relay_call(ctx, &params).await? {
+            Outcome::Complete(r) => {
+                Outcome::Complete(serde_json::from_str(r.body.get()).map_err(|e| {
+                    ErrorObject::new(
+                        codes::INTERNAL_ERROR,
+                        format!("upstream result for {name} is invalid: {e}"),
+                    )
+                })?)
             }
-            // A 2026 upstream that runs this tool only as a task, called by a legacy host
-            // (which has no way to take a 2026 task): the gateway takes the task and follows
-            // it. A 2026 host hears the upstream's -32021 as it is: it can declare the
-            // extension, and across one era the gateway stays transparent.
-            Err(ClientError::Server(e))
-                if !host_takes_task
-                    && ctx.revision().era() == mcp_types::Era::Legacy
-                    && tasks::needs_tasks_extension(&e) =>
-            {
-                let mut with_extension = json!(params);
-                with_extension["_meta"][mcp_types::meta::CLIENT_CAPABILITIES] =
-                    tasks::with_tasks_extension(ctx);
-                match self
-                    .upstream_call(i, method::TOOLS_CALL, with_extension, ctx)
-                    .await
-                {
-                    Ok(v) => v,
-                    Err(e) => return call_failure(&key, e),
-                }
-            }
-            Err(e) => return call_failure(&key, e),
-        };
-        if host_takes_task && created_task_id(&value).is_some() {
-            return self.relay_created(i, value);
-        }
-        if value.get("resultType").and_then(Value::as_str) == Some("task") {
-            if let Some(task_id) = created_task_id(&value) {
-                value = match self.follow_extension_task(i, &task_id, ctx).await {
-                    Ok(v) => v,
-                    Err(e) => return call_failure(&key, e),
-                };
-            }
-        }
-        if let Some(task_id) = as_task.then(|| created_task_id(&value)).flatten() {
-            value = match self.await_task(i, &task_id, ctx).await {
-                Ok(v) => v,
-                Err(e) => {
-                    // The host gave up, or the gateway did: the task should not run on.
-                    if ctx.is_cancelled() || matches!(e, ClientError::Timeout(_)) {
-                        let _ = self
-                            .upstream_call(i, method::TASKS_CANCEL, json!({"taskId": task_id}), ctx)
-                            .await;
-                    }
-                    return call_failure(&key, e);
-                }
-            };
-        }
-        if let Some(ir) = input_required(&key, &value)? {
-            return Ok(Outcome::InputRequired(ir));
-        }
-        let mut result: CallToolResult = decode(&key, value)?;
-        strip_hop_meta(&mut result.meta);
-        result.result_type = None;
-        // TOOL-28: hosts that read only `content` still see the structured value.
-        if let Some(v) = result.structured_content.clone() {
-            let mut as_map = Map::new();
-            as_map.insert("content".into(), json!(result.content));
-            if !has_text_duplicate(&as_map, &v) && !result.is_error() {
-                result.content.push(ContentBlock::text(v.to_string()));
-            }
-        }
-        Ok(Outcome::Complete(result))
+            Outcome::InputRequired(ir) => Outcome::InputRequired(ir),
+            Outcome::Task(t) => Outcome::Task(t),
+        })
     }
 
     /// Waits (up to the connect timeout plus the longest backoff) for upstream `i` to be
@@ -931,7 +828,7 @@ impl Aggregator {
         key: &str,
         tool: &Tool,
         trusted: bool,
-        arguments: Option<&Map<String, Value>>,
+        arguments: impl FnOnce() -> Option<Map<String, Value>>,
     ) -> Option<Outcome<CallToolResult>> {
         let hook = self.inner.options.confirm.as_ref()?;
         if let Some(answer) = ctx.input_response(CONFIRM_KEY) {
@@ -946,11 +843,12 @@ impl Aggregator {
         if !ctx.input_responses().is_empty() || !may_be_destructive(tool, trusted) {
             return None;
         }
+        let arguments = arguments();
         let call = Confirmation {
             upstream: key,
             exposed,
             tool,
-            arguments,
+            arguments: arguments.as_ref(),
         };
         match hook.confirm(&call).await {
             Verdict::Allow => None,
@@ -991,7 +889,8 @@ impl Aggregator {
     }
 
     /// Sends a request upstream for the host of `ctx` (or resumes one parked for this host's
-    /// answers), relaying what flows while it runs.
+    /// answers), relaying what flows while it runs. `params` are of the union model: they
+    /// get the hop's `_meta` and are translated to the upstream's revision here.
     async fn upstream_call(
         &self,
         i: usize,
@@ -999,6 +898,23 @@ impl Aggregator {
         params: Value,
         ctx: &RequestContext,
     ) -> Result<Value, ClientError> {
+        let params = self.hop_value_params(i, method_name, params, ctx)?;
+        let answer = self.upstream_call_raw(i, method_name, params, ctx).await?;
+        serde_json::from_str(answer.get()).map_err(|e| ClientError::InvalidResult {
+            method: method_name.into(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// [`Self::upstream_call`] with params already in the upstream's revision, answered
+    /// as the upstream wrote it.
+    async fn upstream_call_raw(
+        &self,
+        i: usize,
+        method_name: &str,
+        params: Box<RawValue>,
+        ctx: &RequestContext,
+    ) -> Result<Box<RawValue>, ClientError> {
         let flight = match ctx.request_state().filter(|s| s.starts_with(STATE_PREFIX)) {
             Some(state) => self.resume(state, method_name, ctx)?,
             None => self.launch(i, method_name, params, ctx)?,
@@ -1006,26 +922,16 @@ impl Aggregator {
         self.drive(flight, ctx).await
     }
 
-    fn launch(
+    /// Union-model params with what the upstream hears of this host (its capabilities and
+    /// log level, the answers and state of a retry), in the upstream's revision.
+    fn hop_value_params(
         &self,
         i: usize,
         method_name: &str,
-        params: Value,
+        mut params: Value,
         ctx: &RequestContext,
-    ) -> Result<Flight, ClientError> {
-        let u = &self.inner.upstreams[i];
-        let client = u
-            .client()
-            .ok_or_else(|| ClientError::Negotiation(u.unavailable()))?;
-        let (tx, progress) = tokio::sync::mpsc::unbounded_channel();
-        let cancel = Arc::new(tokio::sync::Notify::new());
-        let opts = CallOptions {
-            timeout: Some(self.inner.options.call_timeout),
-            progress: Some(tx),
-            return_input_required: true,
-            cancel: Some(cancel.clone()),
-        };
-        let mut params = params;
+    ) -> Result<Box<RawValue>, ClientError> {
+        let revision = self.upstream_revision(i)?;
         if let Value::Object(p) = &mut params {
             // What the upstream may ask for, and hear, is what this host declared (unless
             // the caller set what the gateway itself takes on: the tasks extension).
@@ -1046,29 +952,57 @@ impl Aggregator {
                 p.insert("requestState".into(), json!(state));
             }
         }
-        let asks = (client.revision().era() == mcp_types::Era::Legacy).then(|| {
-            // A held `tasks/result` gets the requests its upstream task makes.
-            let task = (method_name == method::TASKS_RESULT)
-                .then(|| {
-                    params
-                        .get("taskId")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned)
-                })
-                .flatten();
-            u.calls.enter(ctx.client_capabilities().clone(), task)
-        });
-        let logs = client.notifications();
+        let translated = Translator::canonical_to(revision).params(method_name, params)?;
+        serde_json::value::to_raw_value(&translated).map_err(|e| ClientError::InvalidResult {
+            method: method_name.into(),
+            reason: e.to_string(),
+        })
+    }
+
+    fn launch(
+        &self,
+        i: usize,
+        method_name: &str,
+        params: Box<RawValue>,
+        ctx: &RequestContext,
+    ) -> Result<Flight, ClientError> {
+        let u = &self.inner.upstreams[i];
+        let client = u
+            .client()
+            .ok_or_else(|| ClientError::Negotiation(u.unavailable()))?;
+        // Progress is relayed only to a host that asked for it.
+        let (tx, progress) = match ctx.wants_progress() {
+            true => {
+                let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+                (Some(tx), Some(rx))
+            }
+            false => (None, None),
+        };
+        let cancel = Arc::new(tokio::sync::Notify::new());
+        let opts = CallOptions {
+            timeout: Some(self.inner.options.call_timeout),
+            progress: tx,
+            return_input_required: true,
+            cancel: Some(cancel.clone()),
+        };
+        // A held `tasks/result` gets the requests its upstream task makes.
+        let task = (method_name == method::TASKS_RESULT)
+            .then(|| {
+                RawObject::from_raw(&params)
+                    .ok()
+                    .and_then(|p| p.get_str("taskId").map(|t| t.into_owned()))
+            })
+            .flatten();
+        let slot = u.calls.enter(ctx.client_capabilities_arc(), task);
         let method = method_name.to_owned();
         let name = method.clone();
-        let call = Box::pin(async move { client.request(&name, params, &opts).await });
+        let call = Box::pin(async move { client.request_raw(&name, params, &opts).await });
         Ok(Flight {
             method,
             call,
             progress,
-            logs,
             cancel,
-            asks,
+            slot,
             pending: Vec::new(),
             asked: 0,
         })
@@ -1104,30 +1038,46 @@ impl Aggregator {
 
     /// Relays progress and logs while the upstream works; hands its requests to the host
     /// (parking the call until the host answers); cancels it when the host cancels.
-    async fn drive(&self, mut f: Flight, ctx: &RequestContext) -> Result<Value, ClientError> {
+    async fn drive(
+        &self,
+        mut f: Flight,
+        ctx: &RequestContext,
+    ) -> Result<Box<RawValue>, ClientError> {
         loop {
-            tokio::select! {
-                r = &mut f.call => return r,
-                Some(p) = f.progress.recv() => {
-                    let progress = p.progress.as_f64().unwrap_or_default();
-                    ctx.progress(progress, p.total.and_then(|t| t.as_f64()), p.message.as_deref()).await;
-                }
-                Ok(TypedNotification::Log(l)) = f.logs.recv() => {
-                    ctx.log(l.level, l.logger.as_deref(), l.data).await;
-                }
-                Some(asks) = next_asks(&mut f.asks) => {
-                    let requests = f.hand_over(asks);
-                    let state = self.park(f);
-                    return Ok(json!({
-                        "resultType": "input_required",
-                        "inputRequests": requests,
-                        "requestState": state,
-                    }));
-                }
+            let step = tokio::select! {
+                step = f.next() => step,
                 // The host cancelled (a notification, or a closed 2026 stream): so do we.
                 () = ctx.cancelled() => {
                     f.cancel.notify_one();
                     return (&mut f.call).await;
+                }
+            };
+            match step {
+                Step::Done(r) => return r,
+                Step::Progress(p) => {
+                    let progress = p.progress.as_f64().unwrap_or_default();
+                    let total = p.total.and_then(|t| t.as_f64());
+                    ctx.progress(progress, total, p.message.as_deref()).await;
+                }
+                Step::Events { logs, asks } => {
+                    for l in logs {
+                        ctx.log(l.level, l.logger.as_deref(), l.data).await;
+                    }
+                    if !asks.is_empty() {
+                        let requests = f.hand_over(asks);
+                        let state = self.park(f);
+                        let answer = json!({
+                            "resultType": "input_required",
+                            "inputRequests": requests,
+                            "requestState": state,
+                        });
+                        return serde_json::value::to_raw_value(&answer).map_err(|e| {
+                            ClientError::InvalidResult {
+                                method: "inputRequests".into(),
+                                reason: e.to_string(),
+                            }
+                        });
+                    }
                 }
             }
         }
@@ -1427,6 +1377,34 @@ impl ServerHandler for Aggregator {
             }
         }
         self.call_exposed(ctx, &p.name, p.arguments, p.meta).await
+    }
+
+    /// The relay path: the host's params go on raw (see [`Aggregator::relay_call`]); the
+    /// dispatcher's own tools, which the gateway answers itself, are decoded.
+    async fn call_tool_raw(
+        &self,
+        ctx: &RequestContext,
+        params: &RawObject<'_>,
+    ) -> Result<Outcome<RawResult>, ErrorObject> {
+        let own = self.inner.options.surface == Surface::Dispatcher
+            && params
+                .get_str("name")
+                .is_some_and(|n| crate::dispatcher::is_own_tool(&n));
+        if !own {
+            return self.relay_call(ctx, params).await;
+        }
+        let p: CallToolRequestParams =
+            serde_json::from_str(params.to_cow().get()).map_err(|e| {
+                ErrorObject::new(
+                    codes::INVALID_PARAMS,
+                    format!("Invalid params for tools/call: {e}"),
+                )
+            })?;
+        Ok(match self.call_tool(ctx, p).await? {
+            Outcome::Complete(r) => Outcome::Complete(RawResult::canonical(&r)?),
+            Outcome::InputRequired(ir) => Outcome::InputRequired(ir),
+            Outcome::Task(t) => Outcome::Task(t),
+        })
     }
 
     async fn list_prompts(

@@ -11,7 +11,7 @@
 //! in flight, as is usual for an agent, that is exact; with more a warning is logged).
 
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -19,8 +19,9 @@ use async_trait::async_trait;
 use mcp_client::{ClientError, ClientHandler};
 use mcp_types::protocol::*;
 use mcp_types::{codes, ErrorObject};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
-use tokio::sync::{broadcast, mpsc, oneshot, Notify};
+use tokio::sync::{mpsc, oneshot, Notify};
 
 /// An upstream's request, waiting for the host's answer.
 pub(crate) struct Ask {
@@ -29,14 +30,71 @@ pub(crate) struct Ask {
     reply: oneshot::Sender<Result<Value, ErrorObject>>,
 }
 
-/// A call in flight: its id, the upstream task it waits on (a held `tasks/result`), the
-/// capabilities its host declared, and where its upstream's requests go.
-type Slot = (
-    u64,
-    Option<String>,
-    ClientCapabilities,
-    mpsc::UnboundedSender<Ask>,
-);
+/// What reaches a call from its upstream while it runs, besides progress.
+pub(crate) enum Event {
+    /// A request for the host (sampling, elicitation).
+    Ask(Ask),
+    /// A log message tied to this call.
+    Log(LoggingMessageNotificationParams),
+}
+
+/// A call's mailbox: the upstream's connection puts events in, the call takes them out.
+/// A few words of memory per call, where a channel would allocate a block of slots.
+#[derive(Default)]
+pub(crate) struct Inbox {
+    queue: Mutex<Vec<Event>>,
+    ready: Notify,
+    closed: AtomicBool,
+}
+
+impl Inbox {
+    /// Delivers `event`; gives it back when the call has ended.
+    fn push(&self, event: Event) -> Result<(), Box<Event>> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(Box::new(event));
+        }
+        match self.queue.lock() {
+            Ok(mut q) => q.push(event),
+            Err(_) => return Err(Box::new(event)),
+        }
+        self.ready.notify_one();
+        Ok(())
+    }
+
+    /// Everything delivered so far, waiting until there is something.
+    pub(crate) async fn next(&self) -> Vec<Event> {
+        loop {
+            let taken = self
+                .queue
+                .lock()
+                .map(|mut q| std::mem::take(&mut *q))
+                .unwrap_or_default();
+            if !taken.is_empty() {
+                return taken;
+            }
+            self.ready.notified().await;
+        }
+    }
+
+    fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        // Requests still queued fail now: their reply senders are dropped.
+        if let Ok(mut q) = self.queue.lock() {
+            q.clear();
+        }
+    }
+}
+
+/// A call in flight on one upstream, for routing what the upstream sends during it.
+#[derive(Clone)]
+struct Slot {
+    id: u64,
+    /// The upstream task it waits on (a held `tasks/result`).
+    task: Option<String>,
+    /// What its host declared.
+    caps: Arc<ClientCapabilities>,
+    inbox: Arc<Inbox>,
+}
 
 /// The host calls in flight on one upstream that its requests can be routed to.
 #[derive(Default)]
@@ -51,12 +109,14 @@ pub(crate) struct Calls {
 pub(crate) struct SlotGuard {
     calls: Arc<Calls>,
     id: u64,
+    inbox: Arc<Inbox>,
 }
 
 impl Drop for SlotGuard {
     fn drop(&mut self) {
+        self.inbox.close();
         if let Ok(mut s) = self.calls.slots.lock() {
-            s.retain(|(id, ..)| *id != self.id);
+            s.retain(|x| x.id != self.id);
         }
     }
 }
@@ -66,22 +126,26 @@ impl Calls {
     /// `task`, for a held `tasks/result`).
     pub(crate) fn enter(
         self: &Arc<Self>,
-        caps: ClientCapabilities,
+        caps: Arc<ClientCapabilities>,
         task: Option<String>,
-    ) -> (SlotGuard, mpsc::UnboundedReceiver<Ask>) {
+    ) -> (SlotGuard, Arc<Inbox>) {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = mpsc::unbounded_channel();
+        let inbox = Arc::new(Inbox::default());
         if let Ok(mut s) = self.slots.lock() {
-            s.push((id, task, caps, tx));
+            s.push(Slot {
+                id,
+                task,
+                caps,
+                inbox: inbox.clone(),
+            });
         }
         self.entered.notify_waiters();
-        (
-            SlotGuard {
-                calls: self.clone(),
-                id,
-            },
-            rx,
-        )
+        let guard = SlotGuard {
+            calls: self.clone(),
+            id,
+            inbox: inbox.clone(),
+        };
+        (guard, inbox)
     }
 
     /// The call an upstream request belongs to: for a request that names a task
@@ -101,11 +165,12 @@ impl Calls {
             tokio::pin!(entered);
             // Registered before the look, so a call entering in between still wakes us.
             entered.as_mut().enable();
-            let found = self
-                .slots
-                .lock()
-                .ok()
-                .and_then(|s| s.iter().rev().find(|x| x.1.as_deref() == Some(t)).cloned());
+            let found = self.slots.lock().ok().and_then(|s| {
+                s.iter()
+                    .rev()
+                    .find(|x| x.task.as_deref() == Some(t))
+                    .cloned()
+            });
             if found.is_some() {
                 return found;
             }
@@ -117,7 +182,7 @@ impl Calls {
 
     fn plain_slot(&self, method: &str) -> Option<Slot> {
         let s = self.slots.lock().ok()?;
-        let plain = s.iter().filter(|x| x.1.is_none()).count();
+        let plain = s.iter().filter(|x| x.task.is_none()).count();
         if plain > 1 || (plain == 0 && s.len() > 1) {
             tracing::warn!(
                 method,
@@ -127,9 +192,25 @@ impl Calls {
         }
         s.iter()
             .rev()
-            .find(|x| x.1.is_none())
+            .find(|x| x.task.is_none())
             .or_else(|| s.last())
             .cloned()
+    }
+
+    /// The one call a log message belongs to: the held call of the task it names, else
+    /// the only call in flight. With several calls in flight a log line names none of
+    /// them, and no host may see another host's traffic: it belongs to no call.
+    fn log_slot(&self, task: Option<&str>) -> Option<Slot> {
+        let s = self.slots.lock().ok()?;
+        match task {
+            Some(t) => s
+                .iter()
+                .rev()
+                .find(|x| x.task.as_deref() == Some(t))
+                .cloned(),
+            None if s.len() == 1 => s.first().cloned(),
+            None => None,
+        }
     }
 
     async fn ask(
@@ -156,15 +237,15 @@ impl Calls {
         // One limit for finding the call and for its host's answer.
         let deadline = tokio::time::Instant::now() + wait;
         let slot = self.slot_for(method, task.as_deref(), deadline).await;
-        let Some((_, _, caps, tx)) = slot else {
+        let Some(slot) = slot else {
             return Err(ErrorObject::new(
                 codes::METHOD_NOT_FOUND,
                 format!("{method} is answered by a host only during a call through this gateway"),
             ));
         };
         let declared = match method {
-            method::SAMPLING_CREATE_MESSAGE => caps.sampling.is_some(),
-            method::ELICITATION_CREATE => caps.elicitation.is_some(),
+            method::SAMPLING_CREATE_MESSAGE => slot.caps.sampling.is_some(),
+            method::ELICITATION_CREATE => slot.caps.elicitation.is_some(),
             _ => false,
         };
         if !declared {
@@ -174,12 +255,13 @@ impl Calls {
             ));
         }
         let (reply, answer) = oneshot::channel();
-        tx.send(Ask {
-            method,
-            params,
-            reply,
-        })
-        .map_err(|_| ErrorObject::new(codes::INTERNAL_ERROR, "the host's call has ended"))?;
+        slot.inbox
+            .push(Event::Ask(Ask {
+                method,
+                params,
+                reply,
+            }))
+            .map_err(|_| ErrorObject::new(codes::INTERNAL_ERROR, "the host's call has ended"))?;
         match tokio::time::timeout_at(deadline, answer).await {
             Ok(Ok(r)) => r,
             Ok(Err(_)) => Err(ErrorObject::new(
@@ -199,6 +281,8 @@ impl Calls {
 pub(crate) struct Bridge {
     pub(crate) calls: Arc<Calls>,
     pub(crate) wait: Duration,
+    /// The upstream's configuration key, for the log lines kept in the gateway's log.
+    pub(crate) upstream: Arc<str>,
 }
 
 fn decode<T: serde::de::DeserializeOwned>(method: &str, v: Value) -> Result<T, ErrorObject> {
@@ -224,11 +308,41 @@ impl ClientHandler for Bridge {
         let m = method::ELICITATION_CREATE;
         decode(m, self.calls.ask(m, json!(params), self.wait).await?)
     }
+
+    fn log_message(
+        &self,
+        mut params: LoggingMessageNotificationParams,
+    ) -> Option<LoggingMessageNotificationParams> {
+        // A task's messages name it by the upstream's id, which hosts never see.
+        let task = params
+            .meta
+            .as_mut()
+            .and_then(|m| m.remove(mcp_types::meta::RELATED_TASK))
+            .and_then(|t| t.get("taskId")?.as_str().map(str::to_owned));
+        if params.meta.as_ref().is_some_and(|m| m.is_empty()) {
+            params.meta = None;
+        }
+        let undelivered = match self.calls.log_slot(task.as_deref()) {
+            Some(slot) => slot.inbox.push(Event::Log(params)).err().map(|e| *e),
+            None => Some(Event::Log(params)),
+        };
+        if let Some(Event::Log(l)) = undelivered {
+            tracing::info!(
+                target: "mcp_proxy::upstream_log",
+                upstream = %self.upstream,
+                level = ?l.level,
+                logger = l.logger.as_deref().unwrap_or_default(),
+                "{}",
+                l.data
+            );
+        }
+        None
+    }
 }
 
-/// An upstream request's future.
+/// An upstream request's future: the answer as the upstream wrote it.
 pub(crate) type UpstreamCall =
-    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, ClientError>> + Send>>;
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Box<RawValue>, ClientError>> + Send>>;
 
 /// One upstream request in flight, with everything that flows while it runs.
 pub(crate) struct Flight {
@@ -236,31 +350,57 @@ pub(crate) struct Flight {
     /// The request, owned so that it can wait parked; polled only while a host call drives
     /// it (its answer waits in the connection meanwhile).
     pub(crate) call: UpstreamCall,
-    pub(crate) progress: mpsc::UnboundedReceiver<ProgressNotificationParams>,
-    pub(crate) logs: broadcast::Receiver<TypedNotification>,
+    /// Its progress, when the host asked for progress.
+    pub(crate) progress: Option<mpsc::UnboundedReceiver<ProgressNotificationParams>>,
     pub(crate) cancel: Arc<Notify>,
-    /// Legacy upstreams: its requests, and the slot that routes them here.
-    pub(crate) asks: Option<(SlotGuard, mpsc::UnboundedReceiver<Ask>)>,
+    /// Its slot among the upstream's calls, and what reaches it there (requests, logs).
+    pub(crate) slot: (SlotGuard, Arc<Inbox>),
     /// Requests handed to the host, by input key, waiting for the retry.
     pub(crate) pending: Vec<(String, oneshot::Sender<Result<Value, ErrorObject>>)>,
     /// Requests handed over so far: input keys are never reused within one flight.
     pub(crate) asked: usize,
 }
 
-/// The next upstream request(s), all that are waiting, as one round.
-pub(crate) async fn next_asks(
-    asks: &mut Option<(SlotGuard, mpsc::UnboundedReceiver<Ask>)>,
-) -> Option<Vec<Ask>> {
-    let (_, rx) = asks.as_mut()?;
-    let first = rx.recv().await?;
-    let mut all = vec![first];
-    while let Ok(more) = rx.try_recv() {
-        all.push(more);
-    }
-    Some(all)
+/// What happened next to a flight.
+pub(crate) enum Step {
+    /// The upstream answered (or the request failed).
+    Done(Result<Box<RawValue>, ClientError>),
+    /// A progress notification.
+    Progress(ProgressNotificationParams),
+    /// Log messages of this call, and one round of the upstream's requests (maybe empty).
+    Events {
+        logs: Vec<LoggingMessageNotificationParams>,
+        asks: Vec<Ask>,
+    },
 }
 
 impl Flight {
+    /// Waits for what happens next: the answer, progress, or the upstream's requests and
+    /// log lines.
+    pub(crate) async fn next(&mut self) -> Step {
+        let (call, progress, inbox) = (&mut self.call, &mut self.progress, &self.slot.1);
+        let progress = async {
+            match progress {
+                Some(rx) => rx.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            r = call => Step::Done(r),
+            Some(p) = progress => Step::Progress(p),
+            events = inbox.next() => {
+                let (mut logs, mut asks) = (Vec::new(), Vec::new());
+                for e in events {
+                    match e {
+                        Event::Log(l) => logs.push(l),
+                        Event::Ask(a) => asks.push(a),
+                    }
+                }
+                Step::Events { logs, asks }
+            }
+        }
+    }
+
     /// Turns upstream requests into one round of input requests, keeping their reply
     /// channels for the host's retry.
     pub(crate) fn hand_over(&mut self, asks: Vec<Ask>) -> serde_json::Map<String, Value> {

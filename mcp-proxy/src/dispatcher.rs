@@ -17,6 +17,11 @@ pub const DESCRIBE_TOOL: &str = "describe_tool";
 pub const CALL_TOOL: &str = "call_tool";
 
 /// The dispatcher tools, with honest titles and annotations (TOOL-04/05/19).
+/// Whether `name` is one of the dispatcher's own three tools.
+pub(crate) fn is_own_tool(name: &str) -> bool {
+    matches!(name, LIST_TOOLS | DESCRIBE_TOOL | CALL_TOOL)
+}
+
 pub(crate) fn tools() -> Vec<Tool> {
     [
         json!({

@@ -394,6 +394,11 @@ impl RequestContext {
         self.request_state.as_deref()
     }
 
+    /// Whether the client asked for progress on this request (gave a `progressToken`).
+    pub fn wants_progress(&self) -> bool {
+        self.progress_token.is_some()
+    }
+
     /// The last progress value sent for this request, if any.
     pub fn last_progress(&self) -> Option<f64> {
         self.progress_sent.lock().ok().and_then(|l| *l)

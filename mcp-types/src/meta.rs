@@ -1,7 +1,9 @@
 //! `_meta`: kept raw, plus the reserved-key rule of each revision.
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::raw::RawObject;
 use crate::Revision;
 
 /// The contents of a `_meta` member, kept exactly as received.
@@ -73,6 +75,50 @@ pub fn is_valid_key(key: &str) -> bool {
     name_ok && prefix.is_none_or(|p| p.split('.').all(label_ok))
 }
 
+/// Edits the `_meta` of a params or result object still in raw form: `edit` gets the
+/// `_meta` object (an empty one when absent) and says whether it changed it. A `_meta`
+/// left empty by the edit is removed; one that is not an object is left alone. Only
+/// `_meta` is rewritten; every other member stays as it was.
+pub fn edit_raw(object: &mut RawObject<'_>, edit: impl FnOnce(&mut RawObject<'_>) -> bool) -> bool {
+    match object.get("_meta") {
+        None => {
+            let mut m = RawObject::new();
+            if !edit(&mut m) || m.is_empty() {
+                return false;
+            }
+            object.insert("_meta", m.to_raw());
+            true
+        }
+        Some(raw) if crate::raw::is_object(raw) => {
+            let mut emptied = false;
+            let changed = object
+                .edit_object("_meta", |m| {
+                    let changed = edit(m);
+                    emptied = m.is_empty();
+                    Ok::<_, std::convert::Infallible>(changed)
+                })
+                .unwrap_or(false);
+            if changed && emptied {
+                object.remove("_meta");
+            }
+            changed
+        }
+        Some(_) => false,
+    }
+}
+
+/// Sets `_meta[key]` of a raw params or result object, creating `_meta` if needed; with
+/// `keep`, a value already there stays. Returns whether anything changed.
+pub fn set_raw(object: &mut RawObject<'_>, key: &str, value: &RawValue, keep: bool) -> bool {
+    edit_raw(object, |m| {
+        if keep && m.contains_key(key) {
+            return false;
+        }
+        m.insert(key.to_owned(), value.to_owned());
+        true
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,6 +138,36 @@ mod tests {
         assert!(!is_reserved_key("io.modelcontextprotocol/x", V2024_11_05));
         assert!(is_reserved_key("progressToken", V2024_11_05));
         assert!(!is_reserved_key("com.example/trace", V2026_07_28));
+    }
+
+    #[test]
+    fn raw_meta_edits_touch_only_meta() {
+        let text = r#"{"arguments":{"n":1.50,"z":{"b":1,"a":2}},"_meta":{"progressToken":7}}"#;
+        let raw = RawValue::from_string(text.into()).expect("raw");
+        let mut o = RawObject::from_raw(&raw).expect("object");
+        let v = RawValue::from_string("\"x\"".into()).expect("raw");
+        assert!(set_raw(&mut o, "k", &v, true));
+        assert!(!set_raw(&mut o, "k", &v, true));
+        assert_eq!(
+            o.to_raw().get(),
+            r#"{"arguments":{"n":1.50,"z":{"b":1,"a":2}},"_meta":{"progressToken":7,"k":"x"}}"#
+        );
+        assert!(edit_raw(&mut o, |m| {
+            m.remove("progressToken");
+            m.remove("k");
+            true
+        }));
+        assert_eq!(
+            o.to_raw().get(),
+            r#"{"arguments":{"n":1.50,"z":{"b":1,"a":2}}}"#
+        );
+        let mut bare = RawObject::from_raw(&raw).expect("object");
+        bare.remove("_meta");
+        assert!(set_raw(&mut bare, PROGRESS_TOKEN, &v, false));
+        assert_eq!(
+            bare.get("_meta").map(RawValue::get),
+            Some(r#"{"progressToken":"x"}"#)
+        );
     }
 
     #[test]

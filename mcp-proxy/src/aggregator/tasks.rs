@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, watch};
 use super::{
     decode, input_required, strip_hop_meta, strip_hop_meta_raw, upstream_error, Aggregator,
 };
-use crate::bridge::{new_state, next_asks, Flight};
+use crate::bridge::{new_state, Flight, Step};
 
 /// How long a task without a retention of its own stays routable.
 const DEFAULT_RETENTION: Duration = Duration::from_secs(3600);
@@ -494,7 +494,10 @@ impl Aggregator {
         let mut open = input.requests.subscribe();
         if let Some(answers) = fresh {
             let params = json!({"taskId": route.upstream_id});
-            match self.launch(route.upstream, method::TASKS_RESULT, params, ctx) {
+            let launched = self
+                .hop_value_params(route.upstream, method::TASKS_RESULT, params, ctx)
+                .and_then(|p| self.launch(route.upstream, method::TASKS_RESULT, p, ctx));
+            match launched {
                 Ok(flight) => {
                     let wait = self.inner.options.input_timeout;
                     let asked = route.asked.clone();
@@ -566,15 +569,24 @@ async fn hold(
             }
         };
         tokio::select! {
-            r = &mut f.call => break r,
-            Some(_) = f.progress.recv() => {}
-            Some(asks) = next_asks(&mut f.asks) => {
-                open.extend(f.hand_over(asks));
-                asked.store(f.asked, Ordering::SeqCst);
-                input.requests.send_replace(Some(open.clone()));
-                // Each round's questions get the whole wait.
-                deadline = Some(tokio::time::Instant::now() + wait);
-            }
+            step = f.next() => match step {
+                Step::Done(r) => break r.and_then(|raw| {
+                    serde_json::from_str::<Value>(raw.get()).map_err(|e| ClientError::InvalidResult {
+                        method: method::TASKS_RESULT.into(),
+                        reason: e.to_string(),
+                    })
+                }),
+                // Nobody follows a held call's progress or logs: the task's status says it.
+                Step::Progress(_) => {}
+                Step::Events { asks, .. } if asks.is_empty() => {}
+                Step::Events { asks, .. } => {
+                    open.extend(f.hand_over(asks));
+                    asked.store(f.asked, Ordering::SeqCst);
+                    input.requests.send_replace(Some(open.clone()));
+                    // Each round's questions get the whole wait.
+                    deadline = Some(tokio::time::Instant::now() + wait);
+                }
+            },
             Some(r) = answers.recv() => {
                 for key in f.answer_some(&r) {
                     open.remove(&key);

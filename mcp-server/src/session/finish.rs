@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 use super::route::Answer;
 use super::{internal, Session};
 use crate::RawResult;
-use mcp_types::{ErrorObject, Revision};
+use mcp_types::Revision;
 
 impl Session {
     /// Translates a result to the revision it goes to, with what this hop adds.
@@ -55,7 +55,7 @@ impl Session {
                     .map_err(internal)?;
             }
         }
-        set_meta(&mut o, meta::SERVER_INFO, &self.shared.info_raw, true)?;
+        meta::set_raw(&mut o, meta::SERVER_INFO, &self.shared.info_raw, true);
         if !o.is_modified() {
             drop(o);
             return Ok(body);
@@ -73,34 +73,9 @@ fn translated(t: &Translator<'_>, m: &str, body: Box<RawValue>) -> Answer {
     Ok(changed.unwrap_or(body))
 }
 
-/// Sets `_meta[key]` of a result object (creating `_meta`); with `keep`, an existing value
-/// stays.
-pub(super) fn set_meta(
-    o: &mut RawObject<'_>,
-    key: &str,
-    value: &RawValue,
-    keep: bool,
-) -> Result<(), ErrorObject> {
-    let present = o.get("_meta").is_some_and(mcp_types::raw::is_object);
-    if !present {
-        let mut m = RawObject::new();
-        m.insert(key.to_owned(), value.to_owned());
-        o.insert("_meta", m.to_raw());
-        return Ok(());
-    }
-    o.edit_object("_meta", |m| {
-        if keep && m.contains_key(key) {
-            return Ok(false);
-        }
-        m.insert(key.to_owned(), value.to_owned());
-        Ok::<_, ErrorObject>(true)
-    })?;
-    Ok(())
-}
-
-/// [`set_meta`] on a raw result.
+/// `_meta[key]` set on a raw result.
 pub(super) fn with_meta(body: &RawValue, key: &str, value: Box<RawValue>, keep: bool) -> Answer {
     let mut o = RawObject::from_raw(body).map_err(internal)?;
-    set_meta(&mut o, key, &value, keep)?;
+    meta::set_raw(&mut o, key, &value, keep);
     Ok(o.to_raw())
 }

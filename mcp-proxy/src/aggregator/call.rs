@@ -1,0 +1,450 @@
+//! The call relay: one `tools/call` from a host to the upstream that owns the tool, and
+//! its answer back.
+//!
+//! The host's params arrive read one level deep; the relay changes `name` (the tool's
+//! real name), the hop's `_meta` keys and the gateway's own members (`task`, its
+//! confirmation answer), and translates only where the two revisions differ: `arguments`
+//! and everything else reach the upstream as the host wrote them. The upstream's answer
+//! comes back raw and goes to the host as it came, in the upstream's revision for the
+//! session to translate, unless it is a task or a question (decoded then, and relayed
+//! by the task and bridging code) or needs the gateway's edits: its per-hop `_meta` keys
+//! dropped, a text copy of `structuredContent` added (TOOL-28).
+
+use std::borrow::Cow;
+
+use mcp_client::ClientError;
+use mcp_revisions::{features, Translator};
+use mcp_server::{Outcome, RawResult, RequestContext};
+use mcp_types::protocol::*;
+use mcp_types::raw::{self, RawObject};
+use mcp_types::{codes, meta, ErrorObject, Revision};
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+
+use super::{
+    call_failure, created_task_id, input_required, tasks, Aggregator, CONFIRM_KEY, HOP_META,
+};
+
+/// The host's `_meta` keys that belong to its hop: its progress token (the upstream gets
+/// the gateway's) and the 2026 envelope (each hop writes its own).
+const HOST_HOP_META: [&str; 5] = [
+    meta::PROGRESS_TOKEN,
+    meta::PROTOCOL_VERSION,
+    meta::CLIENT_CAPABILITIES,
+    meta::CLIENT_INFO,
+    meta::LOG_LEVEL,
+];
+
+/// How a call runs with respect to tasks (TOOL-21).
+struct TaskPlan {
+    /// The upstream is asked to run it as a task.
+    as_task: bool,
+    /// The host takes a task as the answer.
+    host_takes_task: bool,
+    /// The retention asked for the task.
+    ttl: Option<serde_json::Number>,
+}
+
+impl Aggregator {
+    /// A host's `tools/call`, params raw: policy first, then the owning upstream.
+    pub(crate) async fn relay_call(
+        &self,
+        ctx: &RequestContext,
+        params: &RawObject<'_>,
+    ) -> Result<Outcome<RawResult>, ErrorObject> {
+        let Some(name) = params.get_str("name") else {
+            return Err(ErrorObject::new(
+                codes::INVALID_PARAMS,
+                "Invalid params for tools/call: `name` (a string) is required",
+            ));
+        };
+        let Some((i, tool)) = self.route(&name) else {
+            let message = match self.denied_upstream(&name) {
+                Some(key) => format!(
+                    "Tool {name} of upstream `{key}` is not allowed by this gateway's policy"
+                ),
+                None => format!("Unknown tool: {name}"),
+            };
+            return Err(ErrorObject::new(codes::INVALID_PARAMS, message));
+        };
+        let u = &self.inner.upstreams[i];
+        let key = u.config.key.clone();
+        let arguments = || {
+            params
+                .get("arguments")
+                .and_then(|a| serde_json::from_str::<Map<String, Value>>(a.get()).ok())
+        };
+        if let Some(refusal) = self
+            .confirmation(ctx, &name, &key, &tool, u.config.trusted, arguments)
+            .await
+        {
+            return canonical(refusal);
+        }
+        let plan = self.task_plan(ctx, &name, &tool)?;
+        // TOOL-18: only a tool its trusted upstream calls idempotent is called again after
+        // the connection dropped under it; anything else might act twice.
+        let may_retry = u.config.trusted && tool.is_idempotent();
+        let (tool, plan) = (&*tool, &plan);
+        let send = |extension: bool| async move {
+            let up = self.hop_params(ctx, i, tool, params, plan, extension)?;
+            self.upstream_call_raw(i, method::TOOLS_CALL, up, ctx).await
+        };
+        let answer = match send(false).await {
+            Ok(v) => v,
+            Err(ClientError::Closed(reason))
+                if may_retry && !ctx.is_cancelled() && self.reconnected(i).await =>
+            {
+                tracing::info!(upstream = %key, %reason, "retrying an idempotent call after the upstream restarted");
+                match send(false).await {
+                    Ok(v) => v,
+                    Err(e) => return raw_failure(&key, e),
+                }
+            }
+            // A 2026 upstream that runs this tool only as a task, called by a legacy host
+            // (which has no way to take a 2026 task): the gateway takes the task and follows
+            // it. A 2026 host hears the upstream's -32021 as it is: it can declare the
+            // extension, and across one era the gateway stays transparent.
+            Err(ClientError::Server(e))
+                if !plan.host_takes_task
+                    && !features::per_request_meta(ctx.revision())
+                    && tasks::needs_tasks_extension(&e) =>
+            {
+                match send(true).await {
+                    Ok(v) => v,
+                    Err(e) => return raw_failure(&key, e),
+                }
+            }
+            Err(e) => return raw_failure(&key, e),
+        };
+        self.call_answer(i, ctx, answer, plan).await
+    }
+
+    /// Whether the call runs as a task, and for how long it is kept.
+    fn task_plan(
+        &self,
+        ctx: &RequestContext,
+        name: &str,
+        tool: &Tool,
+    ) -> Result<TaskPlan, ErrorObject> {
+        let support = tool.task_support();
+        if ctx.task_requested().is_some() && support == TaskSupport::Forbidden {
+            return Err(ErrorObject::new(
+                codes::METHOD_NOT_FOUND,
+                format!("Tool {name} cannot run as a task (its taskSupport is forbidden)"),
+            ));
+        }
+        // TOOL-21: a tool that must run as a task is run as one here; a host that takes
+        // tasks sees the task, any other gets the result awaited, as from an ordinary tool.
+        let host_takes_task = ctx.accepts_task();
+        let as_task = support == TaskSupport::Required
+            || (support == TaskSupport::Optional && host_takes_task);
+        // A host that follows the task keeps it as long as it (or the upstream) says; one
+        // the gateway follows for a plain host is not kept past the call's time.
+        let ttl = match ctx.task_requested().and_then(|t| t.ttl.clone()) {
+            Some(t) => Some(t),
+            None if host_takes_task => None,
+            None => Some(serde_json::Number::from(
+                self.inner.options.call_timeout.as_millis() as u64,
+            )),
+        };
+        Ok(TaskPlan {
+            as_task,
+            host_takes_task,
+            ttl,
+        })
+    }
+
+    /// The params the upstream gets: the host's, with the tool's real name, this hop's
+    /// `_meta`, the gateway's `task` choice, in the upstream's revision. `extension`: the
+    /// gateway declares the tasks extension itself (it follows the task for the host).
+    fn hop_params(
+        &self,
+        ctx: &RequestContext,
+        i: usize,
+        tool: &Tool,
+        params: &RawObject<'_>,
+        plan: &TaskPlan,
+        extension: bool,
+    ) -> Result<Box<RawValue>, ClientError> {
+        let up = self.upstream_revision(i)?;
+        let mut p = params.clone();
+        if p.get_str("name").as_deref() != Some(tool.name.as_str()) {
+            p.insert_str("name", &tool.name);
+        }
+        meta::edit_raw(&mut p, |m| {
+            let before = m.len();
+            m.retain(|k, _| !HOST_HOP_META.contains(&k));
+            m.len() != before
+        });
+        if features::per_request_meta(up) {
+            // What the upstream may ask for, and hear, is what this host declared (and the
+            // tasks extension, when the gateway takes the task on itself).
+            let caps = if extension {
+                tasks::with_tasks_extension(ctx)
+            } else {
+                json!(ctx.client_capabilities())
+            };
+            meta::set_raw(&mut p, meta::CLIENT_CAPABILITIES, &encode(&caps), false);
+            if let Some(level) = ctx.log_level() {
+                meta::set_raw(&mut p, meta::LOG_LEVEL, &encode(level), false);
+            }
+        }
+        // A retry's answers and state: a 2026 host's own members, or what the session
+        // gathered from a legacy host. The gateway's own question was the gateway's to read.
+        let own_answers = p.contains_key("inputResponses");
+        if ctx.input_response(CONFIRM_KEY).is_some()
+            || (!own_answers && !ctx.input_responses().is_empty())
+        {
+            let mut responses = ctx.input_responses().clone();
+            responses.remove(CONFIRM_KEY);
+            p.remove("inputResponses");
+            if !responses.is_empty() {
+                p.insert("inputResponses", encode(&responses));
+            }
+        }
+        if let (false, Some(state)) = (p.contains_key("requestState"), ctx.request_state()) {
+            p.insert_str("requestState", state);
+        }
+        if p.contains_key("task") || plan.as_task {
+            p.remove("task");
+            if plan.as_task {
+                let task = TaskMetadata {
+                    ttl: plan.ttl.clone(),
+                    ..Default::default()
+                };
+                p.insert("task", encode(&task));
+            }
+        }
+        let text = p.to_raw();
+        drop(p);
+        let translated =
+            Translator::new(ctx.revision(), up).params_raw(method::TOOLS_CALL, &text)?;
+        Ok(match translated {
+            Cow::Owned(t) => t,
+            Cow::Borrowed(_) => text,
+        })
+    }
+
+    /// The revision upstream `i` speaks now.
+    pub(super) fn upstream_revision(&self, i: usize) -> Result<Revision, ClientError> {
+        let u = &self.inner.upstreams[i];
+        u.client()
+            .map(|c| c.revision())
+            .ok_or_else(|| ClientError::Negotiation(u.unavailable()))
+    }
+
+    /// What the host gets for the upstream's answer. A plain result goes as it came (with
+    /// the gateway's edits); a task or a question is relayed by its own code.
+    async fn call_answer(
+        &self,
+        i: usize,
+        ctx: &RequestContext,
+        answer: Box<RawValue>,
+        plan: &TaskPlan,
+    ) -> Result<Outcome<RawResult>, ErrorObject> {
+        let up = self
+            .upstream_revision(i)
+            .map_err(|e| super::upstream_error(&self.inner.upstreams[i].config.key, e))?;
+        let text = answer.get();
+        let special = raw::may_contain_key(text, "resultType")
+            || (raw::may_contain_key(text, "task") && (plan.as_task || plan.host_takes_task));
+        if special {
+            let value: Value = serde_json::from_str(text).map_err(|e| {
+                super::upstream_error(
+                    &self.inner.upstreams[i].config.key,
+                    ClientError::InvalidResult {
+                        method: method::TOOLS_CALL.into(),
+                        reason: e.to_string(),
+                    },
+                )
+            })?;
+            if let Some(out) = self.call_answer_value(i, ctx, value, plan).await? {
+                return Ok(out);
+            }
+        }
+        let key = &self.inner.upstreams[i].config.key;
+        let body = tidy_result(key, answer)?;
+        Ok(Outcome::Complete(RawResult::in_revision(up, body)))
+    }
+
+    /// The answers that are not plain results: a task (relayed, or followed for a host that
+    /// called plainly) or an `InputRequiredResult`. `None`: a plain result after all.
+    async fn call_answer_value(
+        &self,
+        i: usize,
+        ctx: &RequestContext,
+        mut value: Value,
+        plan: &TaskPlan,
+    ) -> Result<Option<Outcome<RawResult>>, ErrorObject> {
+        let key = self.inner.upstreams[i].config.key.clone();
+        if plan.host_takes_task && created_task_id(&value).is_some() {
+            return self.relay_created(i, value).and_then(canonical).map(Some);
+        }
+        let mut followed = false;
+        if value.get("resultType").and_then(Value::as_str) == Some("task") {
+            if let Some(task_id) = created_task_id(&value) {
+                value = match self.follow_extension_task(i, &task_id, ctx).await {
+                    Ok(v) => v,
+                    Err(e) => return raw_failure(&key, e).map(Some),
+                };
+                followed = true;
+            }
+        }
+        if let Some(task_id) = plan.as_task.then(|| created_task_id(&value)).flatten() {
+            value = match self.await_task(i, &task_id, ctx).await {
+                Ok(v) => v,
+                Err(e) => {
+                    // The host gave up, or the gateway did: the task should not run on.
+                    if ctx.is_cancelled() || matches!(e, ClientError::Timeout(_)) {
+                        let _ = self
+                            .upstream_call(i, method::TASKS_CANCEL, json!({"taskId": task_id}), ctx)
+                            .await;
+                    }
+                    return raw_failure(&key, e).map(Some);
+                }
+            };
+            followed = true;
+        }
+        if let Some(ir) = input_required(&key, &value)? {
+            return Ok(Some(Outcome::InputRequired(ir)));
+        }
+        if !followed {
+            return Ok(None);
+        }
+        // A task's result, fetched by the gateway: in the upstream's revision like any other.
+        let up = self
+            .upstream_revision(i)
+            .map_err(|e| super::upstream_error(&key, e))?;
+        let body = serde_json::value::to_raw_value(&value)
+            .map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, format!("Internal error: {e}")))?;
+        let body = tidy_result(&key, body)?;
+        Ok(Some(Outcome::Complete(RawResult::in_revision(up, body))))
+    }
+}
+
+fn encode<T: serde::Serialize + ?Sized>(value: &T) -> Box<RawValue> {
+    serde_json::value::to_raw_value(value).unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
+
+/// A typed outcome as a raw one (the gateway's own answers, and relayed tasks).
+fn canonical(out: Outcome<CallToolResult>) -> Result<Outcome<RawResult>, ErrorObject> {
+    Ok(match out {
+        Outcome::Complete(r) => Outcome::Complete(RawResult::canonical(&r)?),
+        Outcome::InputRequired(ir) => Outcome::InputRequired(ir),
+        Outcome::Task(t) => Outcome::Task(t),
+    })
+}
+
+/// [`call_failure`] as a raw outcome.
+fn raw_failure(upstream: &str, e: ClientError) -> Result<Outcome<RawResult>, ErrorObject> {
+    call_failure(upstream, e).and_then(canonical)
+}
+
+/// The gateway's edits of a plain result, each made only when needed: the upstream's
+/// per-hop `_meta` keys dropped (the host's answer comes from the gateway), and a text
+/// copy of `structuredContent` added for hosts that read only `content` (TOOL-28), with
+/// the structured value's exact text.
+fn tidy_result(upstream: &str, body: Box<RawValue>) -> Result<Box<RawValue>, ErrorObject> {
+    let text = body.get();
+    let hop_meta = HOP_META.iter().any(|k| raw::may_contain_key(text, k));
+    let structured = raw::may_contain_key(text, "structuredContent");
+    if !hop_meta && !structured {
+        return Ok(body);
+    }
+    let invalid = |e: serde_json::Error| {
+        ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!("upstream `{upstream}` sent an invalid result: {e}"),
+        )
+    };
+    let mut o = RawObject::from_raw(&body).map_err(invalid)?;
+    if hop_meta {
+        meta::edit_raw(&mut o, |m| {
+            let before = m.len();
+            m.retain(|k, _| !HOP_META.contains(&k));
+            m.len() != before
+        });
+    }
+    if structured {
+        add_text_copy(&mut o);
+    }
+    if !o.is_modified() {
+        drop(o);
+        return Ok(body);
+    }
+    Ok(o.to_raw())
+}
+
+/// TOOL-28: a result with `structuredContent` and no text block holding the same value
+/// gets one, holding the structured value's exact text. Error results are left alone.
+fn add_text_copy(o: &mut RawObject<'_>) {
+    let Some(structured) = o.get("structuredContent") else {
+        return;
+    };
+    if o.get("isError").map(RawValue::get) == Some("true") {
+        return;
+    }
+    let content = o.get("content").map_or("[]", RawValue::get);
+    let Ok(blocks) = serde_json::from_str::<Vec<&RawValue>>(content) else {
+        return;
+    };
+    let value: Option<Value> = serde_json::from_str(structured.get()).ok();
+    let duplicate = blocks.iter().any(|b| {
+        #[derive(serde::Deserialize)]
+        struct Block<'a> {
+            #[serde(rename = "type", borrow)]
+            kind: Cow<'a, str>,
+            #[serde(borrow)]
+            text: Option<Cow<'a, str>>,
+        }
+        serde_json::from_str::<Block<'_>>(b.get()).is_ok_and(|b| {
+            b.kind == "text"
+                && b.text
+                    .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                    .is_some_and(|t| Some(&t) == value.as_ref())
+        })
+    });
+    if duplicate {
+        return;
+    }
+    let mut block = RawObject::new();
+    block.insert_str("type", "text");
+    block.insert_str("text", structured.get());
+    let block = block.to_raw();
+    let mut items = blocks;
+    items.push(&block);
+    let content = raw::to_array(&items);
+    drop(items);
+    o.insert("content", content);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(s: &str) -> Box<RawValue> {
+        RawValue::from_string(s.to_owned()).expect("raw")
+    }
+
+    #[test]
+    fn a_plain_result_is_kept_as_it_came() {
+        let body = raw(r#"{"content":[{"type":"text","text":"hi"}],"isError":false}"#);
+        let out = tidy_result("up", body.clone()).expect("tidy");
+        assert_eq!(out.get(), body.get());
+    }
+
+    #[test]
+    fn the_text_copy_keeps_numbers_and_key_order() {
+        let body = raw(
+            r#"{"content":[],"structuredContent":{"n":123456789012345678901234567890,"f":1.10000000000000000000001,"z":{"b":1,"a":2}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"u","version":"1"},"x":1}}"#,
+        );
+        let out = tidy_result("up", body).expect("tidy");
+        assert_eq!(
+            out.get(),
+            r#"{"content":[{"type":"text","text":"{\"n\":123456789012345678901234567890,\"f\":1.10000000000000000000001,\"z\":{\"b\":1,\"a\":2}}"}],"structuredContent":{"n":123456789012345678901234567890,"f":1.10000000000000000000001,"z":{"b":1,"a":2}},"_meta":{"x":1}}"#
+        );
+        // Already there: nothing added.
+        let again = tidy_result("up", out.clone()).expect("tidy");
+        assert_eq!(again.get(), out.get());
+    }
+}
