@@ -434,24 +434,29 @@ pub fn is_array(raw: &RawValue) -> bool {
     raw.get().starts_with('[')
 }
 
-/// Whether `text` may contain member `key` at any depth: a quick byte search for
-/// `"key"` that never misses one (it may find the key as a string value, or nested).
+/// Whether `text` may contain member `key` at any depth: a quick search for `"key"` that
+/// never misses one written without escapes (it may find the key as a string value, or
+/// nested). A key written with escapes (`"result\u0054ype"`) is not found: a caller that
+/// must not miss one treats text holding `\u` or `\/` as containing everything (see
+/// [`has_key_escapes`]).
 pub fn may_contain_key(text: &str, key: &str) -> bool {
-    let needle = key.as_bytes();
-    let hay = text.as_bytes();
-    if needle.is_empty() || hay.len() < needle.len() + 2 {
-        return false;
+    let mut quoted = [0u8; 64];
+    let n = key.len() + 2;
+    if n > quoted.len() {
+        let needle = format!("\"{key}\"");
+        return memchr::memmem::find(text.as_bytes(), needle.as_bytes()).is_some();
     }
-    let mut from = 0;
-    while let Some(off) = hay[from..].iter().position(|b| *b == b'"') {
-        let i = from + off;
-        let end = i + 1 + needle.len();
-        if end < hay.len() && &hay[i + 1..end] == needle && hay[end] == b'"' {
-            return true;
-        }
-        from = i + 1;
-    }
-    false
+    quoted[0] = b'"';
+    quoted[1..n - 1].copy_from_slice(key.as_bytes());
+    quoted[n - 1] = b'"';
+    memchr::memmem::find(text.as_bytes(), &quoted[..n]).is_some()
+}
+
+/// Whether `text` holds an escape that could spell a member name differently from its
+/// plain form (`\u…`, `\/`).
+pub fn has_key_escapes(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    memchr::memchr_iter(b'\\', bytes).any(|i| matches!(bytes.get(i + 1), Some(b'u' | b'/')))
 }
 
 /// Reads the items of a raw array one by one without collecting them (for a caller that
@@ -552,5 +557,10 @@ mod tests {
         assert!(may_contain_key(r#"{"a":{"_meta":1}}"#, "_meta"));
         assert!(!may_contain_key(r#"{"a":{"meta":1}}"#, "_meta"));
         assert!(!may_contain_key(r#"{"x_meta":1}"#, "_meta"));
+        let long = "k".repeat(100);
+        assert!(may_contain_key(&format!(r#"{{"{long}":1}}"#), &long));
+        assert!(has_key_escapes(r#"{"result\u0054ype":1}"#));
+        assert!(has_key_escapes(r#"{"a\/b":1}"#));
+        assert!(!has_key_escapes(r#"{"a":"line\nbreak \\ slash"}"#));
     }
 }

@@ -95,7 +95,7 @@ fn encode_line(frame: &Frame, buf: &mut Vec<u8>) {
         buf.truncate(start);
         return;
     }
-    if buf[start..].iter().any(|b| *b == b'\n' || *b == b'\r') {
+    if memchr::memchr2(b'\n', b'\r', &buf[start..]).is_some() {
         let mut i = start;
         buf.retain(|b| {
             let keep = i < start || (*b != b'\n' && *b != b'\r');
@@ -169,7 +169,7 @@ async fn read_line<R: AsyncBufRead + Unpin>(
                 Line::Complete
             });
         }
-        let (chunk, done) = match available.iter().position(|b| *b == b'\n') {
+        let (chunk, done) = match memchr::memchr(b'\n', available) {
             Some(i) => (&available[..i], Some(i + 1)),
             None => (available, None),
         };
@@ -214,7 +214,7 @@ async fn buffered_line<R: AsyncBufRead + Unpin>(
     limit: usize,
 ) -> std::io::Result<Option<Option<Incoming>>> {
     let available = r.fill_buf().await?;
-    let Some(i) = available.iter().position(|b| *b == b'\n') else {
+    let Some(i) = memchr::memchr(b'\n', available) else {
         return Ok(None);
     };
     let got = if i > limit {
