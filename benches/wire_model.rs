@@ -5,6 +5,10 @@
 //!   policy touches the payload).
 //! - `typed`: decode the result into `ListToolsResult` and encode it again.
 //! - `to_2024_11_05`: translate the result from 2025-11-25 to 2024-11-05, bytes to bytes.
+//!
+//! And the gateway's hot path on an ordinary answer: a 1 KiB text-only `tools/call`
+//! result from a 2025-11-25 upstream translated for a 2025-06-18 host and a 2026-07-28
+//! host (`call_result_1k`), through `Value` (`*/value`).
 
 // criterion_group! and criterion_main! generate undocumented items.
 #![allow(missing_docs)]
@@ -44,6 +48,32 @@ fn bench(c: &mut Criterion) {
             BatchSize::SmallInput,
         )
     });
+    g.finish();
+    call_result_1k(c);
+}
+
+/// A `tools/call` result of one text block, about 1 KiB on the wire.
+fn call_result_1k_bytes() -> Vec<u8> {
+    let line = "Order 1042: 3 x \"blue widget\" shipped to Lisbon, arriving Tuesday.\n";
+    let text: String = line.repeat(1000 / line.len() + 1);
+    serde_json::to_vec(&json!({"content": [{"type": "text", "text": text}], "isError": false}))
+        .expect("encode")
+}
+
+fn call_result_1k(c: &mut Criterion) {
+    let bytes = call_result_1k_bytes();
+    let mut g = c.benchmark_group("call_result_1k");
+    g.throughput(Throughput::Bytes(bytes.len() as u64));
+    for to in [Revision::V2025_06_18, Revision::V2026_07_28] {
+        let translator = Translator::new(Revision::V2025_11_25, to);
+        g.bench_function(format!("to_{}/value", to.as_str()), |b| {
+            b.iter(|| {
+                let v: Value = serde_json::from_slice(&bytes).expect("decode");
+                let out = translator.result("tools/call", v).expect("translate");
+                serde_json::to_vec(&out).expect("encode")
+            })
+        });
+    }
     g.finish();
 }
 
