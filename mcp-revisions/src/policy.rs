@@ -189,7 +189,8 @@ pub trait DowngradePolicy: Send + Sync {
 
     /// Called on every object the walk enters, before its members are filtered for the
     /// target, for conversions no member table can express. Returns whether it changed
-    /// anything (an unchanged object keeps its text). Default: nothing.
+    /// anything (an unchanged object keeps its text). Default: nothing. A policy that
+    /// overrides this must also say so in [`DowngradePolicy::adjusts_objects`].
     fn adjust(
         &self,
         shape: &ObjectShape,
@@ -198,6 +199,13 @@ pub trait DowngradePolicy: Send + Sync {
         to: Revision,
     ) -> bool {
         let _ = (shape, object, from, to);
+        false
+    }
+
+    /// Whether [`DowngradePolicy::adjust`] may change objects. The translator leaves a
+    /// subtree unread when nothing in it concerns the target; an `adjust` that acts on
+    /// anything needs every object read, so it turns that shortcut off. Default: `false`.
+    fn adjusts_objects(&self) -> bool {
         false
     }
 }

@@ -187,3 +187,38 @@ fn changing_one_member_leaves_the_others_byte_for_byte() {
         r#"{"content":[ {"type": "text",  "text": "caf\u00e9 1.50"} ],"isError":false,"resultType":"complete"}"#
     );
 }
+
+#[test]
+fn what_the_target_lacks_is_found_however_deep_or_spelled() {
+    // Audio inside a prompt message, for a revision without audio.
+    let prompt = raw(
+        r#"{"messages": [{"role": "user", "content": {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}}]}"#,
+    );
+    let out = Translator::new(V2025_03_26, V2024_11_05)
+        .result_raw("prompts/get", &prompt)
+        .expect("translates");
+    assert!(!out.get().contains(r#""audio""#), "{}", out.get());
+
+    // A 2025-11-25 `_meta` key inside a content block, for 2025-06-18.
+    for key in [
+        "io.modelcontextprotocol/related-task",
+        r"io.modelcontextprotocol\/related-task",
+        r"io.modelcontextprotocol\u002frelated-task",
+    ] {
+        let result = raw(&format!(
+            r#"{{"content": [{{"type": "text", "text": "x", "_meta": {{"{key}": {{"taskId": "t"}}, "com.example/k": 1}}}}]}}"#
+        ));
+        let out = Translator::new(V2025_11_25, V2025_06_18)
+            .result_raw("tools/call", &result)
+            .expect("translates");
+        assert!(!out.get().contains("related"), "{key}: {}", out.get());
+        assert!(out.get().contains(r#""com.example/k":1"#), "{}", out.get());
+    }
+
+    // A key spelled with an escape is still the key.
+    let escaped = raw(r#"{"content": [], "result\u0054ype": "complete"}"#);
+    let out = Translator::new(V2026_07_28, V2025_06_18)
+        .result_raw("tools/call", &escaped)
+        .expect("translates");
+    assert_eq!(out.get(), r#"{"content":[]}"#);
+}

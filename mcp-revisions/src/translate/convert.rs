@@ -1,5 +1,5 @@
 //! Conversions tied to one type that the member table cannot express, and what going up
-//! to 2026-07-28 adds.
+//! to 2026-07-28 adds. Each one that reads the input has its token in `triggers.rs`.
 
 use mcp_types::protocol::TASKS_EXTENSION;
 use mcp_types::raw::{self, RawObject};

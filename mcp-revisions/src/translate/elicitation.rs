@@ -12,6 +12,12 @@ use crate::shapes::RevisionSet;
 /// Revisions whose form schemas have only the 2025-06-18 primitives.
 const SIMPLE_FORMS: RevisionSet = RevisionSet::parse("..X..");
 
+/// Whether elicitation payloads going to `to` need this module. No token list can say
+/// which JSON Schema keywords a form holds, so such payloads are always read.
+pub(super) fn changes(to: Revision) -> bool {
+    SIMPLE_FORMS.contains(to)
+}
+
 /// Members each 2025-06-18 primitive schema may carry, by `type`.
 fn simple_members(kind: &str, is_enum: bool) -> &'static [&'static str] {
     match (kind, is_enum) {

@@ -8,12 +8,14 @@
 //!
 //! The walk reads raw JSON one level at a time ([`RawObject`]) and only where it must:
 //! every member it does not change keeps its exact text (numbers, key order, escapes).
-//! A translation that changes nothing returns its input borrowed. When `from == to` the
-//! message is returned as it is.
+//! Before entering a subtree it asks [`triggers`] whether anything in its text could
+//! concern the target; if not, the subtree is kept unread. A translation that changes
+//! nothing returns its input borrowed. When `from == to` the message is returned as it is.
 
 mod convert;
 mod elicitation;
 mod tasks;
+mod triggers;
 mod walk;
 
 use std::borrow::Cow;
@@ -28,6 +30,7 @@ use serde_json::Value;
 use crate::policy::{DowngradePolicy, SpecPolicy};
 use crate::shapes::{self, Container, MethodKind, RevisionSet, Shape};
 use crate::spec_data;
+use triggers::Node;
 
 /// Revisions whose `structuredContent` and `outputSchema` must be objects.
 const OBJECT_ONLY_STRUCTURED: RevisionSet = RevisionSet::parse("..XX.");
@@ -82,6 +85,8 @@ pub struct Translator<'p> {
     /// Walk even when `from == to`: the input may hold members of any revision.
     canonical: bool,
     policy: &'p dyn DowngradePolicy,
+    /// Whether subtrees without a trigger may be kept unread (see [`triggers`]).
+    shortcut: bool,
     /// Raw once here rather than once per message.
     client_capabilities: Option<Box<RawValue>>,
 }
@@ -106,6 +111,7 @@ impl Translator<'static> {
             to,
             canonical: false,
             policy: &DEFAULT,
+            shortcut: true,
             client_capabilities: None,
         }
     }
@@ -128,6 +134,7 @@ impl<'p> Translator<'p> {
             to: self.to,
             canonical: self.canonical,
             policy,
+            shortcut: !policy.adjusts_objects(),
             client_capabilities: self.client_capabilities,
         }
     }
@@ -274,6 +281,9 @@ impl<'p> Translator<'p> {
             return Err(invalid("params", name, "params must be an object"));
         }
         let add_meta = kind == MethodKind::Request && self.to == Revision::V2026_07_28;
+        if !add_meta && !self.params_need_walk(name, target, params) {
+            return Ok(Cow::Borrowed(params));
+        }
         let mut obj =
             RawObject::from_raw(params).map_err(|e| invalid("params", name, &e.to_string()))?;
         let mut changed = self.params_object(name, target, &mut obj)?;
@@ -285,6 +295,22 @@ impl<'p> Translator<'p> {
         } else {
             Cow::Borrowed(params)
         })
+    }
+
+    /// Whether params must be read: a method-specific conversion, or a trigger in the text.
+    fn params_need_walk(&self, name: &str, target: &str, params: &RawValue) -> bool {
+        let special = tasks::is_task_method(name)
+            || name == method::INITIALIZE
+            || (name == method::CANCELLED && self.to != Revision::V2025_11_25)
+            || (name == method::ELICITATION_CREATE && elicitation::changes(self.to));
+        if special || !self.shortcut {
+            return true;
+        }
+        shapes::method(target)
+            .or_else(|| shapes::method(name))
+            .is_some_and(|spec| {
+                triggers::of(Node::Object(spec.params), self.to).found_in(params.get())
+            })
     }
 
     fn params_object(
@@ -349,6 +375,9 @@ impl<'p> Translator<'p> {
         if !raw::is_object(result) {
             return Err(invalid("result", method, "a result must be an object"));
         }
+        if !self.result_needs_walk(method, result) {
+            return Ok(Cow::Borrowed(result));
+        }
         let mut obj =
             RawObject::from_raw(result).map_err(|e| invalid("result", method, &e.to_string()))?;
         Ok(if self.result_object(method, &mut obj)? {
@@ -356,6 +385,17 @@ impl<'p> Translator<'p> {
         } else {
             Cow::Borrowed(result)
         })
+    }
+
+    fn result_needs_walk(&self, method: &str, result: &RawValue) -> bool {
+        let special = tasks::is_task_method(method)
+            || method == method::INITIALIZE
+            || (method == method::ELICITATION_CREATE && elicitation::changes(self.to));
+        if special || !self.shortcut {
+            return true;
+        }
+        let shape = shapes::method(method).and_then(|m| m.result);
+        triggers::of(Node::Result(shape), self.to).found_in(result.get())
     }
 
     fn result_object(&self, method: &str, obj: &mut RawObject<'_>) -> Result<bool, TranslateError> {

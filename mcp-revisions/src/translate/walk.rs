@@ -2,13 +2,15 @@
 //! sampling content, `_meta` and input requests.
 //!
 //! Every step says whether it changed anything (`bool`, or `Some(new text)`), so whatever
-//! it did not change is written back as it came.
+//! it did not change is written back as it came. Each subtree is entered only when its
+//! text holds a trigger for the target ([`super::triggers`]).
 
 use std::borrow::Cow;
 
 use mcp_types::raw::{self, RawObject};
 use serde_json::value::RawValue;
 
+use super::triggers::{self, Node};
 use super::{TranslateError, Translator, SAMPLING_ARRAYS};
 use crate::policy::text_block;
 use crate::shapes::{self, Container, ContentKind, ObjectShape, Shape};
@@ -41,12 +43,24 @@ impl Translator<'_> {
         Ok(changed)
     }
 
+    /// Whether the walk must read this subtree: the shortcut is on and nothing in its text
+    /// concerns the target, or it may not be skipped.
+    fn must_enter(&self, node: Node, v: &RawValue) -> bool {
+        !self.shortcut || triggers::of(node, self.to).found_in(v.get())
+    }
+
     /// Walks a member's value; `Some` holds its new text when it changed.
     pub(super) fn walk_value(
         &self,
         shape: Shape,
         v: &RawValue,
     ) -> Result<Option<Box<RawValue>>, TranslateError> {
+        let Some(node) = Node::of(shape) else {
+            return Ok(None);
+        };
+        if !self.must_enter(node, v) {
+            return Ok(None);
+        }
         match shape {
             Shape::Opaque => Ok(None),
             Shape::Meta => edit(v, |m| Ok(self.meta(m))),
@@ -72,7 +86,7 @@ impl Translator<'_> {
         }
     }
 
-    /// An array of objects of one type.
+    /// An array of objects of one type: only the items with a trigger are read.
     fn objects(
         &self,
         o: &'static ObjectShape,
@@ -84,7 +98,11 @@ impl Translator<'_> {
         let mut out = Vec::with_capacity(items.len());
         let mut changed = false;
         for item in items {
-            let new = edit(item, |m| self.walk_object(o, m))?;
+            let new = if self.must_enter(Node::Object(o), item) {
+                edit(item, |m| self.walk_object(o, m))?
+            } else {
+                None
+            };
             changed |= new.is_some();
             out.push(new.map_or(Cow::Borrowed(item), Cow::Owned));
         }
@@ -101,7 +119,7 @@ impl Translator<'_> {
         let mut out = Vec::with_capacity(items.len());
         let mut changed = false;
         for &item in items {
-            let replaced = if raw::is_object(item) {
+            let replaced = if raw::is_object(item) && self.must_enter(Node::Content(kinds), item) {
                 self.content_block(kinds, item)?
             } else {
                 None
