@@ -72,3 +72,42 @@ fn failures_are_one_line_on_stderr_with_status_2() {
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
     }
 }
+
+#[test]
+fn numbers_and_key_order_come_out_as_they_went_in() {
+    let structured = r#"{"n": 123456789012345678901234567890, "f": 1.10000000000000000000001, "z": {"b": 1, "a": 2}}"#;
+    let stdin = format!(
+        r#"{{"jsonrpc": "2.0", "id": 1, "result": {{"content": [{{"type": "text", "text": "ok"}}], "structuredContent": {structured}, "x-total": 1.50}}}}"#
+    );
+    for to in ["2025-06-18", "2026-07-28"] {
+        let args = [
+            "--from",
+            "2025-11-25",
+            "--to",
+            to,
+            "--answers",
+            "tools/call",
+        ];
+        let (code, out, err) = run(&args, &stdin);
+        assert_eq!((code, err.as_str()), (0, ""), "{to}");
+        assert!(out.contains(structured), "{to}: {out}");
+        // Whitespace between members may go where the top level was rewritten; digits stay.
+        assert!(
+            out.replace(' ', "").contains(r#""x-total":1.50"#),
+            "{to}: {out}"
+        );
+    }
+    // Below 2025-06-18 the structured value becomes a text block carrying its exact text.
+    let args = [
+        "--from",
+        "2025-11-25",
+        "--to",
+        "2025-03-26",
+        "--answers",
+        "tools/call",
+    ];
+    let (code, out, err) = run(&args, &stdin);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let v: Value = serde_json::from_str(&out).expect("stdout is JSON");
+    assert_eq!(v["result"]["content"][1]["text"], json!(structured));
+}

@@ -2,8 +2,10 @@
 
 use mcp_revisions::policy::AUDIO_URI;
 use mcp_revisions::{translate, DowngradePolicy, TranslateError, Translator};
+use mcp_types::raw::RawObject;
 use mcp_types::{Message, Revision};
-use serde_json::{json, Map, Value};
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
 
 use Revision::*;
 
@@ -338,7 +340,7 @@ fn elicitation_forms_are_simplified_for_2025_06_18() {
 struct DropStructured;
 
 impl DowngradePolicy for DropStructured {
-    fn structured_content_dropped(&self, _result: &mut Map<String, Value>, _value: &Value) {}
+    fn structured_content_dropped(&self, _result: &mut RawObject<'_>, _value: &RawValue) {}
 }
 
 #[test]

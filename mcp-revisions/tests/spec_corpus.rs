@@ -9,7 +9,6 @@
 //! - the revision table in `spec_data` says what the schemas say.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 
 use mcp_revisions::shapes::{self, MethodKind};
 use mcp_revisions::{spec_data, TranslateError, Translator};
@@ -32,6 +31,10 @@ macro_rules! require_spec {
 #[path = "common/schemas.rs"]
 mod schemas;
 use schemas::{spec_dir, Doc, Schemas};
+
+#[path = "common/corpus.rs"]
+mod corpus;
+use corpus::corpora;
 
 #[path = "../../mcp-types/tests/common/mod.rs"]
 mod common;
@@ -375,27 +378,6 @@ fn pick_branch<'a>(doc: &'a Doc, branches: &'a [Value], v: &Value) -> Option<&'a
         .max_by_key(|b| doc.props(b).keys().filter(|k| keys.contains(*k)).count())
 }
 
-fn corpora(s: &Schemas) -> Vec<(Revision, String, PathBuf)> {
-    let mut out = Vec::new();
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../mcp-types/tests/fixtures");
-    let mut dirs: Vec<(Revision, PathBuf)> = Revision::ALL[..4]
-        .iter()
-        .map(|r| (*r, fixtures.join(r.as_str())))
-        .collect();
-    dirs.push((Revision::V2026_07_28, s.dir.join("2026-07-28/examples")));
-    for (rev, dir) in dirs {
-        for ty in std::fs::read_dir(&dir).expect("corpus") {
-            let ty = ty.expect("entry").path();
-            let def = ty.file_name().expect("name").to_string_lossy().into_owned();
-            for f in std::fs::read_dir(&ty).expect("type folder") {
-                out.push((rev, def.clone(), f.expect("entry").path()));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 fn translate_one(
     kind: &Kind,
     from: Revision,
@@ -420,7 +402,7 @@ fn every_fixture_translated_to_every_revision_validates_and_carries_nothing_newe
     let s = require_spec!();
     let mut failures = Vec::new();
     let (mut validated, mut refused, mut not_translated, mut source_invalid) = (0, 0, 0, 0);
-    for (from, def, path) in corpora(&s) {
+    for (from, def, path) in corpora(&s.dir) {
         let v: Value =
             serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("json");
         let kind = kind_of(&def, &v);

@@ -459,6 +459,38 @@ pub fn has_key_escapes(text: &str) -> bool {
     memchr::memchr_iter(b'\\', bytes).any(|i| matches!(bytes.get(i + 1), Some(b'u' | b'/')))
 }
 
+/// The value with the whitespace between its tokens removed; strings and numbers keep
+/// their text and objects their key order. Borrowed when there was no such whitespace.
+pub fn compact(raw: &RawValue) -> Cow<'_, RawValue> {
+    let text = raw.get().as_bytes();
+    let mut out = Vec::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in text {
+        if in_string {
+            // Whitespace inside a string is part of it (raw newlines cannot occur there).
+            out.push(b);
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else if !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+            in_string = b == b'"';
+            out.push(b);
+        }
+    }
+    if out.len() == text.len() {
+        return Cow::Borrowed(raw);
+    }
+    // Only ASCII whitespace was removed from valid JSON, so both checks below hold.
+    String::from_utf8(out)
+        .ok()
+        .and_then(|s| RawValue::from_string(s).ok())
+        .map_or(Cow::Borrowed(raw), Cow::Owned)
+}
+
 /// Reads the items of a raw array one by one without collecting them (for a caller that
 /// stops early).
 pub fn for_each_item(raw: &RawValue, mut f: impl FnMut(&RawValue) -> bool) -> Result<(), Error> {
@@ -550,6 +582,18 @@ mod tests {
         let items = array(&raw).expect("array");
         assert_eq!(items.len(), 2);
         assert_eq!(to_array(&items).get(), r#"[1.50,{"b":1,"a":2}]"#);
+    }
+
+    #[test]
+    fn compacting_keeps_numbers_order_and_strings() {
+        let pretty = "{\n  \"n\": 123456789012345678901234567890,\n  \"f\": 1.50,\n  \"z\": {\"b\": 1, \"a\": [2, 3]},\n  \"s\": \"a b\\\" c\"\n}";
+        let raw = RawValue::from_string(pretty.into()).expect("raw");
+        assert_eq!(
+            compact(&raw).get(),
+            r#"{"n":123456789012345678901234567890,"f":1.50,"z":{"b":1,"a":[2,3]},"s":"a b\" c"}"#
+        );
+        let tight = RawValue::from_string(r#"{"a":"x y"}"#.into()).expect("raw");
+        assert!(matches!(compact(&tight), Cow::Borrowed(_)));
     }
 
     #[test]
