@@ -12,6 +12,7 @@ mod child;
 pub mod http;
 pub mod http_sse;
 mod relay;
+pub use relay::RawRequest;
 pub mod sse;
 
 use std::collections::HashMap;

@@ -31,36 +31,110 @@ fn encode<T: serde::Serialize + ?Sized>(value: &T) -> Box<RawValue> {
     serde_json::value::to_raw_value(value).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
+/// A raw request ready to go (see [`Client::prepare_raw`]): params written once, in the
+/// connection's revision, with this hop's `_meta`.
+pub struct RawRequest {
+    method: String,
+    params: Box<RawValue>,
+    /// Releases the progress registration when the request is done (or dropped unsent).
+    progress: Option<ProgressGuard>,
+}
+
+impl RawRequest {
+    /// The params as they will be sent.
+    pub fn params(&self) -> &RawValue {
+        &self.params
+    }
+}
+
+struct ProgressGuard {
+    client: Client,
+    token: ProgressToken,
+}
+
+impl Drop for ProgressGuard {
+    fn drop(&mut self) {
+        if let Ok(mut m) = self.client.shared.progress.lock() {
+            m.remove(&self.token);
+        }
+    }
+}
+
 impl Client {
-    /// Sends `method` with params already written in this connection's revision, as raw
-    /// JSON (a relay's): nothing in them is decoded, translated or reordered, and the
-    /// answer comes back as the server wrote it.
-    ///
-    /// Only `_meta` may change: for a 2026-07-28 server the envelope keys this client
-    /// writes are added where absent (protocol version, client info, and this client's
+    /// Prepares a request whose params are already in this connection's revision, read one
+    /// level deep (a relay's): nothing in them is decoded, translated or reordered. Only
+    /// `_meta` may change: for a 2026-07-28 server the envelope keys this client writes
+    /// are added where absent (protocol version, client info, and this client's
     /// capabilities unless the params declare the host's), and a progress token when
-    /// `opts.progress` is set. An `InputRequiredResult` comes back as it is, for the
-    /// caller to answer; timeouts and `opts.cancel` work as for [`Client::request`].
-    pub async fn request_raw(
+    /// `opts.progress` is set (registered until the request is done). The params are
+    /// written out once, here, so the request owns them.
+    pub fn prepare_raw(
         &self,
         method_name: &str,
-        params: Box<RawValue>,
+        mut params: RawObject<'_>,
         opts: &CallOptions,
-    ) -> Result<Box<RawValue>, ClientError> {
-        let token = opts.progress.as_ref().map(|tx| {
+    ) -> RawRequest {
+        let progress = opts.progress.as_ref().map(|tx| {
             let key = format!("p{}", self.next_progress.fetch_add(1, Ordering::Relaxed));
             let token = ProgressToken::String(key);
             if let Ok(mut m) = self.shared.progress.lock() {
                 m.insert(token.clone(), tx.clone());
             }
-            token
+            ProgressGuard {
+                client: self.clone(),
+                token,
+            }
         });
-        let params = self.with_hop_meta(params, token.as_ref())?;
+        let modern = features::per_request_meta(self.revision);
+        if modern || progress.is_some() {
+            let token = progress.as_ref().map(|g| encode(&g.token));
+            meta::edit_raw(&mut params, |m| {
+                let mut changed = false;
+                if let Some(t) = &token {
+                    m.insert(meta::PROGRESS_TOKEN, t.clone());
+                    changed = true;
+                }
+                if modern {
+                    let e = &self.envelope;
+                    for (key, value) in [
+                        (meta::PROTOCOL_VERSION, &e.version),
+                        (meta::CLIENT_CAPABILITIES, &e.capabilities),
+                        (meta::CLIENT_INFO, &e.info),
+                    ] {
+                        if !m.contains_key(key) {
+                            m.insert(key, value.clone());
+                            changed = true;
+                        }
+                    }
+                }
+                changed
+            });
+        }
+        RawRequest {
+            method: method_name.to_owned(),
+            params: params.to_raw(),
+            progress,
+        }
+    }
+
+    /// Sends a prepared request; the answer comes back as the server wrote it. An
+    /// `InputRequiredResult` comes back as it is, for the caller to answer; timeouts and
+    /// `opts.cancel` work as for [`Client::request`].
+    pub async fn send_raw(
+        &self,
+        request: RawRequest,
+        opts: &CallOptions,
+    ) -> Result<Box<RawValue>, ClientError> {
+        let RawRequest {
+            method,
+            params,
+            progress,
+        } = request;
         let timeout = opts.timeout.or(self.options.request_timeout);
         let id = self.peer.next_id();
         let call = self
             .peer
-            .request_with_id(id.clone(), method_name, Some(params), timeout);
+            .request_with_id(id.clone(), &method, Some(params), timeout);
         let out = match &opts.cancel {
             None => call.await.map_err(ClientError::from),
             Some(cancel) => tokio::select! {
@@ -71,52 +145,18 @@ impl Client {
                 }
             },
         };
-        if let Some(token) = token {
-            if let Ok(mut m) = self.shared.progress.lock() {
-                m.remove(&token);
-            }
-        }
+        drop(progress);
         out
     }
 
-    /// `params` with this hop's `_meta` keys: the envelope (2026-07-28) and the progress
-    /// token. Untouched (the same box) when there is nothing to add.
-    fn with_hop_meta(
+    /// [`Client::prepare_raw`] and [`Client::send_raw`] in one.
+    pub async fn request_raw(
         &self,
-        params: Box<RawValue>,
-        token: Option<&ProgressToken>,
+        method_name: &str,
+        params: RawObject<'_>,
+        opts: &CallOptions,
     ) -> Result<Box<RawValue>, ClientError> {
-        let modern = features::per_request_meta(self.revision);
-        if !modern && token.is_none() {
-            return Ok(params);
-        }
-        let mut o = RawObject::from_raw(&params).map_err(|e| ClientError::InvalidResult {
-            method: "params".into(),
-            reason: format!("params must be an object: {e}"),
-        })?;
-        let token = token.map(|t| serde_json::value::to_raw_value(t).unwrap_or_default());
-        meta::edit_raw(&mut o, |m| {
-            if let Some(t) = &token {
-                m.insert(meta::PROGRESS_TOKEN, t.clone());
-            }
-            if modern {
-                let e = &self.envelope;
-                for (key, value) in [
-                    (meta::PROTOCOL_VERSION, &e.version),
-                    (meta::CLIENT_CAPABILITIES, &e.capabilities),
-                    (meta::CLIENT_INFO, &e.info),
-                ] {
-                    if !m.contains_key(key) {
-                        m.insert(key, value.clone());
-                    }
-                }
-            }
-            true
-        });
-        if !o.is_modified() {
-            drop(o);
-            return Ok(params);
-        }
-        Ok(o.to_raw())
+        let request = self.prepare_raw(method_name, params, opts);
+        self.send_raw(request, opts).await
     }
 }

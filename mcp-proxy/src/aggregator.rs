@@ -899,6 +899,10 @@ impl Aggregator {
         ctx: &RequestContext,
     ) -> Result<Value, ClientError> {
         let params = self.hop_value_params(i, method_name, params, ctx)?;
+        let params = RawObject::from_raw(&params).map_err(|e| ClientError::InvalidResult {
+            method: method_name.into(),
+            reason: e.to_string(),
+        })?;
         let answer = self.upstream_call_raw(i, method_name, params, ctx).await?;
         serde_json::from_str(answer.get()).map_err(|e| ClientError::InvalidResult {
             method: method_name.into(),
@@ -912,7 +916,7 @@ impl Aggregator {
         &self,
         i: usize,
         method_name: &str,
-        params: Box<RawValue>,
+        params: RawObject<'_>,
         ctx: &RequestContext,
     ) -> Result<Box<RawValue>, ClientError> {
         let flight = match ctx.request_state().filter(|s| s.starts_with(STATE_PREFIX)) {
@@ -963,7 +967,7 @@ impl Aggregator {
         &self,
         i: usize,
         method_name: &str,
-        params: Box<RawValue>,
+        params: RawObject<'_>,
         ctx: &RequestContext,
     ) -> Result<Flight, ClientError> {
         let u = &self.inner.upstreams[i];
@@ -987,18 +991,13 @@ impl Aggregator {
         };
         // A held `tasks/result` gets the requests its upstream task makes.
         let task = (method_name == method::TASKS_RESULT)
-            .then(|| {
-                RawObject::from_raw(&params)
-                    .ok()
-                    .and_then(|p| p.get_str("taskId").map(|t| t.into_owned()))
-            })
+            .then(|| params.get_str("taskId").map(|t| t.into_owned()))
             .flatten();
         let slot = u.calls.enter(ctx.client_capabilities_arc(), task);
-        let method = method_name.to_owned();
-        let name = method.clone();
-        let call = Box::pin(async move { client.request_raw(&name, params, &opts).await });
+        let request = client.prepare_raw(method_name, params, &opts);
+        let call = Box::pin(async move { client.send_raw(request, &opts).await });
         Ok(Flight {
-            method,
+            method: method_name.to_owned(),
             call,
             progress,
             cancel,
@@ -1054,14 +1053,16 @@ impl Aggregator {
             };
             match step {
                 Step::Done(r) => return r,
+                // What flows during a call is boxed: most calls have none, and their state
+                // stays small without it.
                 Step::Progress(p) => {
                     let progress = p.progress.as_f64().unwrap_or_default();
                     let total = p.total.and_then(|t| t.as_f64());
-                    ctx.progress(progress, total, p.message.as_deref()).await;
+                    Box::pin(ctx.progress(progress, total, p.message.as_deref())).await;
                 }
                 Step::Events { logs, asks } => {
                     for l in logs {
-                        ctx.log(l.level, l.logger.as_deref(), l.data).await;
+                        Box::pin(ctx.log(l.level, l.logger.as_deref(), l.data)).await;
                     }
                     if !asks.is_empty() {
                         let requests = f.hand_over(asks);

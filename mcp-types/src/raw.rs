@@ -302,8 +302,29 @@ impl<'a> RawObject<'a> {
     }
 
     fn write(&self) -> Box<RawValue> {
+        // Sized exactly, so the text becomes the raw value without another copy: braces,
+        // and per member its key in quotes, a colon, its value, a comma but for the last.
+        // (A key that needs escaping makes it longer; the buffer grows then.)
+        let size = match self.members.len() {
+            0 => 2,
+            _ => {
+                1 + self
+                    .members
+                    .iter()
+                    .map(|(k, v)| k.len() + v.get().len() + 4)
+                    .sum::<usize>()
+            }
+        };
+        let mut out = Vec::with_capacity(size);
         // Raw members are written verbatim; only keys are escaped. Cannot fail.
-        serde_json::value::to_raw_value(self).unwrap_or_else(|_| RawValue::NULL.to_owned())
+        if serde_json::to_writer(&mut out, self).is_err() {
+            return RawValue::NULL.to_owned();
+        }
+        // Valid UTF-8 JSON from the writer; checking it again is the price of no unsafe.
+        String::from_utf8(out)
+            .ok()
+            .and_then(|s| RawValue::from_string(s).ok())
+            .unwrap_or_else(|| RawValue::NULL.to_owned())
     }
 
     /// The object with every member owned, free of the text it was read from.

@@ -21,9 +21,7 @@ use mcp_types::{codes, meta, ErrorObject, Revision};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use super::{
-    call_failure, created_task_id, input_required, tasks, Aggregator, CONFIRM_KEY, HOP_META,
-};
+use super::{call_failure, created_task_id, input_required, tasks, Aggregator, CONFIRM_KEY};
 
 /// The host's `_meta` keys that belong to its hop: its progress token (the upstream gets
 /// the gateway's) and the 2026 envelope (each hop writes its own).
@@ -74,11 +72,11 @@ impl Aggregator {
                 .get("arguments")
                 .and_then(|a| serde_json::from_str::<Map<String, Value>>(a.get()).ok())
         };
-        if let Some(refusal) = self
-            .confirmation(ctx, &name, &key, &tool, u.config.trusted, arguments)
-            .await
-        {
-            return canonical(refusal);
+        if self.inner.options.confirm.is_some() {
+            let gate = self.confirmation(ctx, &name, &key, &tool, u.config.trusted, arguments);
+            if let Some(refusal) = Box::pin(gate).await {
+                return canonical(refusal);
+            }
         }
         let plan = self.task_plan(ctx, &name, &tool)?;
         // TOOL-18: only a tool its trusted upstream calls idempotent is called again after
@@ -92,10 +90,10 @@ impl Aggregator {
         let answer = match send(false).await {
             Ok(v) => v,
             Err(ClientError::Closed(reason))
-                if may_retry && !ctx.is_cancelled() && self.reconnected(i).await =>
+                if may_retry && !ctx.is_cancelled() && Box::pin(self.reconnected(i)).await =>
             {
                 tracing::info!(upstream = %key, %reason, "retrying an idempotent call after the upstream restarted");
-                match send(false).await {
+                match Box::pin(send(false)).await {
                     Ok(v) => v,
                     Err(e) => return raw_failure(&key, e),
                 }
@@ -109,7 +107,7 @@ impl Aggregator {
                     && !features::per_request_meta(ctx.revision())
                     && tasks::needs_tasks_extension(&e) =>
             {
-                match send(true).await {
+                match Box::pin(send(true)).await {
                     Ok(v) => v,
                     Err(e) => return raw_failure(&key, e),
                 }
@@ -157,15 +155,15 @@ impl Aggregator {
     /// The params the upstream gets: the host's, with the tool's real name, this hop's
     /// `_meta`, the gateway's `task` choice, in the upstream's revision. `extension`: the
     /// gateway declares the tasks extension itself (it follows the task for the host).
-    fn hop_params(
+    fn hop_params<'a>(
         &self,
         ctx: &RequestContext,
         i: usize,
         tool: &Tool,
-        params: &RawObject<'_>,
+        params: &RawObject<'a>,
         plan: &TaskPlan,
         extension: bool,
-    ) -> Result<Box<RawValue>, ClientError> {
+    ) -> Result<RawObject<'a>, ClientError> {
         let up = self.upstream_revision(i)?;
         let mut p = params.clone();
         if p.get_str("name").as_deref() != Some(tool.name.as_str()) {
@@ -215,14 +213,8 @@ impl Aggregator {
                 p.insert("task", encode(&task));
             }
         }
-        let text = p.to_raw();
-        drop(p);
-        let translated =
-            Translator::new(ctx.revision(), up).params_raw(method::TOOLS_CALL, &text)?;
-        Ok(match translated {
-            Cow::Owned(t) => t,
-            Cow::Borrowed(_) => text,
-        })
+        Translator::new(ctx.revision(), up).params_in_place(method::TOOLS_CALL, &mut p)?;
+        Ok(p)
     }
 
     /// The revision upstream `i` speaks now.
@@ -245,10 +237,8 @@ impl Aggregator {
         let up = self
             .upstream_revision(i)
             .map_err(|e| super::upstream_error(&self.inner.upstreams[i].config.key, e))?;
-        let text = answer.get();
-        let special = raw::may_contain_key(text, "resultType")
-            || (raw::may_contain_key(text, "task") && (plan.as_task || plan.host_takes_task));
-        if special {
+        if answer_kind(&answer, plan) != AnswerKind::Plain {
+            let text = answer.get();
             let value: Value = serde_json::from_str(text).map_err(|e| {
                 super::upstream_error(
                     &self.inner.upstreams[i].config.key,
@@ -258,7 +248,7 @@ impl Aggregator {
                     },
                 )
             })?;
-            if let Some(out) = self.call_answer_value(i, ctx, value, plan).await? {
+            if let Some(out) = Box::pin(self.call_answer_value(i, ctx, value, plan)).await? {
                 return Ok(out);
             }
         }
@@ -326,6 +316,47 @@ fn encode<T: serde::Serialize + ?Sized>(value: &T) -> Box<RawValue> {
     serde_json::value::to_raw_value(value).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
+/// What an upstream answered, as far as the relay must know.
+#[derive(Debug, PartialEq, Eq)]
+enum AnswerKind {
+    /// A result to pass on.
+    Plain,
+    /// A task, or a question: decoded and relayed by their own code.
+    Special,
+}
+
+/// Tells a plain result from a task or a question without decoding it: a byte search
+/// first, and only when a member could be there, a read of the top level for it.
+fn answer_kind(answer: &RawValue, plan: &TaskPlan) -> AnswerKind {
+    let text = answer.get();
+    let wants_task = plan.as_task || plan.host_takes_task;
+    let escapes = raw::has_key_escapes(text);
+    let may_type = escapes || raw::may_contain_key(text, "resultType");
+    let may_task = wants_task && (escapes || raw::may_contain_key(text, "task"));
+    if !may_type && !may_task {
+        return AnswerKind::Plain;
+    }
+    #[derive(serde::Deserialize)]
+    struct Top<'a> {
+        #[serde(rename = "resultType", borrow, default)]
+        result_type: Option<Cow<'a, str>>,
+        #[serde(default)]
+        task: Option<serde::de::IgnoredAny>,
+    }
+    match serde_json::from_str::<Top<'_>>(text) {
+        Ok(top) => {
+            let typed = top.result_type.is_some_and(|t| t != "complete");
+            if typed || (wants_task && top.task.is_some()) {
+                AnswerKind::Special
+            } else {
+                AnswerKind::Plain
+            }
+        }
+        // Not what a result should be: the decoding path says why.
+        Err(_) => AnswerKind::Special,
+    }
+}
+
 /// A typed outcome as a raw one (the gateway's own answers, and relayed tasks).
 fn canonical(out: Outcome<CallToolResult>) -> Result<Outcome<RawResult>, ErrorObject> {
     Ok(match out {
@@ -340,14 +371,16 @@ fn raw_failure(upstream: &str, e: ClientError) -> Result<Outcome<RawResult>, Err
     call_failure(upstream, e).and_then(canonical)
 }
 
-/// The gateway's edits of a plain result, each made only when needed: the upstream's
-/// per-hop `_meta` keys dropped (the host's answer comes from the gateway), and a text
-/// copy of `structuredContent` added for hosts that read only `content` (TOOL-28), with
-/// the structured value's exact text.
+/// The gateway's edits of a plain result, each made only when needed: the upstream's task
+/// id dropped from `_meta` (hosts know tasks by the gateway's ids), and a text copy of
+/// `structuredContent` added for hosts that read only `content` (TOOL-28), with the
+/// structured value's exact text. The upstream's `serverInfo` is the session's to replace
+/// (a 2026 host hears the gateway's; older revisions drop it).
 fn tidy_result(upstream: &str, body: Box<RawValue>) -> Result<Box<RawValue>, ErrorObject> {
     let text = body.get();
-    let hop_meta = HOP_META.iter().any(|k| raw::may_contain_key(text, k));
-    let structured = raw::may_contain_key(text, "structuredContent");
+    let escapes = raw::has_key_escapes(text);
+    let hop_meta = escapes || raw::may_contain_key(text, meta::RELATED_TASK);
+    let structured = escapes || raw::may_contain_key(text, "structuredContent");
     if !hop_meta && !structured {
         return Ok(body);
     }
@@ -359,11 +392,7 @@ fn tidy_result(upstream: &str, body: Box<RawValue>) -> Result<Box<RawValue>, Err
     };
     let mut o = RawObject::from_raw(&body).map_err(invalid)?;
     if hop_meta {
-        meta::edit_raw(&mut o, |m| {
-            let before = m.len();
-            m.retain(|k, _| !HOP_META.contains(&k));
-            m.len() != before
-        });
+        meta::edit_raw(&mut o, |m| m.remove(meta::RELATED_TASK).is_some());
     }
     if structured {
         add_text_copy(&mut o);
@@ -436,12 +465,12 @@ mod tests {
     #[test]
     fn the_text_copy_keeps_numbers_and_key_order() {
         let body = raw(
-            r#"{"content":[],"structuredContent":{"n":123456789012345678901234567890,"f":1.10000000000000000000001,"z":{"b":1,"a":2}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"u","version":"1"},"x":1}}"#,
+            r#"{"content":[],"structuredContent":{"n":123456789012345678901234567890,"f":1.10000000000000000000001,"z":{"b":1,"a":2}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"u","version":"1"},"io.modelcontextprotocol/related-task":{"taskId":"t"},"x":1}}"#,
         );
         let out = tidy_result("up", body).expect("tidy");
         assert_eq!(
             out.get(),
-            r#"{"content":[{"type":"text","text":"{\"n\":123456789012345678901234567890,\"f\":1.10000000000000000000001,\"z\":{\"b\":1,\"a\":2}}"}],"structuredContent":{"n":123456789012345678901234567890,"f":1.10000000000000000000001,"z":{"b":1,"a":2}},"_meta":{"x":1}}"#
+            r#"{"content":[{"type":"text","text":"{\"n\":123456789012345678901234567890,\"f\":1.10000000000000000000001,\"z\":{\"b\":1,\"a\":2}}"}],"structuredContent":{"n":123456789012345678901234567890,"f":1.10000000000000000000001,"z":{"b":1,"a":2}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"u","version":"1"},"x":1}}"#
         );
         // Already there: nothing added.
         let again = tidy_result("up", out.clone()).expect("tidy");

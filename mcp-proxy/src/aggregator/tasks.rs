@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use mcp_client::{CallOptions, Client, ClientError};
 use mcp_server::{Outcome, RequestContext};
 use mcp_types::protocol::*;
+use mcp_types::raw::RawObject;
 use mcp_types::{codes, ErrorObject, Revision};
 use serde_json::{json, Map, Value};
 
@@ -496,7 +497,13 @@ impl Aggregator {
             let params = json!({"taskId": route.upstream_id});
             let launched = self
                 .hop_value_params(route.upstream, method::TASKS_RESULT, params, ctx)
-                .and_then(|p| self.launch(route.upstream, method::TASKS_RESULT, p, ctx));
+                .and_then(|p| {
+                    let p = RawObject::from_raw(&p).map_err(|e| ClientError::InvalidResult {
+                        method: method::TASKS_RESULT.into(),
+                        reason: e.to_string(),
+                    })?;
+                    self.launch(route.upstream, method::TASKS_RESULT, p, ctx)
+                });
             match launched {
                 Ok(flight) => {
                     let wait = self.inner.options.input_timeout;

@@ -270,6 +270,30 @@ impl<'p> Translator<'p> {
         self.params_of(method, target, params, spec.kind)
     }
 
+    /// Translates params already read one level deep, in place; whether anything
+    /// changed. Members the translation does not touch keep their text. Made for a relay
+    /// that edits the same object for its own hop and writes it out once.
+    pub fn params_in_place(
+        &self,
+        method: &str,
+        params: &mut RawObject<'_>,
+    ) -> Result<bool, TranslateError> {
+        if self.untouched() {
+            return Ok(false);
+        }
+        let target = self.target_name(method)?;
+        let kind = match shapes::method(method) {
+            Some(spec) => spec.kind,
+            None if tasks::is_task_method(method) => MethodKind::Notification,
+            None => return Ok(false),
+        };
+        let mut changed = self.params_object(method, target, params)?;
+        if kind == MethodKind::Request && self.to == Revision::V2026_07_28 {
+            changed |= self.add_request_meta(params);
+        }
+        Ok(changed)
+    }
+
     fn params_of<'a>(
         &self,
         name: &str,

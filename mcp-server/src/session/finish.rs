@@ -21,19 +21,27 @@ impl Session {
     pub(super) fn finish(&self, m: &str, revision: Revision, result: RawResult) -> Answer {
         match result.revision {
             None => {
-                let body = self.hop_members(m, revision, result.body)?;
+                let body = self.hop_members(m, revision, result.body, false)?;
                 translated(&Translator::canonical_to(revision), m, body)
             }
             Some(from) => {
                 let body = translated(&Translator::new(from, revision), m, result.body)?;
-                self.hop_members(m, revision, body)
+                self.hop_members(m, revision, body, true)
             }
         }
     }
 
     /// Adds what a result of `revision` carries from the server that answers it: its
     /// `serverInfo`, and a list's `ttlMs`/`cacheScope` where it has none (2026-07-28).
-    fn hop_members(&self, m: &str, revision: Revision, body: Box<RawValue>) -> Answer {
+    /// `relayed`: the result came from another server (a relay's upstream), whose
+    /// `serverInfo` names that server, not this one: it is replaced.
+    fn hop_members(
+        &self,
+        m: &str,
+        revision: Revision,
+        body: Box<RawValue>,
+        relayed: bool,
+    ) -> Answer {
         if !features::result_server_info(revision) {
             return Ok(body);
         }
@@ -55,7 +63,14 @@ impl Session {
                     .map_err(internal)?;
             }
         }
-        meta::set_raw(&mut o, meta::SERVER_INFO, &self.shared.info_raw, true);
+        let own = &self.shared.info_raw;
+        let named = o
+            .get("_meta")
+            .and_then(|raw| RawObject::from_raw(raw).ok())
+            .is_some_and(|m| m.get(meta::SERVER_INFO).map(RawValue::get) == Some(own.get()));
+        if !named {
+            meta::set_raw(&mut o, meta::SERVER_INFO, own, !relayed);
+        }
         if !o.is_modified() {
             drop(o);
             return Ok(body);

@@ -119,7 +119,23 @@ impl Session {
     pub(super) async fn with_input<T, F, Fut>(
         &self,
         peer: &Peer,
+        ctx: RequestContext,
+        run: F,
+    ) -> Result<Outcome<T>, ErrorObject>
+    where
+        F: Fn(RequestContext) -> Fut,
+        Fut: Future<Output = Result<Outcome<T>, ErrorObject>>,
+    {
+        let first = run(ctx.clone()).await?;
+        self.with_input_after(peer, ctx, first, run).await
+    }
+
+    /// [`Self::with_input`] once the first round has answered `first`.
+    pub(super) async fn with_input_after<T, F, Fut>(
+        &self,
+        peer: &Peer,
         mut ctx: RequestContext,
+        first: Outcome<T>,
         run: F,
     ) -> Result<Outcome<T>, ErrorObject>
     where
@@ -127,8 +143,8 @@ impl Session {
         Fut: Future<Output = Result<Outcome<T>, ErrorObject>>,
     {
         let mut rounds = 0;
+        let mut out = first;
         loop {
-            let out = run(ctx.clone()).await?;
             let Outcome::InputRequired(mut ir) = out else {
                 return Ok(out);
             };
@@ -155,39 +171,53 @@ impl Session {
                     self.shared.options.max_input_rounds
                 )));
             }
-            let mut answers = Map::new();
-            for (key, r) in requests {
-                let mut params = r.params.clone().unwrap_or_else(|| json!({}));
-                if let (Some(task), Value::Object(p)) = (&ctx.related_task, &mut params) {
-                    // 2025-11-25: a request made for a task names it.
-                    if let Value::Object(m) = p.entry("_meta").or_insert_with(|| json!({})) {
-                        m.insert(meta::RELATED_TASK.into(), json!({"taskId": task}));
-                    }
-                }
-                let params = Translator::canonical_to(ctx.revision)
-                    .params(&r.method, params)
-                    .map_err(|e| {
-                        internal(format!(
-                            "cannot ask a {} client for {}: {e}",
-                            ctx.revision, r.method
-                        ))
-                    })?;
-                let raw = serde_json::value::to_raw_value(&params).map_err(internal)?;
-                let answer = peer
-                    .request(
-                        &r.method,
-                        Some(raw),
-                        Some(self.shared.options.client_request_timeout),
-                    )
-                    .await
-                    .map_err(|e| match e {
-                        RpcError::Error(e) => e,
-                        other => internal(format!("client did not answer {}: {other}", r.method)),
-                    })?;
-                answers.insert(key, serde_json::from_str(answer.get()).map_err(internal)?);
-            }
+            // Rare next to a plain call: boxed, so every call's future stays small.
+            let answers = Box::pin(self.ask_legacy_client(peer, &ctx, requests)).await?;
             ctx.input_responses = answers;
             ctx.request_state = ir.request_state.take();
+            out = run(ctx.clone()).await?;
         }
+    }
+
+    /// One round of input requests sent to a legacy client as real requests; its answers
+    /// by input key.
+    async fn ask_legacy_client(
+        &self,
+        peer: &Peer,
+        ctx: &RequestContext,
+        requests: Vec<(String, InputRequest)>,
+    ) -> Result<Map<String, Value>, ErrorObject> {
+        let mut answers = Map::new();
+        for (key, r) in requests {
+            let mut params = r.params.clone().unwrap_or_else(|| json!({}));
+            if let (Some(task), Value::Object(p)) = (&ctx.related_task, &mut params) {
+                // 2025-11-25: a request made for a task names it.
+                if let Value::Object(m) = p.entry("_meta").or_insert_with(|| json!({})) {
+                    m.insert(meta::RELATED_TASK.into(), json!({"taskId": task}));
+                }
+            }
+            let params = Translator::canonical_to(ctx.revision)
+                .params(&r.method, params)
+                .map_err(|e| {
+                    internal(format!(
+                        "cannot ask a {} client for {}: {e}",
+                        ctx.revision, r.method
+                    ))
+                })?;
+            let raw = serde_json::value::to_raw_value(&params).map_err(internal)?;
+            let answer = peer
+                .request(
+                    &r.method,
+                    Some(raw),
+                    Some(self.shared.options.client_request_timeout),
+                )
+                .await
+                .map_err(|e| match e {
+                    RpcError::Error(e) => e,
+                    other => internal(format!("client did not answer {}: {other}", r.method)),
+                })?;
+            answers.insert(key, serde_json::from_str(answer.get()).map_err(internal)?);
+        }
+        Ok(answers)
     }
 }

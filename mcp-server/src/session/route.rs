@@ -30,10 +30,25 @@ impl Session {
         params: Option<&RawObject<'_>>,
         ctx: RequestContext,
     ) -> Answer {
+        match m {
+            method::TOOLS_CALL => self.call_tool(peer, params, ctx).await,
+            // Boxed: the hot path's future (every call's) stays as small as its own state.
+            _ => Box::pin(self.route_typed(peer, id, m, raw, ctx)).await,
+        }
+    }
+
+    /// Every method but `tools/call`: typed params, typed answers.
+    async fn route_typed(
+        &self,
+        peer: &Peer,
+        id: &RequestId,
+        m: &str,
+        raw: Option<&RawValue>,
+        ctx: RequestContext,
+    ) -> Answer {
         let h = &self.handler;
         let list = |p: Option<&RawValue>| decode::<PaginatedRequestParams>(m, p);
         match m {
-            method::TOOLS_CALL => self.call_tool(peer, params, ctx).await,
             method::DISCOVER => {
                 let options = &self.shared.options;
                 let mut versions = options.supported.clone();
@@ -135,12 +150,19 @@ impl Session {
         let accepts_task = ctx.accepts_task();
         let revision = ctx.revision;
         let h = &self.handler;
-        let out = self
-            .with_input(peer, ctx, |ctx| {
-                let h = Arc::clone(h);
-                async move { h.call_tool_raw(&ctx, params).await }
-            })
-            .await?;
+        // The first round is called directly; only a handler that asks for input goes on
+        // in the (boxed, rarer) input loop.
+        let first = h.call_tool_raw(&ctx, params).await?;
+        let out = match first {
+            Outcome::InputRequired(_) => {
+                let more = self.with_input_after(peer, ctx, first, |ctx| {
+                    let h = Arc::clone(h);
+                    async move { h.call_tool_raw(&ctx, params).await }
+                });
+                Box::pin(more).await?
+            }
+            done => done,
+        };
         if matches!(out, Outcome::Task(_)) && !accepts_task {
             return Err(internal(
                 "the server answered with a task, which this client did not accept",
