@@ -8,7 +8,9 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_types::transport::{CloseReason, Closed, Incoming, LineTransport, Transport};
+use mcp_types::transport::{
+    CloseReason, Closed, Incoming, LineTransport, Transport, TrySendError,
+};
 use mcp_types::Frame;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -114,6 +116,10 @@ impl Transport for ChildTransport {
             )),
             other => other,
         }
+    }
+
+    fn try_send(&self, frame: Frame) -> Result<(), TrySendError> {
+        self.inner.try_send(frame)
     }
 
     async fn recv(&self) -> Result<Incoming, Closed> {

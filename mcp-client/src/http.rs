@@ -21,7 +21,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HyperClient;
 use mcp_types::headers::{self, HeaderParam};
 use mcp_types::protocol::{method, Tool};
-use mcp_types::transport::{CloseReason, Closed, Incoming, Transport};
+use mcp_types::transport::{CloseReason, Closed, Incoming, Transport, TrySendError};
 use mcp_types::{codes, ErrorObject, ErrorResponse, Frame, Message, RequestId, Revision};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -514,8 +514,15 @@ impl Shared {
 #[async_trait]
 impl Transport for HttpTransport {
     async fn send(&self, frame: Frame) -> Result<(), Closed> {
+        self.try_send(frame).map_err(|e| match e {
+            TrySendError::Closed(c) => c,
+            TrySendError::WouldWait(_) => Closed(CloseReason::Closed),
+        })
+    }
+
+    fn try_send(&self, frame: Frame) -> Result<(), TrySendError> {
         if let Some(r) = self.close_reason() {
-            return Err(Closed(r));
+            return Err(TrySendError::Closed(Closed(r)));
         }
         // Each message is its own HTTP exchange; answers arrive through `recv`.
         tokio::spawn(self.shared.clone().exchange(frame));

@@ -11,7 +11,7 @@ use http::{header, HeaderValue, Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HyperClient;
-use mcp_types::transport::{CloseReason, Closed, Incoming, Transport};
+use mcp_types::transport::{CloseReason, Closed, Incoming, Transport, TrySendError};
 use mcp_types::{codes, ErrorObject, ErrorResponse, Frame, Message};
 use tokio::sync::{mpsc, oneshot};
 
@@ -140,9 +140,17 @@ impl SseTransport {
 #[async_trait]
 impl Transport for SseTransport {
     async fn send(&self, frame: Frame) -> Result<(), Closed> {
+        self.try_send(frame).map_err(|e| match e {
+            TrySendError::Closed(c) => c,
+            TrySendError::WouldWait(_) => Closed(CloseReason::Closed),
+        })
+    }
+
+    fn try_send(&self, frame: Frame) -> Result<(), TrySendError> {
         if let Some(r) = self.close_reason() {
-            return Err(Closed(r));
+            return Err(TrySendError::Closed(Closed(r)));
         }
+        // Each message is its own POST; answers arrive on the stream.
         let mut req = Request::new(Full::new(Bytes::from(
             serde_json::to_vec(&frame).unwrap_or_default(),
         )));

@@ -27,6 +27,12 @@ impl<T: Transport> Transport for Recording<T> {
         }
         self.inner.send(frame).await
     }
+    fn try_send(&self, frame: Frame) -> Result<(), mcp_types::transport::TrySendError> {
+        if let Ok(mut s) = self.sent.lock() {
+            s.extend(frame.clone().into_messages());
+        }
+        self.inner.try_send(frame)
+    }
     async fn recv(&self) -> Result<Incoming, Closed> {
         let got = self.inner.recv().await;
         if let (Some(log), Ok(Incoming::Frame(f))) = (&self.received, &got) {

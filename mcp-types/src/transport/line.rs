@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 
 use super::{
     invalid_frame_error, oversized_error, CloseReason, CloseSlot, Closed, Incoming, Transport,
+    TrySendError,
 };
 use crate::jsonrpc::Frame;
 
@@ -261,23 +262,32 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     async fn send(&self, frame: Frame) -> Result<(), Closed> {
+        // Queueing never waits.
+        self.try_send(frame).map_err(|e| match e {
+            TrySendError::Closed(c) => c,
+            TrySendError::WouldWait(_) => self.closed_error(),
+        })
+    }
+
+    fn try_send(&self, frame: Frame) -> Result<(), TrySendError> {
+        let closed = |t: &Self| TrySendError::Closed(t.closed_error());
         if self.closed.get().is_some() {
-            return Err(self.closed_error());
+            return Err(closed(self));
         }
         let Ok(mut state) = self.writer.lock() else {
-            return Err(self.closed_error());
+            return Err(closed(self));
         };
         if matches!(*state, Writer::Idle(_)) {
             let Writer::Idle(w) = std::mem::replace(&mut *state, Writer::Closed) else {
-                return Err(self.closed_error());
+                return Err(closed(self));
             };
             let (queue, rx) = mpsc::unbounded_channel();
             let task = tokio::spawn(write_loop(w, rx, self.closed.clone()));
             *state = Writer::Running { queue, task };
         }
         match &*state {
-            Writer::Running { queue, .. } => queue.send(frame).map_err(|_| self.closed_error()),
-            _ => Err(self.closed_error()),
+            Writer::Running { queue, .. } => queue.send(frame).map_err(|_| closed(self)),
+            _ => Err(closed(self)),
         }
     }
 

@@ -5,7 +5,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use tokio::sync::mpsc;
 
-use super::{CloseReason, CloseSlot, Closed, Incoming, Transport};
+use super::{CloseReason, CloseSlot, Closed, Incoming, Transport, TrySendError};
 use crate::jsonrpc::Frame;
 
 /// One end of an in-memory duplex pair; see [`memory_pair`].
@@ -40,6 +40,20 @@ impl Transport for MemoryTransport {
         tx.send(frame)
             .await
             .map_err(|_| Closed(CloseReason::PeerClosed))
+    }
+
+    fn try_send(&self, frame: Frame) -> Result<(), TrySendError> {
+        let tx = self.tx.lock().ok().and_then(|g| g.clone());
+        let Some(tx) = tx else {
+            let reason = self.close_reason().unwrap_or(CloseReason::Closed);
+            return Err(TrySendError::Closed(Closed(reason)));
+        };
+        tx.try_send(frame).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(f) => TrySendError::WouldWait(f),
+            mpsc::error::TrySendError::Closed(_) => {
+                TrySendError::Closed(Closed(CloseReason::PeerClosed))
+            }
+        })
     }
 
     async fn recv(&self) -> Result<Incoming, Closed> {

@@ -69,12 +69,29 @@ pub enum Incoming {
     },
 }
 
+/// Why [`Transport::try_send`] did not send a frame.
+#[derive(Debug)]
+pub enum TrySendError {
+    /// The transport cannot take the frame without waiting: send it with
+    /// [`Transport::send`].
+    WouldWait(Frame),
+    /// The transport is closed.
+    Closed(Closed),
+}
+
 /// Moves JSON-RPC frames between two peers.
 #[async_trait]
 pub trait Transport: Send + Sync + 'static {
     /// Sends one frame. Taken by value: a transport may queue it (and write several in
     /// one go) without copying it.
     async fn send(&self, frame: Frame) -> Result<(), Closed>;
+
+    /// Sends one frame if the transport can take it without waiting (a writer with a
+    /// queue, say), so that code that may not wait (a callback on a read loop) can send.
+    /// Default: [`TrySendError::WouldWait`], always.
+    fn try_send(&self, frame: Frame) -> Result<(), TrySendError> {
+        Err(TrySendError::WouldWait(frame))
+    }
 
     /// Waits for the next frame. `Err` once the transport is closed, with the reason.
     /// Only one task should call this at a time.
@@ -102,6 +119,9 @@ impl<T: Transport + ?Sized> Transport for Arc<T> {
     async fn send(&self, frame: Frame) -> Result<(), Closed> {
         (**self).send(frame).await
     }
+    fn try_send(&self, frame: Frame) -> Result<(), TrySendError> {
+        (**self).try_send(frame)
+    }
     async fn recv(&self) -> Result<Incoming, Closed> {
         (**self).recv().await
     }
@@ -123,6 +143,9 @@ impl<T: Transport + ?Sized> Transport for Arc<T> {
 impl<T: Transport + ?Sized> Transport for Box<T> {
     async fn send(&self, frame: Frame) -> Result<(), Closed> {
         (**self).send(frame).await
+    }
+    fn try_send(&self, frame: Frame) -> Result<(), TrySendError> {
+        (**self).try_send(frame)
     }
     async fn recv(&self) -> Result<Incoming, Closed> {
         (**self).recv().await

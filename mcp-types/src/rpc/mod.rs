@@ -2,10 +2,16 @@
 //!
 //! [`Peer::start`] runs the read loop. Responses are matched to the requests this side
 //! sent; requests and notifications from the other side go to an [`Inbound`] handler,
-//! each request on its own task so a slow one never holds up the rest. When the
-//! transport closes, every request still waiting fails with the reason.
+//! each request on its own task so a slow one never holds up the rest (or, where the
+//! handler can take it without waiting, on the read loop itself: [`Inbound::request_now`]).
+//! A request this side sends is awaited ([`Peer::request`]) or answered into a callback on
+//! the read loop ([`Peer::request_then`]: no task, for a relay). When the transport closes,
+//! every request still waiting fails with the reason.
 
-use std::collections::HashMap;
+mod pending;
+
+pub use pending::{Answer, Then};
+
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,7 +23,8 @@ use tokio::sync::oneshot;
 
 use crate::jsonrpc::{ErrorResponse, Frame, Message, Notification, Request, RequestId, Response};
 use crate::protocol::method;
-use crate::transport::{CloseReason, Closed, Incoming, Transport};
+use crate::transport::{CloseReason, Closed, Incoming, Transport, TrySendError};
+use pending::Pending;
 use crate::ErrorObject;
 
 /// Why a request this side sent got no result.
@@ -40,14 +47,21 @@ pub trait Inbound: Send + Sync + 'static {
     /// Answers a request: return the response or error response to send.
     async fn request(&self, peer: &Peer, request: Request) -> Message;
 
+    /// Takes a request on the read loop, without a task of its own, if this side can: a
+    /// handler that only has to start work and answer later (a relay forwarding the
+    /// request, answering from a callback) returns `None`. Anything else gives the
+    /// request back, and it goes to [`Inbound::request`] on its own task. Must not block.
+    /// Default: gives every request back.
+    fn request_now(&self, _peer: &Peer, request: Request) -> Option<Request> {
+        Some(request)
+    }
+
     /// Takes a notification. Runs on the read loop: keep it short.
     async fn notification(&self, peer: &Peer, notification: Notification);
 
     /// The connection closed. Requests still being handled may stop (default: nothing).
     async fn closed(&self, _reason: &CloseReason) {}
 }
-
-type Pending = Mutex<HashMap<RequestId, oneshot::Sender<Result<Box<RawValue>, ErrorObject>>>>;
 
 struct Shared {
     transport: Arc<dyn Transport>,
@@ -72,7 +86,7 @@ impl Peer {
         let peer = Peer {
             shared: Arc::new(Shared {
                 transport,
-                pending: Mutex::new(HashMap::new()),
+                pending: Pending::default(),
                 next_id: AtomicI64::new(1),
                 closed: Mutex::new(None),
             }),
@@ -116,13 +130,10 @@ impl Peer {
         params: Option<Box<RawValue>>,
         timeout: Option<Duration>,
     ) -> Result<Box<RawValue>, RpcError> {
-        let (tx, rx) = oneshot::channel();
         if let Some(reason) = self.close_reason() {
             return Err(RpcError::Closed(reason));
         }
-        if let Ok(mut p) = self.shared.pending.lock() {
-            p.insert(id.clone(), tx);
-        }
+        let rx = self.shared.pending.wait(id.clone());
         let msg = Message::Request(Request {
             id: id.clone(),
             method: method_name.to_owned(),
@@ -153,22 +164,73 @@ impl Peer {
         }
     }
 
+    /// Sends a request whose answer goes to `then`, called on the read loop (keep it
+    /// short and never block): the result, or why none came (the connection closed, or no
+    /// answer within `timeout`, after which `notifications/cancelled` is sent). Nothing is
+    /// spawned or awaited; a transport that cannot take the request at once gets it from a
+    /// task.
+    pub fn request_then(
+        &self,
+        id: RequestId,
+        method_name: &str,
+        params: Option<Box<RawValue>>,
+        timeout: Option<Duration>,
+        then: impl FnOnce(Answer) + Send + 'static,
+    ) -> Result<(), Closed> {
+        if let Some(reason) = self.close_reason() {
+            return Err(Closed(reason));
+        }
+        if self
+            .shared
+            .pending
+            .then(id.clone(), Box::new(then), timeout)
+        {
+            let owner = Arc::downgrade(&self.shared);
+            tokio::spawn(pending::sweep(
+                owner,
+                |s: &Shared| &s.pending,
+                |s: &Arc<Shared>, id| {
+                    let peer = Peer { shared: s.clone() };
+                    peer.cancel_now(&id, "timed out")
+                },
+            ));
+        }
+        let msg = Message::Request(Request {
+            id: id.clone(),
+            method: method_name.to_owned(),
+            params,
+            extra: Default::default(),
+        });
+        self.send_now(msg).inspect_err(|_| self.forget(&id))
+    }
+
+    /// Takes back a request sent with [`Peer::request_then`]: its callback is dropped
+    /// uncalled, and its answer will come to the returned future instead (which keeps
+    /// the request's deadline). `None` when it is no longer waiting.
+    pub fn reclaim(&self, id: &RequestId) -> Option<Reclaimed> {
+        let (rx, deadline) = self.shared.pending.reclaim(id)?;
+        Some(Reclaimed {
+            peer: self.clone(),
+            id: id.clone(),
+            rx,
+            deadline,
+        })
+    }
+
     /// Sends `notifications/cancelled` for a request this side sent.
     pub async fn cancel(&self, id: &RequestId, reason: &str) {
         self.forget(id);
-        let params = json!({"requestId": id, "reason": reason});
-        let _ = self
-            .notify(
-                method::CANCELLED,
-                serde_json::value::to_raw_value(&params).ok(),
-            )
-            .await;
+        let _ = self.notify(method::CANCELLED, cancelled_params(id, reason)).await;
+    }
+
+    /// [`Peer::cancel`] without waiting (from a callback).
+    pub fn cancel_now(&self, id: &RequestId, reason: &str) {
+        self.forget(id);
+        let _ = self.notify_now(method::CANCELLED, cancelled_params(id, reason));
     }
 
     fn forget(&self, id: &RequestId) {
-        if let Ok(mut p) = self.shared.pending.lock() {
-            p.remove(id);
-        }
+        drop(self.shared.pending.take(id));
     }
 
     /// Sends a notification.
@@ -185,9 +247,36 @@ impl Peer {
         .await
     }
 
+    /// [`Peer::notify`] without waiting (see [`Peer::send_now`]).
+    pub fn notify_now(
+        &self,
+        method_name: &str,
+        params: Option<Box<RawValue>>,
+    ) -> Result<(), Closed> {
+        self.send_now(Message::Notification(Notification {
+            method: method_name.to_owned(),
+            params,
+            extra: Default::default(),
+        }))
+    }
+
     /// Sends one message.
     pub async fn send(&self, msg: Message) -> Result<(), Closed> {
         self.shared.transport.send(Frame::Single(msg)).await
+    }
+
+    /// Sends one message without waiting: at once where the transport can take it, else
+    /// from a task of its own (the order of messages sent that way is not kept).
+    pub fn send_now(&self, msg: Message) -> Result<(), Closed> {
+        match self.shared.transport.try_send(Frame::Single(msg)) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Closed(c)) => Err(c),
+            Err(TrySendError::WouldWait(frame)) => {
+                let transport = self.shared.transport.clone();
+                tokio::spawn(async move { transport.send(frame).await });
+                Ok(())
+            }
+        }
     }
 
     /// Closes the transport.
@@ -196,16 +285,8 @@ impl Peer {
     }
 
     fn resolve(&self, id: &RequestId, answer: Result<Box<RawValue>, ErrorObject>) {
-        let tx = self
-            .shared
-            .pending
-            .lock()
-            .ok()
-            .and_then(|mut p| p.remove(id));
-        match tx {
-            Some(tx) => {
-                let _ = tx.send(answer);
-            }
+        match self.shared.pending.take(id) {
+            Some(waiter) => waiter.answer(answer),
             None => tracing::debug!(%id, "answer to a request that is no longer waiting"),
         }
     }
@@ -228,9 +309,9 @@ impl Peer {
             c.get_or_insert(reason.clone());
         }
         inbound.closed(&reason).await;
-        // Dropping the senders wakes every waiting request with the close reason.
-        if let Ok(mut p) = self.shared.pending.lock() {
-            p.clear();
+        // Every waiting request fails with the close reason.
+        for waiter in self.shared.pending.drain() {
+            waiter.fail(pending::closed(Some(reason.clone())));
         }
         reason
     }
@@ -238,6 +319,9 @@ impl Peer {
     async fn take(&self, msg: Message, inbound: &Arc<dyn Inbound>) {
         match msg {
             Message::Request(r) => {
+                let Some(r) = inbound.request_now(self, r) else {
+                    return;
+                };
                 let peer = self.clone();
                 let inbound = inbound.clone();
                 tokio::spawn(async move {
@@ -286,6 +370,52 @@ impl Peer {
             let _ = peer.shared.transport.send(Frame::Batch(answers)).await;
         });
     }
+}
+
+/// The answer of a request taken back from its callback ([`Peer::reclaim`]): a future,
+/// which fails with [`RpcError::Timeout`] at the request's deadline (and then sends
+/// `notifications/cancelled`).
+pub struct Reclaimed {
+    peer: Peer,
+    id: RequestId,
+    rx: oneshot::Receiver<Result<Box<RawValue>, ErrorObject>>,
+    deadline: Option<(tokio::time::Instant, Duration)>,
+}
+
+impl Reclaimed {
+    /// The id of the request.
+    pub fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// Waits for the answer.
+    pub async fn answer(self) -> Result<Box<RawValue>, RpcError> {
+        let Reclaimed {
+            peer,
+            id,
+            rx,
+            deadline,
+        } = self;
+        let answer = match deadline {
+            Some((at, d)) => match tokio::time::timeout_at(at, rx).await {
+                Ok(a) => a,
+                Err(_) => {
+                    peer.cancel(&id, "timed out").await;
+                    return Err(RpcError::Timeout(d));
+                }
+            },
+            None => rx.await,
+        };
+        match answer {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(e)) => Err(RpcError::Error(e)),
+            Err(_) => Err(pending::closed(peer.close_reason())),
+        }
+    }
+}
+
+fn cancelled_params(id: &RequestId, reason: &str) -> Option<Box<RawValue>> {
+    serde_json::value::to_raw_value(&json!({"requestId": id, "reason": reason})).ok()
 }
 
 /// A success response to `id` with a raw result.
@@ -366,6 +496,78 @@ mod tests {
             [r#"notifications/cancelled {"reason":"timed out","requestId":4}"#],
             "a timeout tells the other side"
         );
+    }
+
+    #[tokio::test]
+    async fn callbacks_get_answers_errors_timeouts_and_closes() {
+        let (a, b) = memory_pair(16);
+        let (client, _) = Peer::start(Arc::new(a), Arc::new(Echo::default()));
+        let server_side = Arc::new(Echo::default());
+        let (server, _) = Peer::start(Arc::new(b), server_side.clone());
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let outcome = |tag: &'static str| {
+            let tx = tx.clone();
+            move |a: Answer| {
+                let _ = tx.send(match a {
+                    Ok(r) => format!("{tag} ok {}", r.get()),
+                    Err(e) => format!("{tag} {e}"),
+                });
+            }
+        };
+        let t = Some(Duration::from_millis(150));
+        client
+            .request_then(client.next_id(), "x", raw(r#"{"n":1}"#), t, outcome("x"))
+            .expect("send");
+        client
+            .request_then(client.next_id(), "fail", None, t, outcome("fail"))
+            .expect("send");
+        let slow = client.next_id();
+        client
+            .request_then(slow.clone(), "slow", None, t, outcome("slow"))
+            .expect("send");
+        let mut got = Vec::new();
+        for _ in 0..3 {
+            let line = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+                .await
+                .expect("no hang")
+                .expect("answer");
+            got.push(line);
+        }
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                "fail peer error -32000: nope",
+                "slow no answer within 150ms; the request was cancelled",
+                r#"x ok {"n":1}"#,
+            ]
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let notified = server_side.notified.lock().expect("lock").clone();
+        assert_eq!(
+            notified,
+            [format!(
+                r#"notifications/cancelled {{"reason":"timed out","requestId":{slow}}}"#
+            )],
+            "a timeout tells the other side"
+        );
+        // A request taken back answers through its future; a close fails the rest.
+        let taken = client.next_id();
+        client
+            .request_then(taken.clone(), "x", raw("{}"), None, outcome("never"))
+            .expect("send");
+        let back = client.reclaim(&taken).expect("still waiting");
+        assert_eq!(back.answer().await.expect("answer").get(), "{}");
+        client
+            .request_then(client.next_id(), "slow", None, None, outcome("closing"))
+            .expect("send");
+        server.close().await;
+        let line = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+            .await
+            .expect("no hang")
+            .expect("answer");
+        assert_eq!(line, "closing connection closed before the answer: closed by the peer");
+        assert!(rx.try_recv().is_err(), "the reclaimed callback was never called");
     }
 
     #[tokio::test]
