@@ -10,6 +10,8 @@
 //! Rust types. Serve with [`Server::serve`] on any [`mcp_types::transport::Transport`],
 //! e.g. [`stdio`].
 
+mod call;
+mod context;
 mod handler;
 pub mod http;
 mod session;
@@ -18,7 +20,9 @@ pub mod tools;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use handler::{method_not_found, Outcome, RawResult, RequestContext, ServerHandler};
+pub use call::Call;
+pub use context::RequestContext;
+pub use handler::{method_not_found, Outcome, RawResult, ServerHandler};
 use mcp_types::protocol::{CacheScope, Implementation};
 use mcp_types::rpc::Peer;
 pub use mcp_types::schema as validation;
@@ -134,10 +138,7 @@ impl Server {
 
     /// Serves one connection until it closes, and says why it closed.
     pub async fn serve(&self, transport: impl Transport) -> CloseReason {
-        let session = Arc::new(session::Session::new(
-            self.handler.clone(),
-            self.shared.clone(),
-        ));
+        let session = session::Session::new(self.handler.clone(), self.shared.clone());
         let (_peer, reader): (Peer, _) = Peer::start(Arc::new(transport), session);
         reader
             .await

@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::handler::{Outcome, RequestContext, ServerHandler};
+use crate::{Outcome, RequestContext, ServerHandler};
 use crate::validation::{Rejection, SchemaValidator, ValidationLimits};
 
 /// Arguments of a tool that takes none.

@@ -10,7 +10,8 @@ use mcp_types::{codes, meta, ErrorObject, RequestId, Revision};
 use serde_json::{json, Map, Value};
 
 use super::{internal, Session};
-use crate::handler::{Notifier, Outcome, RequestContext};
+use crate::context::Notifier;
+use crate::{Outcome, RequestContext};
 
 /// The client capability an input request needs.
 fn capability_for(method_name: &str) -> Option<&'static str> {

@@ -6,13 +6,14 @@
 //! envelope keys only; `tools/call` goes to the handler with its params still raw, so a
 //! relaying handler passes the client's arguments on exactly.
 
+mod fast;
 mod finish;
 mod input;
 mod meta;
 mod route;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use async_trait::async_trait;
 use mcp_revisions::features;
@@ -22,13 +23,14 @@ use mcp_revisions::negotiate::{
 use mcp_revisions::shapes::{self, Direction};
 use mcp_types::protocol::*;
 use mcp_types::raw::RawObject;
-use mcp_types::rpc::{error_response, response, Inbound, Peer};
+use mcp_types::rpc::{Inbound, Peer};
 use mcp_types::{codes, ErrorObject, Message, Notification, Request, RequestId, Revision};
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use serde_json::Map;
 
-use crate::handler::{Cancellation, Notifier, RequestContext, ServerHandler};
+use crate::context::{Cancellation, Notifier};
+use crate::{RequestContext, ServerHandler};
 use crate::{RawResult, ServerShared};
 use meta::RequestMeta;
 
@@ -46,6 +48,10 @@ pub(crate) struct Session {
     shared: Arc<ServerShared>,
     legacy: Mutex<Option<LegacyState>>,
     in_flight: Mutex<HashMap<RequestId, Arc<Cancellation>>>,
+    /// Itself, for the answers of calls taken on the read loop, which come later.
+    me: Weak<Session>,
+    /// Whether the handler takes calls on the read loop.
+    calls_now: bool,
 }
 
 fn invalid_params(method_name: &str, e: impl std::fmt::Display) -> ErrorObject {
@@ -82,13 +88,15 @@ struct Asker {
 }
 
 impl Session {
-    pub(crate) fn new(handler: Arc<dyn ServerHandler>, shared: Arc<ServerShared>) -> Self {
-        Session {
+    pub(crate) fn new(handler: Arc<dyn ServerHandler>, shared: Arc<ServerShared>) -> Arc<Self> {
+        Arc::new_cyclic(|me| Session {
+            calls_now: handler.calls_now(),
             handler,
             shared,
             legacy: Mutex::new(None),
             in_flight: Mutex::new(HashMap::new()),
-        }
+            me: me.clone(),
+        })
     }
 
     fn legacy_state(&self) -> Option<LegacyState> {
@@ -187,7 +195,21 @@ impl Session {
                 format!("Method not found: {m} (in MCP {revision})"),
             ));
         }
-        let ctx = RequestContext {
+        let ctx = self.context(peer, asker, &meta, cancelled);
+        self.route(peer, &req.id, m, req.params.as_deref(), params, ctx)
+            .await
+    }
+
+    /// The context a handler gets for one request.
+    fn context(
+        &self,
+        peer: &Peer,
+        asker: Asker,
+        meta: &RequestMeta<'_>,
+        cancelled: Arc<Cancellation>,
+    ) -> RequestContext {
+        let revision = asker.revision;
+        RequestContext {
             revision,
             client_capabilities: asker.capabilities,
             client_info: asker.info,
@@ -206,9 +228,7 @@ impl Session {
                 changes: self.shared.changes.clone(),
             },
             cancelled,
-        };
-        self.route(peer, &req.id, m, req.params.as_deref(), params, ctx)
-            .await
+        }
     }
 
     fn initialize(&self, params: Option<&RawValue>) -> Result<Box<RawValue>, ErrorObject> {
@@ -267,20 +287,15 @@ impl Inbound for Session {
         let out = self
             .dispatch(peer, &req, params.as_ref(), meta, cancelled)
             .await;
-        if let Ok(mut f) = self.in_flight.lock() {
-            f.remove(&req.id);
+        self.answered(&req.id);
+        self.message(req.id, &req.method, revision, out)
+    }
+
+    fn request_now(&self, peer: &Peer, req: Request) -> Option<Request> {
+        if !self.calls_now || req.method != method::TOOLS_CALL {
+            return Some(req);
         }
-        match out {
-            Ok(raw) => response(req.id, raw),
-            Err(mut e) => {
-                tracing::info!(method = %req.method, code = e.code, "request failed: {}", e.message);
-                // A code the client's revision forbids (-32002 in 2026) goes as its replacement.
-                if let Some(code) = mcp_revisions::errors::replacement(e.code, revision) {
-                    e.code = code;
-                }
-                error_response(req.id, e)
-            }
-        }
+        self.call_now(peer, req)
     }
 
     async fn closed(&self, _reason: &mcp_types::transport::CloseReason) {

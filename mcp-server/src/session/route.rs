@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::{decode, internal, invalid_params, Session};
-use crate::handler::{Outcome, RequestContext};
+use crate::{Outcome, RequestContext};
 use crate::RawResult;
 
 impl Session {
@@ -139,7 +139,6 @@ impl Session {
         params: Option<&RawObject<'_>>,
         mut ctx: RequestContext,
     ) -> Answer {
-        let m = method::TOOLS_CALL;
         let empty = RawObject::new();
         let params = params.unwrap_or(&empty);
         ctx.input_responses = member(params, "inputResponses")?.unwrap_or_default();
@@ -163,12 +162,7 @@ impl Session {
             }
             done => done,
         };
-        if matches!(out, Outcome::Task(_)) && !accepts_task {
-            return Err(internal(
-                "the server answered with a task, which this client did not accept",
-            ));
-        }
-        self.finish(m, revision, outcome_raw(out, Ok)?)
+        self.call_answer(revision, accepts_task, out)
     }
 
     /// `tasks/*`.

@@ -1,0 +1,288 @@
+//! What a handler knows about the request it serves ([`RequestContext`]), and how it
+//! talks back to the client: progress, log messages, list changes, cancellation.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use mcp_revisions::{features, Translator};
+use mcp_types::protocol::*;
+use mcp_types::rpc::Peer;
+use mcp_types::Revision;
+use serde_json::{Map, Value};
+
+/// Sends notifications to the client that made a request, in its revision.
+#[derive(Clone)]
+pub(crate) struct Notifier {
+    pub(crate) peer: Peer,
+    pub(crate) revision: Revision,
+    pub(crate) changes: tokio::sync::broadcast::Sender<crate::ListChanged>,
+}
+
+impl Notifier {
+    /// The params of a notification in the client's revision; `None` when that revision
+    /// cannot carry it.
+    fn params(&self, method_name: &str, params: Value) -> Option<Box<serde_json::value::RawValue>> {
+        match Translator::canonical_to(self.revision).params(method_name, params) {
+            Ok(p) => serde_json::value::to_raw_value(&p).ok(),
+            Err(e) => {
+                tracing::debug!(method = method_name, revision = %self.revision, "notification not sent: {e}");
+                None
+            }
+        }
+    }
+
+    /// [`Notifier::notify`] without waiting (see [`Peer::send_now`]).
+    pub(crate) fn notify_now(&self, method_name: &str, params: Value) -> bool {
+        let Some(raw) = self.params(method_name, params) else {
+            return true;
+        };
+        self.peer.notify_now(method_name, Some(raw)).is_ok()
+    }
+
+    /// Sends a notification in the client's revision; false once the connection is gone.
+    pub(crate) async fn notify(&self, method_name: &str, params: Value) -> bool {
+        let Some(raw) = self.params(method_name, params) else {
+            return true;
+        };
+        if self.peer.notify(method_name, Some(raw)).await.is_err() {
+            tracing::debug!(
+                method = method_name,
+                "notification not sent: connection closed"
+            );
+            return false;
+        }
+        true
+    }
+}
+
+/// What a handler knows about the request it is serving, and how it talks back.
+#[derive(Clone)]
+pub struct RequestContext {
+    pub(crate) revision: Revision,
+    pub(crate) client_capabilities: Arc<ClientCapabilities>,
+    pub(crate) client_info: Option<Arc<Implementation>>,
+    pub(crate) input_responses: Map<String, Value>,
+    pub(crate) request_state: Option<String>,
+    pub(crate) progress_token: Option<ProgressToken>,
+    /// The last progress value sent for this request (progress must only increase).
+    pub(crate) progress_sent: Arc<std::sync::Mutex<Option<f64>>>,
+    pub(crate) task: Option<TaskMetadata>,
+    /// The task whose `tasks/result` this is: requests made for it name it (2025-11-25).
+    pub(crate) related_task: Option<String>,
+    pub(crate) log_level: Option<LoggingLevel>,
+    pub(crate) notifier: Notifier,
+    pub(crate) cancelled: Arc<Cancellation>,
+}
+
+/// The cancelled state of one in-flight request, awaitable, with an optional action to
+/// run when it is cancelled (a call answered from a callback has no task to notice).
+#[derive(Default)]
+pub(crate) struct Cancellation {
+    flag: AtomicBool,
+    notify: tokio::sync::Notify,
+    hook: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl Cancellation {
+    pub(crate) fn cancel(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        self.notify.notify_waiters();
+        let hook = self.hook.lock().ok().and_then(|mut h| h.take());
+        if let Some(hook) = hook {
+            hook();
+        }
+    }
+
+    /// Runs `hook` when the request is cancelled (at once if it already is).
+    pub(crate) fn on_cancel(&self, hook: Box<dyn FnOnce() + Send>) {
+        if self.is_cancelled() {
+            hook();
+            return;
+        }
+        if let Ok(mut h) = self.hook.lock() {
+            *h = Some(hook);
+        }
+        // A cancel that came while the hook was being set finds it, or we run it here.
+        if self.is_cancelled() {
+            let hook = self.hook.lock().ok().and_then(|mut h| h.take());
+            if let Some(hook) = hook {
+                hook();
+            }
+        }
+    }
+
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+
+    async fn wait(&self) {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so a cancel between the two still wakes us.
+            notified.as_mut().enable();
+            if self.is_cancelled() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+fn severity(level: &LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+        LoggingLevel::Other(_) => 1,
+    }
+}
+
+impl RequestContext {
+    /// The revision this request is served in.
+    pub fn revision(&self) -> Revision {
+        self.revision
+    }
+
+    /// The capabilities the client declared (at `initialize`, or on this 2026 request).
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        &self.client_capabilities
+    }
+
+    /// The client's self-description, if it gave one.
+    pub fn client_info(&self) -> Option<&Implementation> {
+        self.client_info.as_deref()
+    }
+
+    /// The capabilities the client declared, shared (cheap to keep past the request).
+    pub fn client_capabilities_arc(&self) -> Arc<ClientCapabilities> {
+        self.client_capabilities.clone()
+    }
+
+    /// The client's answer to the input request named `key`, on a retry.
+    pub fn input_response(&self, key: &str) -> Option<&Value> {
+        self.input_responses.get(key)
+    }
+
+    /// Every answer to input requests on this round (empty on a first call).
+    pub fn input_responses(&self) -> &Map<String, Value> {
+        &self.input_responses
+    }
+
+    /// The log level the client wants for this request (legacy: `logging/setLevel`;
+    /// 2026-07-28: the request's `logLevel`), if any.
+    pub fn log_level(&self) -> Option<&LoggingLevel> {
+        self.log_level.as_ref()
+    }
+
+    /// Whether this request may be answered with [`Outcome::Task`]: a 2026-07-28 client
+    /// that declared the tasks extension, or a 2025-11-25 client that asked for a task.
+    pub fn accepts_task(&self) -> bool {
+        if features::has_tasks_extension(self.revision) {
+            self.client_capabilities
+                .extensions
+                .as_ref()
+                .is_some_and(|e| e.contains_key(TASKS_EXTENSION))
+        } else {
+            features::has_task_param(self.revision) && self.task.is_some()
+        }
+    }
+
+    /// The 2025-11-25 `task` param: the client asked for this request to run as a task
+    /// (`None` in other revisions, where the param means nothing).
+    pub fn task_requested(&self) -> Option<&TaskMetadata> {
+        self.task.as_ref()
+    }
+
+    /// The `requestState` of this round, on a retry.
+    pub fn request_state(&self) -> Option<&str> {
+        self.request_state.as_deref()
+    }
+
+    /// Whether the client asked for progress on this request (gave a `progressToken`).
+    pub fn wants_progress(&self) -> bool {
+        self.progress_token.is_some()
+    }
+
+    /// The last progress value sent for this request, if any.
+    pub fn last_progress(&self) -> Option<f64> {
+        self.progress_sent.lock().ok().and_then(|l| *l)
+    }
+
+    /// Whether the client cancelled this request.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.is_cancelled()
+    }
+
+    /// Resolves once the client cancels this request (at once if it already has); select
+    /// on it to stop long work promptly.
+    pub async fn cancelled(&self) {
+        self.cancelled.wait().await
+    }
+
+    /// Announces that a list changed, to every connected client that listens (see
+    /// [`crate::Server::notify_list_changed`]).
+    pub fn list_changed(&self, what: crate::ListChanged) {
+        let _ = self.notifier.changes.send(what);
+    }
+
+    /// Reports progress, if the client asked for it (a `progressToken`). The spec wants
+    /// each value greater than the last: one that is not (or is not a finite number) is
+    /// dropped, its message with it.
+    pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let Some(token) = &self.progress_token else {
+            return;
+        };
+        if let Ok(mut last) = self.progress_sent.lock() {
+            if !progress.is_finite() || last.is_some_and(|l| progress <= l) {
+                tracing::debug!(progress, "progress not sent: not above the last value");
+                return;
+            }
+            *last = Some(progress);
+        }
+        let mut params = serde_json::json!({"progressToken": token, "progress": progress});
+        if let Some(t) = total {
+            params["total"] = t.into();
+        }
+        if let Some(m) = message {
+            params["message"] = m.into();
+        }
+        self.notifier.notify(method::PROGRESS, params).await;
+    }
+
+    /// Sends a log message if the client wants this level (legacy: `logging/setLevel`;
+    /// 2026-07-28: the request's `logLevel`, and nothing when it has none).
+    pub async fn log(&self, level: LoggingLevel, logger: Option<&str>, data: Value) {
+        if let Some(params) = self.log_params(level, logger, data) {
+            self.notifier.notify(method::LOGGING_MESSAGE, params).await;
+        }
+    }
+
+    /// [`RequestContext::log`] without waiting, for code that may not wait (a callback).
+    pub fn log_now(&self, level: LoggingLevel, logger: Option<&str>, data: Value) {
+        if let Some(params) = self.log_params(level, logger, data) {
+            self.notifier.notify_now(method::LOGGING_MESSAGE, params);
+        }
+    }
+
+    fn log_params(&self, level: LoggingLevel, logger: Option<&str>, data: Value) -> Option<Value> {
+        let wanted = match &self.log_level {
+            Some(min) => severity(&level) >= severity(min),
+            // A 2026-07-28 request without a level asked for no log messages.
+            None => !features::per_request_meta(self.revision),
+        };
+        if !wanted {
+            return None;
+        }
+        let mut params = serde_json::json!({"level": level, "data": data});
+        if let Some(l) = logger {
+            params["logger"] = l.into();
+        }
+        Some(params)
+    }
+}
