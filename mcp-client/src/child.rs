@@ -8,9 +8,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_types::transport::{
-    CloseReason, Closed, Incoming, LineTransport, Transport, TrySendError,
-};
+use mcp_types::transport::{CloseReason, Closed, Incoming, LineTransport, Transport, TrySendError};
 use mcp_types::Frame;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};

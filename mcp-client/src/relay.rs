@@ -5,7 +5,8 @@ use std::sync::atomic::Ordering;
 use mcp_revisions::features;
 use mcp_types::protocol::ProgressToken;
 use mcp_types::raw::RawObject;
-use mcp_types::{meta, Revision};
+use mcp_types::rpc::Reclaimed;
+use mcp_types::{meta, RequestId, Revision};
 use serde_json::value::RawValue;
 
 use crate::{CallOptions, Client, ClientError, ClientOptions};
@@ -147,6 +148,46 @@ impl Client {
         };
         drop(progress);
         out
+    }
+
+    /// Sends a prepared request whose answer goes to `then`, called on the connection's
+    /// read loop (keep it short, never block): the answer as the server wrote it, or why
+    /// none came (an error answer, the connection closed, no answer within `timeout`,
+    /// after which the server is told the request is cancelled). Nothing is spawned or
+    /// awaited. Returns the request's id, for [`Client::reclaim`] and
+    /// [`Client::cancel_now`].
+    pub fn send_then(
+        &self,
+        request: RawRequest,
+        timeout: Option<std::time::Duration>,
+        then: impl FnOnce(Result<Box<RawValue>, ClientError>) + Send + 'static,
+    ) -> Result<RequestId, ClientError> {
+        let RawRequest {
+            method,
+            params,
+            progress,
+        } = request;
+        let id = self.peer.next_id();
+        self.peer
+            .request_then(id.clone(), &method, Some(params), timeout, move |answer| {
+                drop(progress);
+                then(answer.map_err(ClientError::from))
+            })
+            .map_err(|c| ClientError::Closed(c.0))?;
+        Ok(id)
+    }
+
+    /// Takes back a request sent with [`Client::send_then`]: its callback is dropped
+    /// uncalled and its answer comes to the returned future instead. `None` once it was
+    /// answered.
+    pub fn reclaim(&self, id: &RequestId) -> Option<Reclaimed> {
+        self.peer.reclaim(id)
+    }
+
+    /// Drops the callback of a request sent with [`Client::send_then`] and tells the
+    /// server it is cancelled, without waiting.
+    pub fn cancel_now(&self, id: &RequestId, reason: &str) {
+        self.peer.cancel_now(id, reason);
     }
 
     /// [`Client::prepare_raw`] and [`Client::send_raw`] in one.

@@ -31,6 +31,7 @@ use serde_json::{json, Map, Value};
 use crate::bridge::{new_state, Bridge, Calls, Flight, Step, STATE_PREFIX};
 
 mod call;
+mod fast;
 mod tasks;
 use crate::naming::{Namespacing, Prefixed};
 use crate::policy::{may_be_destructive, Confirm, Confirmation, Surface, ToolFilter, Verdict};
@@ -1378,6 +1379,15 @@ impl ServerHandler for Aggregator {
             }
         }
         self.call_exposed(ctx, &p.name, p.arguments, p.meta).await
+    }
+
+    fn calls_now(&self) -> bool {
+        true
+    }
+
+    /// The common call goes without a task of its own (see `aggregator/fast.rs`).
+    fn call_tool_now(&self, call: mcp_server::Call) -> Option<mcp_server::Call> {
+        self.call_now(call)
     }
 
     /// The relay path: the host's params go on raw (see [`Aggregator::relay_call`]); the

@@ -47,9 +47,29 @@ pub(crate) struct Inbox {
     closed: AtomicBool,
 }
 
+/// Where the events of one call go: its [`Inbox`], drained by the task that drives the
+/// call, or (a call answered from a callback, with no task) a handler of its own.
+pub(crate) trait EventSink: Send + Sync {
+    /// Delivers `event`; gives it back when the call has ended.
+    fn deliver(&self, event: Event) -> Result<(), Box<Event>>;
+
+    /// The call has ended: events that came for it fail.
+    fn close(&self) {}
+}
+
+impl EventSink for Inbox {
+    fn deliver(&self, event: Event) -> Result<(), Box<Event>> {
+        self.push(event)
+    }
+
+    fn close(&self) {
+        Inbox::close(self)
+    }
+}
+
 impl Inbox {
     /// Delivers `event`; gives it back when the call has ended.
-    fn push(&self, event: Event) -> Result<(), Box<Event>> {
+    pub(crate) fn push(&self, event: Event) -> Result<(), Box<Event>> {
         if self.closed.load(Ordering::SeqCst) {
             return Err(Box::new(event));
         }
@@ -93,7 +113,7 @@ struct Slot {
     task: Option<String>,
     /// What its host declared.
     caps: Arc<ClientCapabilities>,
-    inbox: Arc<Inbox>,
+    sink: Arc<dyn EventSink>,
 }
 
 /// The host calls in flight on one upstream that its requests can be routed to.
@@ -109,12 +129,12 @@ pub(crate) struct Calls {
 pub(crate) struct SlotGuard {
     calls: Arc<Calls>,
     id: u64,
-    inbox: Arc<Inbox>,
+    sink: Arc<dyn EventSink>,
 }
 
 impl Drop for SlotGuard {
     fn drop(&mut self) {
-        self.inbox.close();
+        self.sink.close();
         if let Ok(mut s) = self.calls.slots.lock() {
             s.retain(|x| x.id != self.id);
         }
@@ -129,23 +149,33 @@ impl Calls {
         caps: Arc<ClientCapabilities>,
         task: Option<String>,
     ) -> (SlotGuard, Arc<Inbox>) {
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
         let inbox = Arc::new(Inbox::default());
+        let guard = self.enter_sink(caps, task, inbox.clone());
+        (guard, inbox)
+    }
+
+    /// [`Calls::enter`] with events going to `sink`.
+    pub(crate) fn enter_sink(
+        self: &Arc<Self>,
+        caps: Arc<ClientCapabilities>,
+        task: Option<String>,
+        sink: Arc<dyn EventSink>,
+    ) -> SlotGuard {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut s) = self.slots.lock() {
             s.push(Slot {
                 id,
                 task,
                 caps,
-                inbox: inbox.clone(),
+                sink: sink.clone(),
             });
         }
         self.entered.notify_waiters();
-        let guard = SlotGuard {
+        SlotGuard {
             calls: self.clone(),
             id,
-            inbox: inbox.clone(),
-        };
-        (guard, inbox)
+            sink,
+        }
     }
 
     /// The call an upstream request belongs to: for a request that names a task
@@ -255,8 +285,8 @@ impl Calls {
             ));
         }
         let (reply, answer) = oneshot::channel();
-        slot.inbox
-            .push(Event::Ask(Ask {
+        slot.sink
+            .deliver(Event::Ask(Ask {
                 method,
                 params,
                 reply,
@@ -323,7 +353,7 @@ impl ClientHandler for Bridge {
             params.meta = None;
         }
         let undelivered = match self.calls.log_slot(task.as_deref()) {
-            Some(slot) => slot.inbox.push(Event::Log(params)).err().map(|e| *e),
+            Some(slot) => slot.sink.deliver(Event::Log(params)).err().map(|e| *e),
             None => Some(Event::Log(params)),
         };
         if let Some(Event::Log(l)) = undelivered {

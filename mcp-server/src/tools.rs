@@ -18,8 +18,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::{Outcome, RequestContext, ServerHandler};
 use crate::validation::{Rejection, SchemaValidator, ValidationLimits};
+use crate::{Outcome, RequestContext, ServerHandler};
 
 /// Arguments of a tool that takes none.
 #[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]

@@ -34,13 +34,13 @@ const HOST_HOP_META: [&str; 5] = [
 ];
 
 /// How a call runs with respect to tasks (TOOL-21).
-struct TaskPlan {
+pub(super) struct TaskPlan {
     /// The upstream is asked to run it as a task.
-    as_task: bool,
+    pub(super) as_task: bool,
     /// The host takes a task as the answer.
-    host_takes_task: bool,
+    pub(super) host_takes_task: bool,
     /// The retention asked for the task.
-    ttl: Option<serde_json::Number>,
+    pub(super) ttl: Option<serde_json::Number>,
 }
 
 impl Aggregator {
@@ -118,7 +118,7 @@ impl Aggregator {
     }
 
     /// Whether the call runs as a task, and for how long it is kept.
-    fn task_plan(
+    pub(super) fn task_plan(
         &self,
         ctx: &RequestContext,
         name: &str,
@@ -155,7 +155,7 @@ impl Aggregator {
     /// The params the upstream gets: the host's, with the tool's real name, this hop's
     /// `_meta`, the gateway's `task` choice, in the upstream's revision. `extension`: the
     /// gateway declares the tasks extension itself (it follows the task for the host).
-    fn hop_params<'a>(
+    pub(super) fn hop_params<'a>(
         &self,
         ctx: &RequestContext,
         i: usize,
@@ -227,7 +227,7 @@ impl Aggregator {
 
     /// What the host gets for the upstream's answer. A plain result goes as it came (with
     /// the gateway's edits); a task or a question is relayed by its own code.
-    async fn call_answer(
+    pub(super) async fn call_answer(
         &self,
         i: usize,
         ctx: &RequestContext,
@@ -318,7 +318,7 @@ fn encode<T: serde::Serialize + ?Sized>(value: &T) -> Box<RawValue> {
 
 /// What an upstream answered, as far as the relay must know.
 #[derive(Debug, PartialEq, Eq)]
-enum AnswerKind {
+pub(super) enum AnswerKind {
     /// A result to pass on.
     Plain,
     /// A task, or a question: decoded and relayed by their own code.
@@ -327,7 +327,7 @@ enum AnswerKind {
 
 /// Tells a plain result from a task or a question without decoding it: a byte search
 /// first, and only when a member could be there, a read of the top level for it.
-fn answer_kind(answer: &RawValue, plan: &TaskPlan) -> AnswerKind {
+pub(super) fn answer_kind(answer: &RawValue, plan: &TaskPlan) -> AnswerKind {
     let text = answer.get();
     let wants_task = plan.as_task || plan.host_takes_task;
     let escapes = raw::has_key_escapes(text);
@@ -367,7 +367,10 @@ fn canonical(out: Outcome<CallToolResult>) -> Result<Outcome<RawResult>, ErrorOb
 }
 
 /// [`call_failure`] as a raw outcome.
-fn raw_failure(upstream: &str, e: ClientError) -> Result<Outcome<RawResult>, ErrorObject> {
+pub(super) fn raw_failure(
+    upstream: &str,
+    e: ClientError,
+) -> Result<Outcome<RawResult>, ErrorObject> {
     call_failure(upstream, e).and_then(canonical)
 }
 
@@ -376,7 +379,10 @@ fn raw_failure(upstream: &str, e: ClientError) -> Result<Outcome<RawResult>, Err
 /// `structuredContent` added for hosts that read only `content` (TOOL-28), with the
 /// structured value's exact text. The upstream's `serverInfo` is the session's to replace
 /// (a 2026 host hears the gateway's; older revisions drop it).
-fn tidy_result(upstream: &str, body: Box<RawValue>) -> Result<Box<RawValue>, ErrorObject> {
+pub(super) fn tidy_result(
+    upstream: &str,
+    body: Box<RawValue>,
+) -> Result<Box<RawValue>, ErrorObject> {
     let text = body.get();
     let escapes = raw::has_key_escapes(text);
     let hop_meta = escapes || raw::may_contain_key(text, meta::RELATED_TASK);

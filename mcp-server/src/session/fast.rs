@@ -73,8 +73,8 @@ impl Session {
             }),
         };
         match self.handler.call_tool_now(call) {
-            Ok(()) => None,
-            Err(mut call) => {
+            None => None,
+            Some(mut call) => {
                 // Served on a task after all: that path registers it again.
                 call.reply = None;
                 req.params = call.params.take();
@@ -165,7 +165,13 @@ impl Session {
 
     /// The response to request `id`: its result, or its error in the code the client's
     /// revision has for it.
-    pub(super) fn message(&self, id: RequestId, m: &str, revision: Revision, answer: Answer) -> Message {
+    pub(super) fn message(
+        &self,
+        id: RequestId,
+        m: &str,
+        revision: Revision,
+        answer: Answer,
+    ) -> Message {
         match answer {
             Ok(raw) => response(id, raw),
             Err(mut e) => {

@@ -30,8 +30,8 @@ use serde_json::value::RawValue;
 use serde_json::Map;
 
 use crate::context::{Cancellation, Notifier};
-use crate::{RequestContext, ServerHandler};
 use crate::{RawResult, ServerShared};
+use crate::{RequestContext, ServerHandler};
 use meta::RequestMeta;
 
 /// What a legacy client settled at `initialize`.

@@ -12,8 +12,8 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::{decode, internal, invalid_params, Session};
-use crate::{Outcome, RequestContext};
 use crate::RawResult;
+use crate::{Outcome, RequestContext};
 
 impl Session {
     /// A typed answer, finished for the request's revision.

@@ -24,8 +24,8 @@ use tokio::sync::oneshot;
 use crate::jsonrpc::{ErrorResponse, Frame, Message, Notification, Request, RequestId, Response};
 use crate::protocol::method;
 use crate::transport::{CloseReason, Closed, Incoming, Transport, TrySendError};
-use pending::Pending;
 use crate::ErrorObject;
+use pending::Pending;
 
 /// Why a request this side sent got no result.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -220,7 +220,9 @@ impl Peer {
     /// Sends `notifications/cancelled` for a request this side sent.
     pub async fn cancel(&self, id: &RequestId, reason: &str) {
         self.forget(id);
-        let _ = self.notify(method::CANCELLED, cancelled_params(id, reason)).await;
+        let _ = self
+            .notify(method::CANCELLED, cancelled_params(id, reason))
+            .await;
     }
 
     /// [`Peer::cancel`] without waiting (from a callback).
@@ -273,7 +275,7 @@ impl Peer {
             Err(TrySendError::Closed(c)) => Err(c),
             Err(TrySendError::WouldWait(frame)) => {
                 let transport = self.shared.transport.clone();
-                tokio::spawn(async move { transport.send(frame).await });
+                tokio::spawn(async move { transport.send(*frame).await });
                 Ok(())
             }
         }
@@ -566,8 +568,14 @@ mod tests {
             .await
             .expect("no hang")
             .expect("answer");
-        assert_eq!(line, "closing connection closed before the answer: closed by the peer");
-        assert!(rx.try_recv().is_err(), "the reclaimed callback was never called");
+        assert_eq!(
+            line,
+            "closing connection closed before the answer: closed by the peer"
+        );
+        assert!(
+            rx.try_recv().is_err(),
+            "the reclaimed callback was never called"
+        );
     }
 
     #[tokio::test]

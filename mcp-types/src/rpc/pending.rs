@@ -20,6 +20,9 @@ pub type Answer = Result<Box<RawValue>, RpcError>;
 /// A callback that takes a request's answer (see [`super::Peer::request_then`]).
 pub type Then = Box<dyn FnOnce(Answer) + Send>;
 
+/// A task's end of a wait: the answer, or the error answer.
+pub(crate) type AnswerReceiver = oneshot::Receiver<Result<Box<RawValue>, ErrorObject>>;
+
 /// How a request waits.
 enum Waiter {
     /// A task awaits the answer.
@@ -74,7 +77,7 @@ impl Taken {
 
 impl Pending {
     /// Registers a task waiting for `id`.
-    pub(crate) fn wait(&self, id: RequestId) -> oneshot::Receiver<Result<Box<RawValue>, ErrorObject>> {
+    pub(crate) fn wait(&self, id: RequestId) -> AnswerReceiver {
         let (tx, rx) = oneshot::channel();
         if let Ok(mut t) = self.0.lock() {
             t.waiters.insert(id, Waiter::Task(tx));
@@ -121,10 +124,7 @@ impl Pending {
     pub(crate) fn reclaim(
         &self,
         id: &RequestId,
-    ) -> Option<(
-        oneshot::Receiver<Result<Box<RawValue>, ErrorObject>>,
-        Option<(Instant, Duration)>,
-    )> {
+    ) -> Option<(AnswerReceiver, Option<(Instant, Duration)>)> {
         let mut t = self.0.lock().ok()?;
         let Some(Waiter::Then { deadline, .. }) = t.waiters.get(id) else {
             return None;

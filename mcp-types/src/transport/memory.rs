@@ -49,7 +49,7 @@ impl Transport for MemoryTransport {
             return Err(TrySendError::Closed(Closed(reason)));
         };
         tx.try_send(frame).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(f) => TrySendError::WouldWait(f),
+            mpsc::error::TrySendError::Full(f) => TrySendError::WouldWait(Box::new(f)),
             mpsc::error::TrySendError::Closed(_) => {
                 TrySendError::Closed(Closed(CloseReason::PeerClosed))
             }

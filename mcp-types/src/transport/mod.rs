@@ -74,7 +74,7 @@ pub enum Incoming {
 pub enum TrySendError {
     /// The transport cannot take the frame without waiting: send it with
     /// [`Transport::send`].
-    WouldWait(Frame),
+    WouldWait(Box<Frame>),
     /// The transport is closed.
     Closed(Closed),
 }
@@ -90,7 +90,7 @@ pub trait Transport: Send + Sync + 'static {
     /// queue, say), so that code that may not wait (a callback on a read loop) can send.
     /// Default: [`TrySendError::WouldWait`], always.
     fn try_send(&self, frame: Frame) -> Result<(), TrySendError> {
-        Err(TrySendError::WouldWait(frame))
+        Err(TrySendError::WouldWait(Box::new(frame)))
     }
 
     /// Waits for the next frame. `Err` once the transport is closed, with the reason.

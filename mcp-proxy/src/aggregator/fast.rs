@@ -1,0 +1,293 @@
+//! Calls relayed without a task: the common `tools/call` (no confirmation to ask, no
+//! task to run, no progress to relay, no parked call to resume) is taken where it arrives,
+//! forwarded at once, and answered from the upstream connection's read loop when the
+//! upstream's answer comes. No task is spawned and no future is boxed for it.
+//!
+//! What only a task can do is handed to one when it happens: an upstream that asks the
+//! host a question during the call (its request is taken back from the callback and the
+//! call driven as any other), an answer that is a task or a question, a retry after the
+//! upstream's connection dropped. Log lines tied to the call go to its host directly.
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use mcp_client::{CallOptions, Client, ClientError};
+use mcp_server::{Call, Outcome, RawResult};
+use mcp_types::protocol::*;
+use mcp_types::{RequestId, Revision};
+use serde_json::value::RawValue;
+
+use super::call::{answer_kind, raw_failure, tidy_result, AnswerKind, TaskPlan};
+use super::{Aggregator, CONFIRM_KEY};
+use crate::bridge::{Event, EventSink, Flight, SlotGuard};
+use crate::policy::{may_be_destructive, Surface};
+
+/// What a call needs once it is on its way.
+struct Prepared {
+    i: usize,
+    client: Client,
+    request: mcp_client::RawRequest,
+    plan: TaskPlan,
+    may_retry: bool,
+}
+
+/// One call in flight upstream, answered from a callback.
+struct FastCall {
+    /// The host's call, until answered (by the callback, a cancellation, or the task it
+    /// was handed to).
+    call: Mutex<Option<Call>>,
+    agg: Aggregator,
+    i: usize,
+    client: Client,
+    revision: Revision,
+    plan: TaskPlan,
+    may_retry: bool,
+    /// The upstream request's id, once sent.
+    id: OnceLock<RequestId>,
+    /// Its place among the upstream's calls (questions and log lines find it there).
+    slot: Mutex<Option<SlotGuard>>,
+}
+
+impl Aggregator {
+    /// Takes `call` without a task if it is the common kind; gives it back otherwise.
+    pub(super) fn call_now(&self, call: Call) -> Option<Call> {
+        let Some(p) = self.prepare_now(&call) else {
+            return Some(call);
+        };
+        let u = &self.inner.upstreams[p.i];
+        let caps = call.context().client_capabilities_arc();
+        let fast = Arc::new(FastCall {
+            call: Mutex::new(None),
+            agg: self.clone(),
+            i: p.i,
+            revision: p.client.revision(),
+            client: p.client,
+            plan: p.plan,
+            may_retry: p.may_retry,
+            id: OnceLock::new(),
+            slot: Mutex::new(None),
+        });
+        let weak = Arc::downgrade(&fast);
+        call.on_cancel(move || {
+            if let Some(fast) = weak.upgrade() {
+                fast.cancelled();
+            }
+        });
+        if let Ok(mut c) = fast.call.lock() {
+            *c = Some(call);
+        }
+        let slot = u
+            .calls
+            .enter_sink(caps, None, Arc::new(FastSink(Arc::downgrade(&fast))));
+        if let Ok(mut s) = fast.slot.lock() {
+            *s = Some(slot);
+        }
+        let timeout = Some(self.inner.options.call_timeout);
+        let answered = fast.clone();
+        match fast
+            .client
+            .send_then(p.request, timeout, move |a| answered.answered(a))
+        {
+            Ok(id) => {
+                let _ = fast.id.set(id);
+            }
+            Err(e) => {
+                if let Some(call) = fast.take() {
+                    call.respond(raw_failure(&u.config.key, e));
+                }
+            }
+        }
+        None
+    }
+
+    /// The upstream request for a call that can go without a task, or `None` when it
+    /// needs one (or is malformed: the task path says why).
+    fn prepare_now(&self, call: &Call) -> Option<Prepared> {
+        let ctx = call.context();
+        // Progress is relayed by the task that drives a call; a parked call resumes there.
+        if ctx.wants_progress()
+            || ctx
+                .request_state()
+                .is_some_and(|s| s.starts_with(crate::bridge::STATE_PREFIX))
+        {
+            return None;
+        }
+        let params = call.params().ok()?;
+        let name = params.get_str("name")?;
+        if self.inner.options.surface == Surface::Dispatcher
+            && crate::dispatcher::is_own_tool(&name)
+        {
+            return None;
+        }
+        let (i, tool) = self.route(&name)?;
+        let u = &self.inner.upstreams[i];
+        let gated = self.inner.options.confirm.is_some()
+            && (ctx.input_response(CONFIRM_KEY).is_some()
+                || may_be_destructive(&tool, u.config.trusted));
+        if gated {
+            return None;
+        }
+        let plan = self.task_plan(ctx, &name, &tool).ok()?;
+        if plan.as_task {
+            return None;
+        }
+        let client = u.client()?;
+        let up = self.hop_params(ctx, i, &tool, &params, &plan, false).ok()?;
+        let request = client.prepare_raw(method::TOOLS_CALL, up, &CallOptions::default());
+        Some(Prepared {
+            i,
+            client,
+            request,
+            plan,
+            may_retry: u.config.trusted && tool.is_idempotent(),
+        })
+    }
+}
+
+impl FastCall {
+    fn key(&self) -> &str {
+        &self.agg.inner.upstreams[self.i].config.key
+    }
+
+    /// The host's call, if nobody answered it yet; its slot is left.
+    fn take(&self) -> Option<Call> {
+        let call = self.call.lock().ok().and_then(|mut c| c.take());
+        if let Ok(mut s) = self.slot.lock() {
+            s.take();
+        }
+        call
+    }
+
+    /// The upstream's answer (or why none came), on its connection's read loop.
+    fn answered(self: Arc<Self>, answer: Result<Box<RawValue>, ClientError>) {
+        let Some(call) = self.take() else {
+            return;
+        };
+        match answer {
+            Ok(raw) if answer_kind(&raw, &self.plan) == AnswerKind::Plain => {
+                let out = tidy_result(self.key(), raw)
+                    .map(|b| Outcome::Complete(RawResult::in_revision(self.revision, b)));
+                call.respond(out);
+            }
+            // A question or a task: decoded and relayed by the code that drives calls.
+            Ok(raw) => {
+                tokio::spawn(async move {
+                    let out = self
+                        .agg
+                        .call_answer(self.i, call.context(), raw, &self.plan)
+                        .await;
+                    call.respond(out);
+                });
+            }
+            Err(ClientError::Closed(reason))
+                if self.may_retry && !call.context().is_cancelled() =>
+            {
+                tokio::spawn(async move {
+                    let out = self.retry(&call, reason).await;
+                    call.respond(out);
+                });
+            }
+            Err(e) => call.respond(raw_failure(self.key(), e)),
+        }
+    }
+
+    /// TOOL-18: a call its trusted upstream calls idempotent goes again once the upstream
+    /// has restarted.
+    async fn retry(
+        &self,
+        call: &Call,
+        reason: mcp_types::transport::CloseReason,
+    ) -> Result<Outcome<RawResult>, mcp_types::ErrorObject> {
+        if !self.agg.reconnected(self.i).await {
+            return raw_failure(self.key(), ClientError::Closed(reason));
+        }
+        tracing::info!(upstream = %self.key(), %reason, "retrying an idempotent call after the upstream restarted");
+        let params = call.params().unwrap_or_default();
+        self.agg.relay_call(call.context(), &params).await
+    }
+
+    /// The host cancelled: the upstream hears it, and the host gets what a task-driven
+    /// call gives for a cancellation.
+    fn cancelled(&self) {
+        let Some(call) = self.take() else {
+            return;
+        };
+        if let Some(id) = self.id.get() {
+            self.client.cancel_now(id, "cancelled by the caller");
+        }
+        call.respond(raw_failure(self.key(), ClientError::Cancelled));
+    }
+
+    /// The upstream asks the host a question during the call: the call is handed to a
+    /// task that drives it as any other, and the question goes there.
+    fn escalate(self: &Arc<Self>, ask: Event) -> Result<(), Box<Event>> {
+        let back = |e: Event| Err(Box::new(e));
+        let Some(id) = self.id.get() else {
+            return back(ask);
+        };
+        // Taken back first: if the answer already went to the callback, the call is over.
+        let Some(answer) = self.client.reclaim(id) else {
+            return back(ask);
+        };
+        let Some(call) = self.take() else {
+            return back(ask);
+        };
+        let u = &self.agg.inner.upstreams[self.i];
+        let (slot, inbox) = u
+            .calls
+            .enter(call.context().client_capabilities_arc(), None);
+        // A new inbox takes it.
+        inbox.push(ask)?;
+        let cancel = Arc::new(tokio::sync::Notify::new());
+        let stop = cancel.clone();
+        let client = self.client.clone();
+        let flight = Flight {
+            method: method::TOOLS_CALL.to_owned(),
+            call: Box::pin(async move {
+                let id = answer.id().clone();
+                tokio::select! {
+                    a = answer.answer() => a.map_err(ClientError::from),
+                    () = stop.notified() => {
+                        client.cancel_now(&id, "cancelled by the caller");
+                        Err(ClientError::Cancelled)
+                    }
+                }
+            }),
+            progress: None,
+            cancel,
+            slot: (slot, inbox),
+            pending: Vec::new(),
+            asked: 0,
+        };
+        let me = self.clone();
+        tokio::spawn(async move {
+            let ctx = call.context();
+            let out = match me.agg.drive(flight, ctx).await {
+                Ok(raw) => me.agg.call_answer(me.i, ctx, raw, &me.plan).await,
+                Err(e) => raw_failure(me.key(), e),
+            };
+            call.respond(out);
+        });
+        Ok(())
+    }
+}
+
+/// A fast call's place among its upstream's calls: what comes for it during the call.
+struct FastSink(std::sync::Weak<FastCall>);
+
+impl EventSink for FastSink {
+    fn deliver(&self, event: Event) -> Result<(), Box<Event>> {
+        let Some(fast) = self.0.upgrade() else {
+            return Err(Box::new(event));
+        };
+        match event {
+            Event::Log(l) => {
+                let call = fast.call.lock();
+                if let Some(call) = call.as_ref().ok().and_then(|c| c.as_ref()) {
+                    call.context().log_now(l.level, l.logger.as_deref(), l.data);
+                }
+                Ok(())
+            }
+            ask @ Event::Ask(_) => fast.escalate(ask),
+        }
+    }
+}
