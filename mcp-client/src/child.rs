@@ -121,7 +121,7 @@ impl Transport for ChildTransport {
     }
 
     async fn recv(&self) -> Result<Incoming, Closed> {
-        match self.inner.recv().await {
+        match self.inner.recv_frame().await {
             Err(Closed(CloseReason::PeerClosed)) => {
                 let reason = self.exit_reason().await;
                 tracing::warn!(server = %self.name, "server process ended: {reason}");

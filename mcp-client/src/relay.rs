@@ -62,6 +62,12 @@ impl Drop for ProgressGuard {
 }
 
 impl Client {
+    /// This client's 2026-07-28 envelope members, encoded: its protocol version and its
+    /// `clientInfo` (for a relay that writes a request's `_meta` in one go).
+    pub fn envelope_raw(&self) -> (&RawValue, &RawValue) {
+        (&self.envelope.version, &self.envelope.info)
+    }
+
     /// Prepares a request whose params are already in this connection's revision, read one
     /// level deep (a relay's): nothing in them is decoded, translated or reordered. Only
     /// `_meta` may change: for a 2026-07-28 server the envelope keys this client writes

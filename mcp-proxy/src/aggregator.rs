@@ -1386,8 +1386,12 @@ impl ServerHandler for Aggregator {
     }
 
     /// The common call goes without a task of its own (see `aggregator/fast.rs`).
-    fn call_tool_now(&self, call: mcp_server::Call) -> Option<mcp_server::Call> {
-        self.call_now(call)
+    fn call_tool_now(
+        &self,
+        call: mcp_server::Call,
+        params: &RawObject<'_>,
+    ) -> Option<mcp_server::Call> {
+        self.call_now(call, params)
     }
 
     /// The relay path: the host's params go on raw (see [`Aggregator::relay_call`]); the

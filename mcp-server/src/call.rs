@@ -17,7 +17,7 @@ use crate::{Outcome, RawResult, RequestContext};
 /// anywhere: a callback, a task). Dropped unanswered, the client gets an internal error.
 pub struct Call {
     pub(crate) ctx: RequestContext,
-    pub(crate) params: Option<Box<RawValue>>,
+    pub(crate) params: Option<Arc<Box<RawValue>>>,
     pub(crate) reply: Option<Reply>,
 }
 
@@ -34,7 +34,8 @@ impl Call {
         &self.ctx
     }
 
-    /// The params, read one level deep; every member as the client wrote it.
+    /// The params, read one level deep; every member as the client wrote it. (The
+    /// handler is given them read already, when it takes the call.)
     pub fn params(&self) -> Result<RawObject<'_>, serde_json::Error> {
         match &self.params {
             Some(p) => RawObject::from_raw(p),

@@ -59,6 +59,10 @@ impl Serialize for RequestId {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             RequestId::String(t) => s.serialize_str(t),
+            // A plain integer is written as one: the same text, without an allocation.
+            RequestId::Number(n) if plain_integer(n).is_some() => {
+                s.serialize_i64(plain_integer(n).unwrap_or_default())
+            }
             RequestId::Number(n) => match RawValue::from_string(n.to_string()) {
                 Ok(raw) => raw.serialize(s),
                 Err(e) => Err(serde::ser::Error::custom(e)),
@@ -91,6 +95,22 @@ impl<'de> Deserialize<'de> for RequestId {
             }
         }
         d.deserialize_any(V)
+    }
+}
+
+/// `text` as an `i64` when writing that `i64` gives `text` back exactly: an optional
+/// minus, then digits without a leading zero (or one zero), and no more than 18 of them.
+fn plain_integer(text: &str) -> Option<i64> {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    let canonical = !digits.is_empty()
+        && digits.len() <= 18
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'))
+        && text != "-0";
+    if canonical {
+        text.parse().ok()
+    } else {
+        None
     }
 }
 
@@ -468,7 +488,7 @@ impl<'de> Visitor<'de> for MessageVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Message, A::Error> {
-        let mut version: Option<String> = None;
+        let mut version: Option<std::borrow::Cow<'de, str>> = None;
         // Outer Option: was `id` present; inner: was it null.
         let mut id: Option<Option<RequestId>> = None;
         let mut method: Option<String> = None;
@@ -476,10 +496,14 @@ impl<'de> Visitor<'de> for MessageVisitor {
         let mut result: Option<Box<RawValue>> = None;
         let mut error: Option<ErrorObject> = None;
         let mut extra = Extra::new();
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+        // Keys and the version are read in place where they have no escapes: a message
+        // costs no allocation for its envelope's names.
+        while let Some(key) = map.next_key_seed(crate::raw::KeySeed)? {
             let dup = |k: &str| de::Error::custom(format!("duplicate member `{k}`"));
             match key.as_ref() {
-                "jsonrpc" if version.is_none() => version = Some(map.next_value()?),
+                "jsonrpc" if version.is_none() => {
+                    version = Some(map.next_value_seed(crate::raw::KeySeed)?)
+                }
                 "id" if id.is_none() => {
                     let raw: Box<RawValue> = map.next_value()?;
                     id = Some(id_from_raw(&raw).map_err(de::Error::custom)?);
@@ -567,6 +591,23 @@ mod tests {
         let m = Message::parse(br#"{"jsonrpc":"2.0","id":"7","method":"ping"}"#).expect("parses");
         assert_eq!(m.id(), Some(&RequestId::String("7".into())));
         assert_ne!(m.id(), Some(&RequestId::from(7)));
+    }
+
+    #[test]
+    fn integer_ids_are_written_as_they_came() {
+        for text in [
+            "0",
+            "7",
+            "-3",
+            "123456789012345678",
+            "-0",
+            "1e3",
+            "1.0",
+            "12345678901234567890123",
+        ] {
+            let id = RequestId::Number(text.into());
+            assert_eq!(serde_json::to_string(&id).expect("id"), text);
+        }
     }
 
     #[test]

@@ -302,29 +302,10 @@ impl<'a> RawObject<'a> {
     }
 
     fn write(&self) -> Box<RawValue> {
-        // Sized exactly, so the text becomes the raw value without another copy: braces,
-        // and per member its key in quotes, a colon, its value, a comma but for the last.
-        // (A key that needs escaping makes it longer; the buffer grows then.)
-        let size = match self.members.len() {
-            0 => 2,
-            _ => {
-                1 + self
-                    .members
-                    .iter()
-                    .map(|(k, v)| k.len() + v.get().len() + 4)
-                    .sum::<usize>()
-            }
-        };
-        let mut out = Vec::with_capacity(size);
-        // Raw members are written verbatim; only keys are escaped. Cannot fail.
-        if serde_json::to_writer(&mut out, self).is_err() {
-            return RawValue::NULL.to_owned();
-        }
-        // Valid UTF-8 JSON from the writer; checking it again is the price of no unsafe.
-        String::from_utf8(out)
-            .ok()
-            .and_then(|s| RawValue::from_string(s).ok())
-            .unwrap_or_else(|| RawValue::NULL.to_owned())
+        // Through serde_json's serializer, whose output becomes a raw value without being
+        // checked again: raw members are copied verbatim, keys escaped. Checking a text
+        // we just wrote would cost a full scan of it. Cannot fail.
+        serde_json::value::to_raw_value(self).unwrap_or_else(|_| RawValue::NULL.to_owned())
     }
 
     /// The object with every member owned, free of the text it was read from.
@@ -392,8 +373,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawObject<'a> {
     }
 }
 
-/// Reads a key borrowed from the input when it has no escapes.
-struct KeySeed;
+/// Reads a string borrowed from the input when it has no escapes (an object's key).
+pub(crate) struct KeySeed;
 
 impl<'de> DeserializeSeed<'de> for KeySeed {
     type Value = Cow<'de, str>;
@@ -461,16 +442,13 @@ pub fn is_array(raw: &RawValue) -> bool {
 /// must not miss one treats text holding `\u` or `\/` as containing everything (see
 /// [`has_key_escapes`]).
 pub fn may_contain_key(text: &str, key: &str) -> bool {
-    let mut quoted = [0u8; 64];
-    let n = key.len() + 2;
-    if n > quoted.len() {
-        let needle = format!("\"{key}\"");
-        return memchr::memmem::find(text.as_bytes(), needle.as_bytes()).is_some();
-    }
-    quoted[0] = b'"';
-    quoted[1..n - 1].copy_from_slice(key.as_bytes());
-    quoted[n - 1] = b'"';
-    memchr::memmem::find(text.as_bytes(), &quoted[..n]).is_some()
+    // Every quote is a candidate start: payloads are mostly long strings with few quotes,
+    // so this touches a handful of places after one SIMD pass.
+    let (hay, needle) = (text.as_bytes(), key.as_bytes());
+    memchr::memchr_iter(b'"', hay).any(|i| {
+        let end = i + 1 + needle.len();
+        hay.get(i + 1..end) == Some(needle) && hay.get(end) == Some(&b'"')
+    })
 }
 
 /// Whether `text` holds an escape that could spell a member name differently from its

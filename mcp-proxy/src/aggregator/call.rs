@@ -169,24 +169,7 @@ impl Aggregator {
         if p.get_str("name").as_deref() != Some(tool.name.as_str()) {
             p.insert_str("name", &tool.name);
         }
-        meta::edit_raw(&mut p, |m| {
-            let before = m.len();
-            m.retain(|k, _| !HOST_HOP_META.contains(&k));
-            m.len() != before
-        });
-        if features::per_request_meta(up) {
-            // What the upstream may ask for, and hear, is what this host declared (and the
-            // tasks extension, when the gateway takes the task on itself).
-            let caps = if extension {
-                tasks::with_tasks_extension(ctx)
-            } else {
-                json!(ctx.client_capabilities())
-            };
-            meta::set_raw(&mut p, meta::CLIENT_CAPABILITIES, &encode(&caps), false);
-            if let Some(level) = ctx.log_level() {
-                meta::set_raw(&mut p, meta::LOG_LEVEL, &encode(level), false);
-            }
-        }
+        self.hop_meta(ctx, i, up, &mut p, extension);
         // A retry's answers and state: a 2026 host's own members, or what the session
         // gathered from a legacy host. The gateway's own question was the gateway's to read.
         let own_answers = p.contains_key("inputResponses");
@@ -215,6 +198,56 @@ impl Aggregator {
         }
         Translator::new(ctx.revision(), up).params_in_place(method::TOOLS_CALL, &mut p)?;
         Ok(p)
+    }
+
+    /// This hop's `_meta`, written in one edit: the host's own hop keys go (its progress
+    /// token, its envelope: each hop writes its own), and a 2026-07-28 upstream hears the
+    /// gateway's envelope with what this host declared (its capabilities, and the tasks
+    /// extension when the gateway takes a task on itself; its log level). A 2026-07-28
+    /// host's capabilities and log level go on as it wrote them.
+    fn hop_meta(
+        &self,
+        ctx: &RequestContext,
+        i: usize,
+        up: Revision,
+        p: &mut RawObject<'_>,
+        extension: bool,
+    ) {
+        let up_modern = features::per_request_meta(up);
+        let keep_host = up_modern && features::per_request_meta(ctx.revision()) && !extension;
+        let client = self.inner.upstreams[i].client();
+        let envelope = client
+            .as_ref()
+            .filter(|_| up_modern)
+            .map(|c| c.envelope_raw());
+        let declared = (up_modern && !keep_host).then(|| {
+            let caps = if extension {
+                encode(&tasks::with_tasks_extension(ctx))
+            } else {
+                encode(ctx.client_capabilities())
+            };
+            (caps, ctx.log_level().map(encode))
+        });
+        meta::edit_raw(p, |m| {
+            let before = m.len();
+            m.retain(|k, _| match k {
+                meta::CLIENT_CAPABILITIES | meta::LOG_LEVEL => keep_host,
+                k => !HOST_HOP_META.contains(&k),
+            });
+            let mut changed = m.len() != before;
+            if let Some((version, info)) = envelope {
+                m.insert(meta::PROTOCOL_VERSION, version.to_owned());
+                m.insert(meta::CLIENT_INFO, info.to_owned());
+                changed = true;
+            }
+            if let Some((caps, level)) = &declared {
+                m.insert(meta::CLIENT_CAPABILITIES, caps.clone());
+                if let Some(level) = level {
+                    m.insert(meta::LOG_LEVEL, level.clone());
+                }
+            }
+            changed
+        });
     }
 
     /// The revision upstream `i` speaks now.
@@ -326,15 +359,19 @@ pub(super) enum AnswerKind {
 }
 
 /// Tells a plain result from a task or a question without decoding it: a byte search
-/// first, and only when a member could be there, a read of the top level for it.
+/// first, then, where a `resultType` could be there, a look at its value (one that says
+/// `complete` is plain), and only when that is not clear a read of the top level.
 pub(super) fn answer_kind(answer: &RawValue, plan: &TaskPlan) -> AnswerKind {
     let text = answer.get();
     let wants_task = plan.as_task || plan.host_takes_task;
     let escapes = raw::has_key_escapes(text);
-    let may_type = escapes || raw::may_contain_key(text, "resultType");
     let may_task = wants_task && (escapes || raw::may_contain_key(text, "task"));
-    if !may_type && !may_task {
-        return AnswerKind::Plain;
+    if !escapes && !may_task {
+        match only_result_type(text) {
+            ResultTypeSeen::None => return AnswerKind::Plain,
+            ResultTypeSeen::Complete => return AnswerKind::Plain,
+            ResultTypeSeen::Unclear => {}
+        }
     }
     #[derive(serde::Deserialize)]
     struct Top<'a> {
@@ -354,6 +391,37 @@ pub(super) fn answer_kind(answer: &RawValue, plan: &TaskPlan) -> AnswerKind {
         }
         // Not what a result should be: the decoding path says why.
         Err(_) => AnswerKind::Special,
+    }
+}
+
+/// What a text says of `resultType`, by its bytes.
+enum ResultTypeSeen {
+    /// Nowhere.
+    None,
+    /// Once, as `"complete"`: whether at the top or nested, the top level is complete.
+    Complete,
+    /// Otherwise: read the top level to know.
+    Unclear,
+}
+
+fn only_result_type(text: &str) -> ResultTypeSeen {
+    const KEY: &[u8] = b"\"resultType\"";
+    let bytes = text.as_bytes();
+    let mut found = memchr::memmem::find_iter(bytes, KEY);
+    let Some(at) = found.next() else {
+        return ResultTypeSeen::None;
+    };
+    if found.next().is_some() {
+        return ResultTypeSeen::Unclear;
+    }
+    let rest = bytes[at + KEY.len()..].trim_ascii_start();
+    let Some(rest) = rest.strip_prefix(b":") else {
+        return ResultTypeSeen::Unclear;
+    };
+    if rest.trim_ascii_start().starts_with(b"\"complete\"") {
+        ResultTypeSeen::Complete
+    } else {
+        ResultTypeSeen::Unclear
     }
 }
 
@@ -459,6 +527,42 @@ mod tests {
 
     fn raw(s: &str) -> Box<RawValue> {
         RawValue::from_string(s.to_owned()).expect("raw")
+    }
+
+    #[test]
+    fn results_are_told_apart_by_their_type() {
+        let plain = TaskPlan {
+            as_task: false,
+            host_takes_task: false,
+            ttl: None,
+        };
+        let kind = |s: &str| answer_kind(&raw(s), &plain);
+        assert_eq!(kind(r#"{"content":[]}"#), AnswerKind::Plain);
+        assert_eq!(
+            kind(r#"{"content":[],"resultType" : "complete"}"#),
+            AnswerKind::Plain
+        );
+        assert_eq!(
+            kind(r#"{"resultType":"input_required","inputRequests":{}}"#),
+            AnswerKind::Special
+        );
+        assert_eq!(
+            kind(r#"{"resultType":"task","taskId":"t"}"#),
+            AnswerKind::Special
+        );
+        // Nested and at the top: the top level decides.
+        assert_eq!(
+            kind(
+                r#"{"structuredContent":{"resultType":"complete"},"resultType":"input_required"}"#
+            ),
+            AnswerKind::Special
+        );
+        assert_eq!(
+            kind(r#"{"structuredContent":{"resultType":"x"},"resultType":"complete"}"#),
+            AnswerKind::Plain
+        );
+        // A key spelled with escapes is still read.
+        assert_eq!(kind(r#"{"result\u0054ype":"task"}"#), AnswerKind::Special);
     }
 
     #[test]

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use mcp_client::{CallOptions, Client, ClientError};
 use mcp_server::{Call, Outcome, RawResult};
 use mcp_types::protocol::*;
+use mcp_types::raw::RawObject;
 use mcp_types::{RequestId, Revision};
 use serde_json::value::RawValue;
 
@@ -49,8 +50,8 @@ struct FastCall {
 
 impl Aggregator {
     /// Takes `call` without a task if it is the common kind; gives it back otherwise.
-    pub(super) fn call_now(&self, call: Call) -> Option<Call> {
-        let Some(p) = self.prepare_now(&call) else {
+    pub(super) fn call_now(&self, call: Call, params: &RawObject<'_>) -> Option<Call> {
+        let Some(p) = self.prepare_now(&call, params) else {
             return Some(call);
         };
         let u = &self.inner.upstreams[p.i];
@@ -101,7 +102,7 @@ impl Aggregator {
 
     /// The upstream request for a call that can go without a task, or `None` when it
     /// needs one (or is malformed: the task path says why).
-    fn prepare_now(&self, call: &Call) -> Option<Prepared> {
+    fn prepare_now(&self, call: &Call, params: &RawObject<'_>) -> Option<Prepared> {
         let ctx = call.context();
         // Progress is relayed by the task that drives a call; a parked call resumes there.
         if ctx.wants_progress()
@@ -111,7 +112,6 @@ impl Aggregator {
         {
             return None;
         }
-        let params = call.params().ok()?;
         let name = params.get_str("name")?;
         if self.inner.options.surface == Surface::Dispatcher
             && crate::dispatcher::is_own_tool(&name)
@@ -131,7 +131,7 @@ impl Aggregator {
             return None;
         }
         let client = u.client()?;
-        let up = self.hop_params(ctx, i, &tool, &params, &plan, false).ok()?;
+        let up = self.hop_params(ctx, i, &tool, params, &plan, false).ok()?;
         let request = client.prepare_raw(method::TOOLS_CALL, up, &CallOptions::default());
         Some(Prepared {
             i,

@@ -9,7 +9,6 @@ use mcp_types::protocol::*;
 use mcp_types::raw::RawObject;
 use mcp_types::rpc::{error_response, response, Peer};
 use mcp_types::{ErrorObject, Message, Request, RequestId, Revision};
-use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::meta::RequestMeta;
@@ -19,71 +18,82 @@ use crate::call::Reply;
 use crate::context::Cancellation;
 use crate::{Call, Outcome, RawResult, RequestContext};
 
-/// The members of `tools/call` params the session acts on; everything else is the
-/// handler's. Read in one pass without splitting the object.
-#[derive(Default, Deserialize)]
-struct CallFields<'a> {
-    #[serde(rename = "_meta", borrow, default)]
-    meta: Option<&'a RawValue>,
-    #[serde(rename = "inputResponses", borrow, default)]
-    input_responses: Option<&'a RawValue>,
-    #[serde(rename = "requestState", borrow, default)]
-    request_state: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    task: Option<&'a RawValue>,
-}
-
 impl Session {
     /// Takes a `tools/call` on the read loop if the handler answers calls that way; gives
     /// the request back otherwise (or when it is not well-formed: the task path answers
     /// it with the error).
     pub(super) fn call_now(&self, peer: &Peer, mut req: Request) -> Option<Request> {
         let me = self.me.upgrade()?;
+        // Shared by the call and the params read from it, so that they are read once.
+        let text = req.params.take().map(Arc::new);
+        if self.take_call(me, peer, &req.id, text.clone()) {
+            return None;
+        }
+        req.params = text.map(|t| Arc::try_unwrap(t).unwrap_or_else(|t| (*t).clone()));
+        Some(req)
+    }
+
+    /// Builds the context of a call and offers it to the handler; whether it took it.
+    fn take_call(
+        &self,
+        me: Arc<Session>,
+        peer: &Peer,
+        id: &RequestId,
+        text: Option<Arc<Box<RawValue>>>,
+    ) -> bool {
+        let params = match text.as_deref() {
+            Some(t) => match RawObject::from_raw(t) {
+                Ok(p) => p,
+                Err(_) => return false,
+            },
+            None => RawObject::new(),
+        };
         let cancelled = Arc::new(Cancellation::default());
-        let ctx = {
-            let empty = RawValue::NULL;
-            let text = req.params.as_deref().unwrap_or(empty).get();
-            let fields: CallFields<'_> = if req.params.is_some() {
-                serde_json::from_str(text).ok()?
-            } else {
-                CallFields::default()
-            };
-            let mut meta = RequestMeta::from_raw(fields.meta);
-            if !self.serves_modern() {
-                meta.protocol_version = None;
-            }
-            let asker = self.asker(method::TOOLS_CALL, &meta).ok()?;
-            let mut ctx = self.context(peer, asker, &meta, cancelled.clone());
-            ctx.input_responses = decoded(fields.input_responses)?.unwrap_or_default();
-            ctx.request_state = decoded(fields.request_state)?;
-            let task: Option<TaskMetadata> = decoded(fields.task)?;
-            ctx.task = task.filter(|_| features::has_task_param(ctx.revision));
-            ctx
+        let Some(ctx) = self.call_context(peer, &params, cancelled.clone()) else {
+            return false;
         };
         if let Ok(mut f) = self.in_flight.lock() {
-            f.insert(req.id.clone(), cancelled);
+            f.insert(id.clone(), cancelled);
         }
         let call = Call {
             ctx,
-            params: req.params.take(),
+            params: text.clone(),
             reply: Some(Reply {
                 session: me,
                 peer: peer.clone(),
-                id: req.id.clone(),
+                id: id.clone(),
             }),
         };
-        match self.handler.call_tool_now(call) {
-            None => None,
+        match self.handler.call_tool_now(call, &params) {
+            None => true,
             Some(mut call) => {
                 // Served on a task after all: that path registers it again.
                 call.reply = None;
-                req.params = call.params.take();
-                if let Ok(mut f) = self.in_flight.lock() {
-                    f.remove(&req.id);
-                }
-                Some(req)
+                self.answered(id);
+                false
             }
         }
+    }
+
+    /// The context of a `tools/call`, from its params; `None` when something in them is
+    /// malformed (the task path answers with the error).
+    fn call_context(
+        &self,
+        peer: &Peer,
+        params: &RawObject<'_>,
+        cancelled: Arc<Cancellation>,
+    ) -> Option<RequestContext> {
+        let mut meta = RequestMeta::of(Some(params));
+        if !self.serves_modern() {
+            meta.protocol_version = None;
+        }
+        let asker = self.asker(method::TOOLS_CALL, &meta).ok()?;
+        let mut ctx = self.context(peer, asker, &meta, cancelled);
+        ctx.input_responses = decoded(params.get("inputResponses"))?.unwrap_or_default();
+        ctx.request_state = decoded(params.get("requestState"))?;
+        let task: Option<TaskMetadata> = decoded(params.get("task"))?;
+        ctx.task = task.filter(|_| features::has_task_param(ctx.revision));
+        Some(ctx)
     }
 
     /// Sends a call's answer: at once, or (a request for input a client before 2026-07-28
@@ -92,7 +102,7 @@ impl Session {
         self: Arc<Self>,
         reply: Reply,
         ctx: RequestContext,
-        params: Option<Box<RawValue>>,
+        params: Option<Arc<Box<RawValue>>>,
         answer: Result<Outcome<RawResult>, ErrorObject>,
     ) {
         let revision = ctx.revision;
@@ -110,7 +120,7 @@ impl Session {
                 return;
             };
             let empty = RawObject::new();
-            let parsed = params.as_deref().map(RawObject::from_raw);
+            let parsed = params.as_deref().map(|p| RawObject::from_raw(p));
             let params = match &parsed {
                 Some(Ok(p)) => p,
                 _ => &empty,

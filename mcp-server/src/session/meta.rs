@@ -67,12 +67,6 @@ impl<'a> RequestMeta<'a> {
             .unwrap_or_default()
     }
 
-    /// Reads a raw `_meta` (absent or malformed: empty).
-    pub(crate) fn from_raw(meta: Option<&'a RawValue>) -> Self {
-        meta.and_then(|m| serde_json::from_str(m.get()).ok())
-            .unwrap_or_default()
-    }
-
     /// The protocol version, if it is a string.
     pub(crate) fn version(&self) -> Option<String> {
         self.protocol_version

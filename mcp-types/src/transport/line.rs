@@ -81,6 +81,31 @@ where
         self.closed.refine(reason)
     }
 
+    /// [`Transport::recv`] as a plain method: a wrapper awaits it without boxing a second
+    /// future for every message.
+    pub async fn recv_frame(&self) -> Result<Incoming, Closed> {
+        let mut guard = self.reader.lock().await;
+        let (reader, buf) = &mut *guard;
+        let limit = self.max_message_bytes;
+        loop {
+            if let Some(r) = self.closed.get() {
+                return Err(Closed(r));
+            }
+            let read = tokio::select! {
+                read = next_line(reader, buf, limit) => read,
+                () = self.shutdown.notified() => return Err(Closed(self.closed.record(CloseReason::Closed))),
+            };
+            match read {
+                Read::Got(incoming) => return Ok(incoming),
+                Read::Blank => continue,
+                Read::Eof => return Err(Closed(self.closed.record(CloseReason::PeerClosed))),
+                Read::Failed(e) => {
+                    return Err(Closed(self.closed.record(CloseReason::Io(e.to_string()))))
+                }
+            }
+        }
+    }
+
     fn closed_error(&self) -> Closed {
         Closed(self.closed.get().unwrap_or(CloseReason::Closed))
     }
@@ -292,26 +317,7 @@ where
     }
 
     async fn recv(&self) -> Result<Incoming, Closed> {
-        let mut guard = self.reader.lock().await;
-        let (reader, buf) = &mut *guard;
-        let limit = self.max_message_bytes;
-        loop {
-            if let Some(r) = self.closed.get() {
-                return Err(Closed(r));
-            }
-            let read = tokio::select! {
-                read = next_line(reader, buf, limit) => read,
-                () = self.shutdown.notified() => return Err(Closed(self.closed.record(CloseReason::Closed))),
-            };
-            match read {
-                Read::Got(incoming) => return Ok(incoming),
-                Read::Blank => continue,
-                Read::Eof => return Err(Closed(self.closed.record(CloseReason::PeerClosed))),
-                Read::Failed(e) => {
-                    return Err(Closed(self.closed.record(CloseReason::Io(e.to_string()))))
-                }
-            }
-        }
+        self.recv_frame().await
     }
 
     async fn close(&self) {
