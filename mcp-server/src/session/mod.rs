@@ -301,10 +301,14 @@ impl Inbound for Session {
     async fn closed(&self, _reason: &mcp_types::transport::CloseReason) {
         // A closed connection cancels what it asked (2026 HTTP: closing the stream is the
         // cancellation).
-        if let Ok(f) = self.in_flight.lock() {
-            for flag in f.values() {
-                flag.cancel();
-            }
+        // Taken out of the lock first: a cancellation may answer its call, which needs it.
+        let flags: Vec<Arc<Cancellation>> = self
+            .in_flight
+            .lock()
+            .map(|f| f.values().cloned().collect())
+            .unwrap_or_default();
+        for flag in flags {
+            flag.cancel();
         }
     }
 

@@ -96,6 +96,41 @@ impl Peer {
         (peer, handle)
     }
 
+    /// A peer without a read loop, for a transport that is not one stream (each HTTP
+    /// request brings its own messages): what arrives is handed to it with
+    /// [`Peer::deliver`], and [`Peer::shut`] ends it.
+    pub fn detached(transport: Arc<dyn Transport>) -> Peer {
+        Peer {
+            shared: Arc::new(Shared {
+                transport,
+                pending: Pending::default(),
+                next_id: AtomicI64::new(1),
+                closed: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// Takes a frame that arrived other than through the transport's `recv`, as the read
+    /// loop takes what it reads: answers resolve this side's requests, requests go to
+    /// `inbound` (on a task, unless it takes them at once), notifications to `inbound`.
+    pub async fn deliver(&self, frame: Frame, inbound: &Arc<dyn Inbound>) {
+        match frame {
+            Frame::Single(msg) => self.take(msg, inbound).await,
+            Frame::Batch(msgs) => self.take_batch(msgs, inbound).await,
+        }
+    }
+
+    /// Ends a detached peer: `inbound` hears it, and requests still waiting fail.
+    pub async fn shut(&self, reason: CloseReason, inbound: &Arc<dyn Inbound>) {
+        if let Ok(mut c) = self.shared.closed.lock() {
+            c.get_or_insert(reason.clone());
+        }
+        inbound.closed(&reason).await;
+        for waiter in self.shared.pending.drain() {
+            waiter.fail(pending::closed(Some(reason.clone())));
+        }
+    }
+
     /// The transport under this peer.
     pub fn transport(&self) -> &Arc<dyn Transport> {
         &self.shared.transport
@@ -307,14 +342,8 @@ impl Peer {
                 Err(Closed(reason)) => break reason,
             }
         };
-        if let Ok(mut c) = self.shared.closed.lock() {
-            c.get_or_insert(reason.clone());
-        }
-        inbound.closed(&reason).await;
         // Every waiting request fails with the close reason.
-        for waiter in self.shared.pending.drain() {
-            waiter.fail(pending::closed(Some(reason.clone())));
-        }
+        self.shut(reason.clone(), &inbound).await;
         reason
     }
 

@@ -1,0 +1,139 @@
+//! The call relay's own behaviour: calls taken without a task keep the gateway serving
+//! when hosts go away in the middle of them, and time out like any other.
+
+mod common;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use common::{host, text, tools_only};
+use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport};
+use mcp_server::{Outcome, RequestContext, Server, ServerHandler};
+use mcp_types::protocol::*;
+use serde_json::{json, Map};
+
+/// `wait` answers after `ms` milliseconds (default 300); `now` at once.
+struct Slow;
+
+#[async_trait]
+impl ServerHandler for Slow {
+    fn capabilities(&self) -> ServerCapabilities {
+        tools_only()
+    }
+    async fn list_tools(
+        &self,
+        _: &RequestContext,
+        _: PaginatedRequestParams,
+    ) -> Result<ListToolsResult, mcp_types::ErrorObject> {
+        Ok(ListToolsResult {
+            tools: vec![
+                Tool::new("wait", json!({"type": "object"})),
+                Tool::new("now", json!({"type": "object"})),
+            ],
+            ..Default::default()
+        })
+    }
+    async fn call_tool(
+        &self,
+        _: &RequestContext,
+        p: CallToolRequestParams,
+    ) -> Result<Outcome<CallToolResult>, mcp_types::ErrorObject> {
+        if p.name == "wait" {
+            let ms = p
+                .arguments
+                .as_ref()
+                .and_then(|a| a.get("ms"))
+                .and_then(|v| v.as_u64())
+                .unwrap_or(300);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+        Ok(Outcome::Complete(CallToolResult {
+            content: vec![ContentBlock::text(p.name)],
+            ..Default::default()
+        }))
+    }
+}
+
+fn slow(options: AggregatorOptions) -> (Vec<UpstreamConfig>, AggregatorOptions) {
+    let up = UpstreamConfig::new("slow", UpstreamTransport::InProcess(Server::new(Slow)));
+    (vec![up], options)
+}
+
+#[test]
+fn hosts_that_leave_mid_call_leave_the_gateway_serving() {
+    // On a runtime of its own, watched from here: a gateway that locked itself up (as
+    // one once did, cancelling calls under a lock their answers needed) fails the test
+    // instead of hanging it.
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(leave_mid_call());
+        let _ = done.send(());
+    });
+    finished
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the gateway kept serving after its hosts left mid-call");
+}
+
+async fn leave_mid_call() {
+    let (ups, options) = slow(AggregatorOptions::default());
+    let agg = Aggregator::start(ups, options).await.expect("start");
+    // Several hosts leave with calls in flight (their connections close under them)...
+    for _ in 0..3 {
+        let gone = host(&agg, mcp_client::NoHandler, Default::default()).await;
+        let calls: Vec<_> = (0..4)
+            .map(|_| {
+                let gone = gone.clone();
+                tokio::spawn(async move { gone.call_tool("slow__wait", Map::new()).await })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        gone.close().await;
+        for c in calls {
+            let _ = tokio::time::timeout(Duration::from_secs(5), c).await;
+        }
+    }
+    // ...and the next host is served, by the same gateway, at once.
+    let next = host(&agg, mcp_client::NoHandler, Default::default()).await;
+    let r = tokio::time::timeout(
+        Duration::from_secs(5),
+        next.call_tool("slow__now", Map::new()),
+    )
+    .await
+    .expect("the gateway still answers")
+    .expect("call");
+    assert_eq!(text(&r.result), "now");
+    next.close().await;
+    agg.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_call_without_an_answer_in_time_is_an_error_result() {
+    let options = AggregatorOptions {
+        call_timeout: Duration::from_millis(200),
+        ..Default::default()
+    };
+    let (ups, options) = slow(options);
+    let agg = Aggregator::start(ups, options).await.expect("start");
+    let host = host(&agg, mcp_client::NoHandler, Default::default()).await;
+    let mut args = Map::new();
+    args.insert("ms".into(), json!(2000));
+    let r = tokio::time::timeout(Duration::from_secs(5), host.call_tool("slow__wait", args))
+        .await
+        .expect("answered in time")
+        .expect("a result");
+    assert!(r.result.is_error(), "{:?}", r.result);
+    assert!(
+        text(&r.result).contains("did not answer within"),
+        "{}",
+        text(&r.result)
+    );
+    // The connection is fine afterwards.
+    let r = host.call_tool("slow__now", Map::new()).await.expect("call");
+    assert_eq!(text(&r.result), "now");
+    host.close().await;
+    agg.shutdown().await;
+}
