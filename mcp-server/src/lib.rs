@@ -124,6 +124,11 @@ impl Server {
         }
     }
 
+    /// A session of this server, for a transport that hands it messages directly.
+    pub(crate) fn session(&self) -> Arc<session::Session> {
+        session::Session::new(self.handler.clone(), self.shared.clone())
+    }
+
     /// The options this server was made with.
     pub fn options(&self) -> &ServerOptions {
         &self.shared.options

@@ -374,6 +374,15 @@ impl Message {
         }
     }
 
+    /// The raw params of a request or notification.
+    pub fn params(&self) -> Option<&RawValue> {
+        match self {
+            Message::Request(r) => r.params.as_deref(),
+            Message::Notification(n) => n.params.as_deref(),
+            _ => None,
+        }
+    }
+
     /// The id of a request or response.
     pub fn id(&self) -> Option<&RequestId> {
         match self {

@@ -32,7 +32,7 @@ use serde_json::Map;
 use crate::context::{Cancellation, Notifier};
 use crate::{RawResult, ServerShared};
 use crate::{RequestContext, ServerHandler};
-use meta::RequestMeta;
+pub(crate) use meta::RequestMeta;
 
 /// What a legacy client settled at `initialize`.
 #[derive(Clone)]

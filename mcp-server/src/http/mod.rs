@@ -1,0 +1,402 @@
+//! Streamable HTTP, server side, for both eras on one endpoint.
+//!
+//! - 2026-07-28: every POST is one stateless request. The mirrored headers
+//!   (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`) must match the body (`-32020`
+//!   and `400` otherwise); the answer is JSON, or an SSE stream when the request's
+//!   notifications (progress, logs) come first. Closing the stream cancels the request.
+//!   GET and DELETE are `405`.
+//! - 2025-03-26 … 2025-11-25: `initialize` opens a session (`Mcp-Session-Id`); later
+//!   POSTs need it (`400` without, `404` when unknown); server→client requests and
+//!   notifications travel on the POST's SSE stream, or on the GET stream when no request
+//!   is running; events carry ids and a GET with `Last-Event-ID` replays a stream;
+//!   DELETE ends the session. A POST whose lone answer comes before anything else is
+//!   answered as plain JSON.
+//!
+//! Requests are handed to the server's session directly (a peer without a read loop):
+//! no in-memory transport, no task between the HTTP handler and the session, and none at
+//! all for a call the handler takes at once.
+//!
+//! [`StreamableHttp`] is a hyper service, so it mounts in any hyper (or axum) server;
+//! [`serve`] runs one on a listener, with `TCP_NODELAY` on every connection. Host and
+//! Origin are checked against allow-lists that default to loopback (DNS rebinding), and
+//! bodies are capped.
+
+mod checks;
+mod exchange;
+mod legacy;
+mod modern;
+mod reply;
+mod routing;
+
+use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::hash::BuildHasher;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{header, HeaderMap, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Body;
+use mcp_types::protocol::method;
+use mcp_types::{codes, headers, Frame, Message, Revision};
+
+use crate::Server;
+use checks::{accepts_sse, allowed, header_str, host_of};
+use legacy::LegacySession;
+pub use reply::HttpBody;
+use reply::{empty, respond, rpc_error};
+
+/// How the HTTP endpoint behaves.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// The endpoint path (default `/mcp`).
+    pub path: String,
+    /// Host names accepted in `Host` (any port). Default: loopback names only.
+    pub allowed_hosts: Vec<String>,
+    /// Host names accepted in `Origin` (any scheme and port), when the header is present.
+    /// Default: loopback names only.
+    pub allowed_origins: Vec<String>,
+    /// Largest request body (default 4 MiB); larger is `413`.
+    pub max_body_bytes: usize,
+    /// How often an idle SSE stream gets a keep-alive comment (default 15 s).
+    pub keep_alive: Duration,
+    /// Events kept per stream for `Last-Event-ID` replay (default 256).
+    pub replay_events: usize,
+}
+
+fn loopback() -> Vec<String> {
+    ["localhost", "127.0.0.1", "[::1]", "::1"]
+        .map(String::from)
+        .to_vec()
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            path: "/mcp".into(),
+            allowed_hosts: loopback(),
+            allowed_origins: loopback(),
+            max_body_bytes: 4 * 1024 * 1024,
+            keep_alive: Duration::from_secs(15),
+            replay_events: 256,
+        }
+    }
+}
+
+/// A Streamable HTTP endpoint around a [`Server`]. Cheap to clone.
+#[derive(Clone)]
+pub struct StreamableHttp {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    server: Server,
+    options: HttpOptions,
+    sessions: Mutex<HashMap<String, Arc<LegacySession>>>,
+    ids: RandomState,
+    counter: AtomicU64,
+}
+
+fn forbidden(what: &str) -> Response<HttpBody> {
+    rpc_error(
+        StatusCode::FORBIDDEN,
+        None,
+        codes::INVALID_REQUEST,
+        format!("Forbidden: {what} not allowed"),
+    )
+}
+
+impl StreamableHttp {
+    /// An endpoint serving `server` with `options`.
+    pub fn new(server: Server, options: HttpOptions) -> Self {
+        StreamableHttp {
+            inner: Arc::new(Inner {
+                server,
+                options,
+                sessions: Mutex::new(HashMap::new()),
+                ids: RandomState::new(),
+                counter: AtomicU64::new(1),
+            }),
+        }
+    }
+
+    /// Legacy sessions open now.
+    pub fn session_count(&self) -> usize {
+        self.inner.sessions.lock().map(|s| s.len()).unwrap_or(0)
+    }
+
+    /// Answers one HTTP request.
+    pub async fn handle<B>(&self, req: Request<B>) -> Response<HttpBody>
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let o = &self.inner.options;
+        if req.uri().path() != o.path {
+            return respond(StatusCode::NOT_FOUND, empty(), None);
+        }
+        let host = header_str(req.headers(), header::HOST.as_str())
+            .or(req.uri().authority().map(|a| a.as_str()));
+        if !host.is_some_and(|h| allowed(&o.allowed_hosts, host_of(h))) {
+            tracing::warn!(?host, "rejected: Host not allowed");
+            return forbidden("Host");
+        }
+        if let Some(origin) = header_str(req.headers(), header::ORIGIN.as_str()) {
+            let authority = origin.split_once("://").map_or(origin, |(_, a)| a);
+            if !allowed(&o.allowed_origins, host_of(authority)) {
+                tracing::warn!(origin, "rejected: Origin not allowed");
+                return forbidden("Origin");
+            }
+        }
+        match *req.method() {
+            Method::POST => self.post(req).await,
+            Method::GET => self.get(req.headers()),
+            Method::DELETE => self.delete(req.headers()).await,
+            _ => respond(StatusCode::METHOD_NOT_ALLOWED, empty(), None),
+        }
+    }
+
+    async fn post<B>(&self, req: Request<B>) -> Response<HttpBody>
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let (parts, body) = req.into_parts();
+        let limit = self.inner.options.max_body_bytes;
+        let bytes = match Limited::new(body, limit).collect().await {
+            Ok(c) => c.to_bytes(),
+            Err(e)
+                if e.downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some() =>
+            {
+                return rpc_error(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    None,
+                    codes::INVALID_REQUEST,
+                    format!("Request body exceeds {limit} bytes"),
+                )
+            }
+            Err(e) => {
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    codes::INVALID_REQUEST,
+                    format!("Unreadable body: {e}"),
+                )
+            }
+        };
+        let frame = match Frame::parse(&bytes) {
+            Ok(f) => f,
+            Err(e) => {
+                let err = mcp_types::transport::invalid_frame_error(&e);
+                return rpc_error(StatusCode::BAD_REQUEST, None, err.code, err.message);
+            }
+        };
+        let h = &parts.headers;
+        if is_modern(&frame, h) {
+            let o = &self.inner.options;
+            return modern::serve(&self.inner.server, o.keep_alive, frame, h).await;
+        }
+        match header_str(h, headers::SESSION_ID) {
+            Some(id) => self.post_in_session(id, frame, h).await,
+            None => self.open_session(frame, h).await,
+        }
+    }
+
+    async fn post_in_session(&self, id: &str, frame: Frame, h: &HeaderMap) -> Response<HttpBody> {
+        let session = self
+            .inner
+            .sessions
+            .lock()
+            .ok()
+            .and_then(|s| s.get(id).cloned());
+        let Some(session) = session else {
+            return not_found();
+        };
+        if let Some(v) = header_str(h, headers::PROTOCOL_VERSION) {
+            let supported = &self.inner.server.options().supported;
+            if Revision::parse(v).map_or(true, |r| !supported.contains(&r)) {
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    codes::INVALID_REQUEST,
+                    format!("Bad Request: unsupported MCP-Protocol-Version {v:?}"),
+                );
+            }
+        }
+        session.post(frame, accepts_sse(h)).await
+    }
+
+    async fn open_session(&self, frame: Frame, h: &HeaderMap) -> Response<HttpBody> {
+        let is_init =
+            matches!(&frame, Frame::Single(Message::Request(r)) if r.method == method::INITIALIZE);
+        if !is_init {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                None,
+                codes::INVALID_REQUEST,
+                "Bad Request: Mcp-Session-Id header is required (or 2026-07-28 _meta)",
+            );
+        }
+        let id = self.new_session_id();
+        let o = &self.inner.options;
+        let session = Arc::new(LegacySession::start(
+            &self.inner.server,
+            o.replay_events,
+            o.keep_alive,
+        ));
+        if let Ok(mut s) = self.inner.sessions.lock() {
+            s.insert(id.clone(), session.clone());
+        }
+        let mut r = session.post(frame, accepts_sse(h)).await;
+        if let Ok(v) = header::HeaderValue::from_str(&id) {
+            r.headers_mut().insert(headers::SESSION_ID, v);
+        }
+        r
+    }
+
+    fn new_session_id(&self) -> String {
+        let n = self.inner.counter.fetch_add(1, Ordering::Relaxed);
+        let a = self.inner.ids.hash_one((n, std::time::SystemTime::now()));
+        let b = self.inner.ids.hash_one((a, n.rotate_left(17)));
+        format!("{a:016x}{b:016x}")
+    }
+
+    fn session_of(&self, h: &HeaderMap) -> Result<Arc<LegacySession>, Box<Response<HttpBody>>> {
+        let Some(id) = header_str(h, headers::SESSION_ID) else {
+            return Err(Box::new(
+                if header_str(h, headers::PROTOCOL_VERSION) == Some(Revision::V2026_07_28.as_str())
+                {
+                    respond(StatusCode::METHOD_NOT_ALLOWED, empty(), None)
+                } else {
+                    rpc_error(
+                        StatusCode::BAD_REQUEST,
+                        None,
+                        codes::INVALID_REQUEST,
+                        "Bad Request: Mcp-Session-Id header is required",
+                    )
+                },
+            ));
+        };
+        self.inner
+            .sessions
+            .lock()
+            .ok()
+            .and_then(|s| s.get(id).cloned())
+            .ok_or_else(|| Box::new(not_found()))
+    }
+
+    fn get(&self, h: &HeaderMap) -> Response<HttpBody> {
+        let session = match self.session_of(h) {
+            Ok(s) => s,
+            Err(r) => return *r,
+        };
+        if !accepts_sse(h) {
+            return rpc_error(
+                StatusCode::NOT_ACCEPTABLE,
+                None,
+                codes::INVALID_REQUEST,
+                "GET needs Accept: text/event-stream",
+            );
+        }
+        session.get(header_str(h, headers::LAST_EVENT_ID))
+    }
+
+    async fn delete(&self, h: &HeaderMap) -> Response<HttpBody> {
+        let session = match self.session_of(h) {
+            Ok(s) => s,
+            Err(r) => return *r,
+        };
+        if let (Ok(mut s), Some(id)) = (
+            self.inner.sessions.lock(),
+            header_str(h, headers::SESSION_ID),
+        ) {
+            s.remove(id);
+        }
+        session.end().await;
+        respond(StatusCode::OK, empty(), None)
+    }
+}
+
+/// Whether a POST is a 2026-07-28 request: a version in its `_meta`, or the 2026 header
+/// without a session.
+fn is_modern(frame: &Frame, h: &HeaderMap) -> bool {
+    let Frame::Single(m) = frame else {
+        return false;
+    };
+    let by_header = header_str(h, headers::PROTOCOL_VERSION)
+        == Some(Revision::V2026_07_28.as_str())
+        && h.get(headers::SESSION_ID).is_none();
+    // The body is read only when the headers do not tell already, and only where the
+    // key could be.
+    by_header
+        || m.params().is_some_and(|p| {
+            mcp_types::raw::may_contain_key(p.get(), mcp_types::meta::PROTOCOL_VERSION)
+                && mcp_revisions::negotiate::request_protocol_version(m).is_some()
+        })
+}
+
+fn not_found() -> Response<HttpBody> {
+    rpc_error(
+        StatusCode::NOT_FOUND,
+        None,
+        codes::INVALID_REQUEST,
+        "Session not found",
+    )
+}
+
+impl<B> hyper::service::Service<Request<B>> for StreamableHttp
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Response = Response<HttpBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<HttpBody>, Infallible>> + Send>>;
+
+    fn call(&self, req: Request<B>) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move { Ok(this.handle(req).await) })
+    }
+}
+
+/// Serves `http` on `listener` (HTTP/1.1) until the listener fails. Every accepted
+/// connection has `TCP_NODELAY`: an answer written in more than one piece must not wait
+/// for the client's delayed acknowledgement of the first.
+pub async fn serve(listener: tokio::net::TcpListener, http: StreamableHttp) -> std::io::Result<()> {
+    loop {
+        let (stream, peer) = listener.accept().await?;
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(%peer, "cannot set TCP_NODELAY: {e}");
+        }
+        let service = http.clone();
+        tokio::spawn(async move {
+            let io = hyper_util::rt::TokioIo::new(stream);
+            if let Err(e) = hyper::server::conn::http1::Builder::new()
+                .serve_connection(io, service)
+                .await
+            {
+                tracing::debug!(%peer, "connection ended: {e}");
+            }
+        });
+    }
+}
+
+/// Binds `addr` and serves `server` at `options.path` (see [`serve`]). Returns the bound
+/// address (useful with port 0) and the serving task.
+pub async fn bind(
+    addr: SocketAddr,
+    server: Server,
+    options: HttpOptions,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>)> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    let http = StreamableHttp::new(server, options);
+    Ok((local, tokio::spawn(serve(listener, http))))
+}

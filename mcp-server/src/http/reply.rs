@@ -1,0 +1,101 @@
+//! What the endpoint answers with: JSON bodies, JSON-RPC errors with their HTTP status,
+//! and Server-Sent Events.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{header, Response, StatusCode};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full};
+use mcp_types::{codes, ErrorObject, ErrorResponse, Message, RequestId};
+
+/// The body of every response this module writes.
+pub type HttpBody = UnsyncBoxBody<Bytes, Infallible>;
+
+pub(super) fn json_body(v: &impl serde::Serialize) -> HttpBody {
+    let bytes = serde_json::to_vec(v).unwrap_or_default();
+    Full::new(Bytes::from(bytes)).boxed_unsync()
+}
+
+pub(super) fn empty() -> HttpBody {
+    Full::new(Bytes::new()).boxed_unsync()
+}
+
+pub(super) fn respond(
+    status: StatusCode,
+    body: HttpBody,
+    content_type: Option<&'static str>,
+) -> Response<HttpBody> {
+    let mut r = Response::new(body);
+    *r.status_mut() = status;
+    if let Some(ct) = content_type {
+        r.headers_mut()
+            .insert(header::CONTENT_TYPE, header::HeaderValue::from_static(ct));
+    }
+    r
+}
+
+/// A message as a JSON response.
+pub(super) fn json(status: StatusCode, msg: &Message) -> Response<HttpBody> {
+    respond(status, json_body(msg), Some("application/json"))
+}
+
+pub(super) fn rpc_error(
+    status: StatusCode,
+    id: Option<RequestId>,
+    code: i64,
+    message: impl Into<String>,
+) -> Response<HttpBody> {
+    let e = Message::Error(ErrorResponse::new(id, ErrorObject::new(code, message)));
+    json(status, &e)
+}
+
+/// The HTTP status a 2026-07-28 error answer travels with.
+pub(super) fn modern_status(code: i64) -> StatusCode {
+    match code {
+        codes::HEADER_MISMATCH
+        | codes::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | codes::UNSUPPORTED_PROTOCOL_VERSION => StatusCode::BAD_REQUEST,
+        codes::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        codes::PARSE_ERROR | codes::INVALID_REQUEST => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+/// One SSE event, ready to write in one piece.
+pub(super) fn sse_event(id: Option<&str>, msg: &Message) -> Bytes {
+    let data = msg.to_bytes();
+    let mut out = Vec::with_capacity(data.len() + 40);
+    if let Some(id) = id {
+        out.extend_from_slice(b"id: ");
+        out.extend_from_slice(id.as_bytes());
+        out.push(b'\n');
+    }
+    out.extend_from_slice(b"event: message\ndata: ");
+    out.extend_from_slice(&data);
+    out.extend_from_slice(b"\n\n");
+    Bytes::from(out)
+}
+
+/// The keep-alive comment an idle stream gets.
+pub(super) const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
+
+/// A keep-alive timer for an SSE body.
+pub(super) fn keep_alive(every: Duration) -> tokio::time::Interval {
+    let mut interval = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    interval
+}
+
+/// A response carrying an SSE body.
+pub(super) fn sse(body: HttpBody) -> Response<HttpBody> {
+    let mut r = respond(StatusCode::OK, body, Some("text/event-stream"));
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-cache"),
+    );
+    r.headers_mut()
+        .insert("x-accel-buffering", header::HeaderValue::from_static("no"));
+    r
+}
