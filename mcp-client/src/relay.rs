@@ -62,19 +62,54 @@ impl Drop for ProgressGuard {
 }
 
 impl Client {
-    /// This client's 2026-07-28 envelope members, encoded: its protocol version and its
-    /// `clientInfo` (for a relay that writes a request's `_meta` in one go).
-    pub fn envelope_raw(&self) -> (&RawValue, &RawValue) {
-        (&self.envelope.version, &self.envelope.info)
+    /// Writes this client's 2026-07-28 envelope into the `_meta` of a request the caller
+    /// is editing (read with [`RawObject::parse`], written back once by the caller): the
+    /// protocol version and `clientInfo` (each hop writes its own), and this client's
+    /// capabilities unless the caller put the ones it speaks for there. Nothing for a
+    /// server of an earlier revision. The values are borrowed from the client, so nothing
+    /// is copied until the `_meta` is written. Returns whether anything was written.
+    pub fn write_envelope<'m>(&'m self, meta: &mut RawObject<'m>) -> bool {
+        if !features::per_request_meta(self.revision) {
+            return false;
+        }
+        let e = &self.envelope;
+        meta.insert(meta::PROTOCOL_VERSION, &*e.version);
+        meta.insert(meta::CLIENT_INFO, &*e.info);
+        if !meta.contains_key(meta::CLIENT_CAPABILITIES) {
+            meta.insert(meta::CLIENT_CAPABILITIES, &*e.capabilities);
+        }
+        true
+    }
+
+    /// [`Client::write_envelope`] for params whose `_meta` the caller does not otherwise
+    /// edit: `_meta` is read, given the envelope and written back (only `_meta` changes).
+    pub fn add_envelope(&self, params: &mut RawObject<'_>) -> bool {
+        if !features::per_request_meta(self.revision) {
+            return false;
+        }
+        let written = match params.get("_meta") {
+            None => Some(RawObject::new()),
+            Some(m) => RawObject::parse(m.get()).ok(),
+        }
+        .map(|mut m| {
+            self.write_envelope(&mut m);
+            m.to_raw()
+        });
+        match written {
+            Some(m) => {
+                params.insert("_meta", m);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Prepares a request whose params are already in this connection's revision, read one
-    /// level deep (a relay's): nothing in them is decoded, translated or reordered. Only
-    /// `_meta` may change: for a 2026-07-28 server the envelope keys this client writes
-    /// are added where absent (protocol version, client info, and this client's
-    /// capabilities unless the params declare the host's), and a progress token when
-    /// `opts.progress` is set (registered until the request is done). The params are
-    /// written out once, here, so the request owns them.
+    /// level deep, with this hop's `_meta` written (a relay's; see
+    /// [`Client::write_envelope`]): nothing in them is decoded, translated or reordered.
+    /// Only a progress token is added to `_meta` when `opts.progress` is set (registered
+    /// until the request is done). The params are written out once, here, so the request
+    /// owns them.
     pub fn prepare_raw(
         &self,
         method_name: &str,
@@ -92,30 +127,8 @@ impl Client {
                 token,
             }
         });
-        let modern = features::per_request_meta(self.revision);
-        if modern || progress.is_some() {
-            let token = progress.as_ref().map(|g| encode(&g.token));
-            meta::edit_raw(&mut params, |m| {
-                let mut changed = false;
-                if let Some(t) = &token {
-                    m.insert(meta::PROGRESS_TOKEN, t.clone());
-                    changed = true;
-                }
-                if modern {
-                    let e = &self.envelope;
-                    for (key, value) in [
-                        (meta::PROTOCOL_VERSION, &e.version),
-                        (meta::CLIENT_CAPABILITIES, &e.capabilities),
-                        (meta::CLIENT_INFO, &e.info),
-                    ] {
-                        if !m.contains_key(key) {
-                            m.insert(key, value.clone());
-                            changed = true;
-                        }
-                    }
-                }
-                changed
-            });
+        if let Some(g) = &progress {
+            meta::set_raw(&mut params, meta::PROGRESS_TOKEN, &encode(&g.token), false);
         }
         RawRequest {
             method: method_name.to_owned(),
@@ -196,13 +209,15 @@ impl Client {
         self.peer.cancel_now(id, reason);
     }
 
-    /// [`Client::prepare_raw`] and [`Client::send_raw`] in one.
+    /// [`Client::prepare_raw`] and [`Client::send_raw`] in one, with this client's
+    /// envelope written into `_meta` (see [`Client::write_envelope`]).
     pub async fn request_raw(
         &self,
         method_name: &str,
-        params: RawObject<'_>,
+        mut params: RawObject<'_>,
         opts: &CallOptions,
     ) -> Result<Box<RawValue>, ClientError> {
+        self.add_envelope(&mut params);
         let request = self.prepare_raw(method_name, params, opts);
         self.send_raw(request, opts).await
     }

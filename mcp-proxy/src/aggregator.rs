@@ -900,10 +900,13 @@ impl Aggregator {
         ctx: &RequestContext,
     ) -> Result<Value, ClientError> {
         let params = self.hop_value_params(i, method_name, params, ctx)?;
-        let params = RawObject::from_raw(&params).map_err(|e| ClientError::InvalidResult {
+        let mut params = RawObject::from_raw(&params).map_err(|e| ClientError::InvalidResult {
             method: method_name.into(),
             reason: e.to_string(),
         })?;
+        if let Some(client) = self.inner.upstreams[i].client() {
+            client.add_envelope(&mut params);
+        }
         let answer = self.upstream_call_raw(i, method_name, params, ctx).await?;
         serde_json::from_str(answer.get()).map_err(|e| ClientError::InvalidResult {
             method: method_name.into(),

@@ -8,6 +8,7 @@ use mcp_revisions::{features, Translator};
 use mcp_types::protocol::*;
 use mcp_types::rpc::Peer;
 use mcp_types::Revision;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// Sends notifications to the client that made a request, in its revision.
@@ -60,6 +61,7 @@ impl Notifier {
 pub struct RequestContext {
     pub(crate) revision: Revision,
     pub(crate) client_capabilities: Arc<ClientCapabilities>,
+    pub(crate) client_capabilities_raw: Arc<RawValue>,
     pub(crate) client_info: Option<Arc<Implementation>>,
     pub(crate) input_responses: Map<String, Value>,
     pub(crate) request_state: Option<String>,
@@ -152,6 +154,12 @@ impl RequestContext {
     /// The capabilities the client declared (at `initialize`, or on this 2026 request).
     pub fn client_capabilities(&self) -> &ClientCapabilities {
         &self.client_capabilities
+    }
+
+    /// The capabilities the client declared, exactly as it wrote them (a relay passes
+    /// them on without re-encoding).
+    pub fn client_capabilities_raw(&self) -> &RawValue {
+        &self.client_capabilities_raw
     }
 
     /// The client's self-description, if it gave one.

@@ -22,21 +22,67 @@ pub type Extra = Map<String, Value>;
 /// text, so an id too large for any Rust integer is still echoed byte for byte).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum RequestId {
-    /// A numeric id, as its JSON text.
-    Number(Box<str>),
+    /// A numeric id.
+    Number(IdNumber),
     /// A string id.
     String(String),
 }
 
+/// A numeric request id exactly as written: an integer that an `i64` writes back the
+/// same is held as one (no allocation, cheap to copy); any other number (too large, a
+/// fraction, an exponent) as its text.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct IdNumber(NumberText);
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum NumberText {
+    Integer(i64),
+    Text(Box<str>),
+}
+
+impl IdNumber {
+    /// A number id from its JSON text (taken as written; the caller has checked it is a
+    /// JSON number).
+    pub fn from_text(text: &str) -> Self {
+        match plain_integer(text) {
+            Some(n) => IdNumber(NumberText::Integer(n)),
+            None => IdNumber(NumberText::Text(text.into())),
+        }
+    }
+
+    /// The id as an `i64`, when it is a plain integer.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self.0 {
+            NumberText::Integer(n) => Some(n),
+            NumberText::Text(_) => None,
+        }
+    }
+}
+
+impl From<i64> for IdNumber {
+    fn from(n: i64) -> Self {
+        IdNumber(NumberText::Integer(n))
+    }
+}
+
+impl fmt::Display for IdNumber {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            NumberText::Integer(n) => write!(f, "{n}"),
+            NumberText::Text(t) => f.write_str(t),
+        }
+    }
+}
+
 impl Default for RequestId {
     fn default() -> Self {
-        RequestId::Number("0".into())
+        RequestId::from(0)
     }
 }
 
 impl From<i64> for RequestId {
     fn from(n: i64) -> Self {
-        RequestId::Number(n.to_string().into())
+        RequestId::Number(n.into())
     }
 }
 
@@ -49,7 +95,7 @@ impl From<&str> for RequestId {
 impl fmt::Display for RequestId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RequestId::Number(n) => f.write_str(n),
+            RequestId::Number(n) => n.fmt(f),
             RequestId::String(s) => f.write_str(&serde_json::to_string(s).unwrap_or_default()),
         }
     }
@@ -59,14 +105,13 @@ impl Serialize for RequestId {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             RequestId::String(t) => s.serialize_str(t),
-            // A plain integer is written as one: the same text, without an allocation.
-            RequestId::Number(n) if plain_integer(n).is_some() => {
-                s.serialize_i64(plain_integer(n).unwrap_or_default())
+            RequestId::Number(IdNumber(NumberText::Integer(n))) => s.serialize_i64(*n),
+            RequestId::Number(IdNumber(NumberText::Text(t))) => {
+                match RawValue::from_string(t.to_string()) {
+                    Ok(raw) => raw.serialize(s),
+                    Err(e) => Err(serde::ser::Error::custom(e)),
+                }
             }
-            RequestId::Number(n) => match RawValue::from_string(n.to_string()) {
-                Ok(raw) => raw.serialize(s),
-                Err(e) => Err(serde::ser::Error::custom(e)),
-            },
         }
     }
 }
@@ -83,14 +128,14 @@ impl<'de> Deserialize<'de> for RequestId {
                 Ok(RequestId::String(v.to_owned()))
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<RequestId, E> {
-                Ok(RequestId::Number(v.to_string().into()))
+                Ok(RequestId::Number(IdNumber::from_text(&v.to_string())))
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<RequestId, E> {
-                Ok(RequestId::Number(v.to_string().into()))
+                Ok(RequestId::from(v))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<RequestId, E> {
                 Number::from_f64(v)
-                    .map(|n| RequestId::Number(n.to_string().into()))
+                    .map(|n| RequestId::Number(IdNumber::from_text(&n.to_string())))
                     .ok_or_else(|| E::custom("a non-finite number cannot be an id"))
             }
         }
@@ -122,7 +167,7 @@ fn id_from_raw(raw: &RawValue) -> Result<Option<RequestId>, String> {
             .map(|s| Some(RequestId::String(s)))
             .map_err(|e| e.to_string()),
         Some(b'n') if text == "null" => Ok(None),
-        Some(b'-' | b'0'..=b'9') => Ok(Some(RequestId::Number(text.into()))),
+        Some(b'-' | b'0'..=b'9') => Ok(Some(RequestId::Number(IdNumber::from_text(text)))),
         _ => Err(format!("an id must be a string or a number, not {text}")),
     }
 }
@@ -614,7 +659,7 @@ mod tests {
             "1.0",
             "12345678901234567890123",
         ] {
-            let id = RequestId::Number(text.into());
+            let id = RequestId::Number(IdNumber::from_text(text));
             assert_eq!(serde_json::to_string(&id).expect("id"), text);
         }
     }

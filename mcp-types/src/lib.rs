@@ -37,6 +37,7 @@ mod serde_util;
 pub mod transport;
 
 pub use jsonrpc::{
-    ErrorObject, ErrorResponse, Frame, Message, Notification, Request, RequestId, Response,
+    ErrorObject, ErrorResponse, Frame, IdNumber, Message, Notification, Request, RequestId,
+    Response,
 };
 pub use revision::{Era, Revision, UnknownRevision};

@@ -411,6 +411,12 @@ pub fn as_str(raw: &RawValue) -> Option<Cow<'_, str>> {
     de.deserialize_str(CowStr).ok()
 }
 
+/// A value written as raw JSON (`null` for what cannot be written: a map whose keys are
+/// not strings, a failing `Serialize`).
+pub fn encode<T: Serialize + ?Sized>(value: &T) -> Box<RawValue> {
+    serde_json::value::to_raw_value(value).unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
+
 /// A string as a raw JSON string literal.
 pub fn string(s: &str) -> Box<RawValue> {
     serde_json::value::to_raw_value(s).unwrap_or_else(|_| RawValue::NULL.to_owned())

@@ -169,7 +169,6 @@ impl Aggregator {
         if p.get_str("name").as_deref() != Some(tool.name.as_str()) {
             p.insert_str("name", &tool.name);
         }
-        self.hop_meta(ctx, i, up, &mut p, extension);
         // A retry's answers and state: a 2026 host's own members, or what the session
         // gathered from a legacy host. The gateway's own question was the gateway's to read.
         let own_answers = p.contains_key("inputResponses");
@@ -180,7 +179,7 @@ impl Aggregator {
             responses.remove(CONFIRM_KEY);
             p.remove("inputResponses");
             if !responses.is_empty() {
-                p.insert("inputResponses", encode(&responses));
+                p.insert("inputResponses", raw::encode(&responses));
             }
         }
         if let (false, Some(state)) = (p.contains_key("requestState"), ctx.request_state()) {
@@ -193,18 +192,21 @@ impl Aggregator {
                     ttl: plan.ttl.clone(),
                     ..Default::default()
                 };
-                p.insert("task", encode(&task));
+                p.insert("task", raw::encode(&task));
             }
         }
-        Translator::new(ctx.revision(), up).params_in_place(method::TOOLS_CALL, &mut p)?;
+        Translator::new(ctx.revision(), up)
+            .without_request_meta()
+            .params_in_place(method::TOOLS_CALL, &mut p)?;
+        self.hop_meta(ctx, i, up, &mut p, extension);
         Ok(p)
     }
 
-    /// This hop's `_meta`, written in one edit: the host's own hop keys go (its progress
+    /// This hop's `_meta`, read and written once: the host's own hop keys go (its progress
     /// token, its envelope: each hop writes its own), and a 2026-07-28 upstream hears the
-    /// gateway's envelope with what this host declared (its capabilities, and the tasks
-    /// extension when the gateway takes a task on itself; its log level). A 2026-07-28
-    /// host's capabilities and log level go on as it wrote them.
+    /// gateway's envelope with what this host declared (its capabilities as it wrote
+    /// them, or with the tasks extension when the gateway takes a task on itself; its log
+    /// level). A 2026-07-28 host's capabilities and log level go on as it wrote them.
     fn hop_meta(
         &self,
         ctx: &RequestContext,
@@ -215,39 +217,49 @@ impl Aggregator {
     ) {
         let up_modern = features::per_request_meta(up);
         let keep_host = up_modern && features::per_request_meta(ctx.revision()) && !extension;
-        let client = self.inner.upstreams[i].client();
-        let envelope = client
-            .as_ref()
-            .filter(|_| up_modern)
-            .map(|c| c.envelope_raw());
-        let declared = (up_modern && !keep_host).then(|| {
-            let caps = if extension {
-                encode(&tasks::with_tasks_extension(ctx))
-            } else {
-                encode(ctx.client_capabilities())
+        let declare = up_modern && !keep_host;
+        let client = self.inner.upstreams[i].client().filter(|_| up_modern);
+        let extended =
+            (declare && extension).then(|| raw::encode(&tasks::with_tasks_extension(ctx)));
+        let level = ctx.log_level().filter(|_| declare).map(raw::encode);
+        let written = {
+            let mut m = match p.get("_meta") {
+                None => RawObject::new(),
+                Some(m) if raw::is_object(m) => match RawObject::parse(m.get()) {
+                    Ok(m) => m,
+                    Err(_) => return,
+                },
+                // Not an object: the upstream hears it as the host wrote it.
+                Some(_) => return,
             };
-            (caps, ctx.log_level().map(encode))
-        });
-        meta::edit_raw(p, |m| {
             let before = m.len();
             m.retain(|k, _| match k {
                 meta::CLIENT_CAPABILITIES | meta::LOG_LEVEL => keep_host,
                 k => !HOST_HOP_META.contains(&k),
             });
             let mut changed = m.len() != before;
-            if let Some((version, info)) = envelope {
-                m.insert(meta::PROTOCOL_VERSION, version.to_owned());
-                m.insert(meta::CLIENT_INFO, info.to_owned());
+            if declare {
+                let caps = extended.as_deref().unwrap_or(ctx.client_capabilities_raw());
+                m.insert(meta::CLIENT_CAPABILITIES, caps);
+                if let Some(level) = level.as_deref() {
+                    m.insert(meta::LOG_LEVEL, level);
+                }
                 changed = true;
             }
-            if let Some((caps, level)) = &declared {
-                m.insert(meta::CLIENT_CAPABILITIES, caps.clone());
-                if let Some(level) = level {
-                    m.insert(meta::LOG_LEVEL, level.clone());
-                }
+            if let Some(client) = &client {
+                changed |= client.write_envelope(&mut m);
             }
-            changed
-        });
+            changed.then(|| (!m.is_empty()).then(|| m.to_raw()))
+        };
+        match written {
+            Some(Some(m)) => {
+                p.insert("_meta", m);
+            }
+            Some(None) => {
+                p.remove("_meta");
+            }
+            None => {}
+        }
     }
 
     /// The revision upstream `i` speaks now.
@@ -343,10 +355,6 @@ impl Aggregator {
         let body = tidy_result(&key, body)?;
         Ok(Some(Outcome::Complete(RawResult::in_revision(up, body))))
     }
-}
-
-fn encode<T: serde::Serialize + ?Sized>(value: &T) -> Box<RawValue> {
-    serde_json::value::to_raw_value(value).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
 /// What an upstream answered, as far as the relay must know.

@@ -27,6 +27,7 @@ use mcp_types::{Message, Revision};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use crate::features;
 use crate::policy::{DowngradePolicy, SpecPolicy};
 use crate::shapes::{self, Container, MethodKind, RevisionSet, Shape};
 use crate::spec_data;
@@ -89,6 +90,8 @@ pub struct Translator<'p> {
     shortcut: bool,
     /// Raw once here rather than once per message.
     client_capabilities: Option<Box<RawValue>>,
+    /// Whether requests going up to 2026-07-28 get the `_meta` envelope filled in.
+    request_meta: bool,
 }
 
 /// Translates one message with the default policy. `answers` names the method of the
@@ -113,6 +116,7 @@ impl Translator<'static> {
             policy: &DEFAULT,
             shortcut: true,
             client_capabilities: None,
+            request_meta: true,
         }
     }
 
@@ -136,7 +140,21 @@ impl<'p> Translator<'p> {
             policy,
             shortcut: !policy.adjusts_objects(),
             client_capabilities: self.client_capabilities,
+            request_meta: self.request_meta,
         }
+    }
+
+    /// Leaves a request's 2026-07-28 `_meta` envelope to the caller: a relay writes its own
+    /// hop's envelope in the same edit as the rest of `_meta`, rather than have this
+    /// translator fill it and the relay read it again.
+    pub fn without_request_meta(mut self) -> Self {
+        self.request_meta = false;
+        self
+    }
+
+    /// Whether a request of `kind` gets the 2026-07-28 envelope filled in.
+    fn fills_request_meta(&self, kind: MethodKind) -> bool {
+        self.request_meta && kind == MethodKind::Request && features::per_request_meta(self.to)
     }
 
     /// The capabilities to declare in a request's `_meta` when translating up to
@@ -288,7 +306,7 @@ impl<'p> Translator<'p> {
             None => return Ok(false),
         };
         let mut changed = self.params_object(method, target, params)?;
-        if kind == MethodKind::Request && self.to == Revision::V2026_07_28 {
+        if self.fills_request_meta(kind) {
             changed |= self.add_request_meta(params);
         }
         Ok(changed)
@@ -304,7 +322,7 @@ impl<'p> Translator<'p> {
         if !raw::is_object(params) {
             return Err(invalid("params", name, "params must be an object"));
         }
-        let add_meta = kind == MethodKind::Request && self.to == Revision::V2026_07_28;
+        let add_meta = self.fills_request_meta(kind);
         if !add_meta && !self.params_need_walk(name, target, params) {
             return Ok(Cow::Borrowed(params));
         }

@@ -6,6 +6,7 @@
 //! envelope keys only; `tools/call` goes to the handler with its params still raw, so a
 //! relaying handler passes the client's arguments on exactly.
 
+mod declared;
 mod fast;
 mod finish;
 mod input;
@@ -32,14 +33,14 @@ use serde_json::Map;
 use crate::context::{Cancellation, Notifier};
 use crate::{RawResult, ServerShared};
 use crate::{RequestContext, ServerHandler};
+use declared::{Declared, DeclaredCache};
 pub(crate) use meta::RequestMeta;
 
 /// What a legacy client settled at `initialize`.
 #[derive(Clone)]
 struct LegacyState {
     revision: Revision,
-    capabilities: Arc<ClientCapabilities>,
-    info: Arc<Implementation>,
+    declared: Declared,
     log_level: Option<LoggingLevel>,
 }
 
@@ -48,6 +49,8 @@ pub(crate) struct Session {
     shared: Arc<ServerShared>,
     legacy: Mutex<Option<LegacyState>>,
     in_flight: Mutex<HashMap<RequestId, Arc<Cancellation>>>,
+    /// 2026-07-28 declarations, decoded once per distinct text.
+    declared: DeclaredCache,
     /// Itself, for the answers of calls taken on the read loop, which come later.
     me: Weak<Session>,
     /// Whether the handler takes calls on the read loop.
@@ -82,8 +85,7 @@ fn lenient<T: DeserializeOwned>(raw: Option<&RawValue>) -> Option<T> {
 /// Who is asking, for one request: its revision and what it declared.
 struct Asker {
     revision: Revision,
-    capabilities: Arc<ClientCapabilities>,
-    info: Option<Arc<Implementation>>,
+    declared: Declared,
     log_level: Option<LoggingLevel>,
 }
 
@@ -95,6 +97,7 @@ impl Session {
             shared,
             legacy: Mutex::new(None),
             in_flight: Mutex::new(HashMap::new()),
+            declared: DeclaredCache::default(),
             me: me.clone(),
         })
     }
@@ -135,26 +138,25 @@ impl Session {
             let version = mcp_types::raw::as_str(v);
             let revision =
                 check_request_version(version.as_deref(), &self.shared.options.supported)?;
-            let capabilities: ClientCapabilities =
-                serde_json::from_str(caps.get()).map_err(|e| invalid_params(m, e))?;
+            let declared = self
+                .declared
+                .get(caps, meta.client_info)
+                .map_err(|e| invalid_params(m, e))?;
             return Ok(Asker {
                 revision,
-                capabilities: Arc::new(capabilities),
-                info: lenient(meta.client_info).map(Arc::new),
+                declared,
                 log_level: lenient(meta.log_level),
             });
         }
         match self.legacy_state() {
             Some(s) => Ok(Asker {
                 revision: s.revision,
-                capabilities: s.capabilities,
-                info: Some(s.info),
+                declared: s.declared,
                 log_level: s.log_level,
             }),
             None if m == method::PING => Ok(Asker {
                 revision: Revision::LATEST_LEGACY,
-                capabilities: Arc::default(),
-                info: None,
+                declared: Declared::none(),
                 log_level: None,
             }),
             None => Err(ErrorObject::new(
@@ -211,8 +213,9 @@ impl Session {
         let revision = asker.revision;
         RequestContext {
             revision,
-            client_capabilities: asker.capabilities,
-            client_info: asker.info,
+            client_capabilities: asker.declared.capabilities,
+            client_capabilities_raw: asker.declared.capabilities_raw,
+            client_info: asker.declared.info,
             input_responses: Map::new(),
             request_state: None,
             progress_token: meta
@@ -241,11 +244,19 @@ impl Session {
                 &options.supported,
             ));
         };
+        // The capabilities as the client wrote them, for a relay to pass on verbatim.
+        let capabilities_raw = params
+            .and_then(|p| RawObject::parse(p.get()).ok())
+            .and_then(|o| o.get("capabilities").map(|c| Arc::from(c.to_owned())))
+            .unwrap_or_else(|| Arc::from(mcp_types::raw::encode(&p.capabilities)));
         if let Ok(mut g) = self.legacy.lock() {
             *g = Some(LegacyState {
                 revision,
-                capabilities: Arc::new(p.capabilities),
-                info: Arc::new(p.client_info),
+                declared: Declared {
+                    capabilities: Arc::new(p.capabilities),
+                    capabilities_raw,
+                    info: Some(Arc::new(p.client_info)),
+                },
                 log_level: None,
             });
         }
