@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::reply::{
-    empty, json, json_body, keep_alive, respond, rpc_error, sse, HttpBody, KEEP_ALIVE,
+    empty, frame_body, json, keep_alive, respond, rpc_error, sse, HttpBody, KEEP_ALIVE,
 };
 use super::routing::{Decision, Mode, Router};
 use crate::Server;
@@ -67,7 +67,7 @@ impl LegacySession {
                 }
                 Ok(answers) => respond(
                     StatusCode::OK,
-                    json_body(&Frame::Batch(answers)),
+                    frame_body(&Frame::Batch(answers)),
                     Some("application/json"),
                 ),
                 Err(_) => ended(),

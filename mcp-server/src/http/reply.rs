@@ -8,14 +8,15 @@ use bytes::Bytes;
 use http::{header, Response, StatusCode};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
-use mcp_types::{codes, ErrorObject, ErrorResponse, Message, RequestId};
+use mcp_types::{codes, ErrorObject, ErrorResponse, Frame, Message, RequestId};
 
 /// The body of every response this module writes.
 pub type HttpBody = UnsyncBoxBody<Bytes, Infallible>;
 
-pub(super) fn json_body(v: &impl serde::Serialize) -> HttpBody {
-    let bytes = serde_json::to_vec(v).unwrap_or_default();
-    Full::new(Bytes::from(bytes)).boxed_unsync()
+pub(super) fn frame_body(frame: &Frame) -> HttpBody {
+    let mut out = Vec::new();
+    frame.write_to(&mut out);
+    Full::new(Bytes::from(out)).boxed_unsync()
 }
 
 pub(super) fn empty() -> HttpBody {
@@ -38,7 +39,8 @@ pub(super) fn respond(
 
 /// A message as a JSON response.
 pub(super) fn json(status: StatusCode, msg: &Message) -> Response<HttpBody> {
-    respond(status, json_body(msg), Some("application/json"))
+    let body = Full::new(Bytes::from(msg.to_bytes())).boxed_unsync();
+    respond(status, body, Some("application/json"))
 }
 
 pub(super) fn rpc_error(
@@ -65,15 +67,25 @@ pub(super) fn modern_status(code: i64) -> StatusCode {
 
 /// One SSE event, ready to write in one piece.
 pub(super) fn sse_event(id: Option<&str>, msg: &Message) -> Bytes {
-    let data = msg.to_bytes();
-    let mut out = Vec::with_capacity(data.len() + 40);
+    let mut out = Vec::with_capacity(256);
     if let Some(id) = id {
         out.extend_from_slice(b"id: ");
         out.extend_from_slice(id.as_bytes());
         out.push(b'\n');
     }
     out.extend_from_slice(b"event: message\ndata: ");
-    out.extend_from_slice(&data);
+    let start = out.len();
+    msg.write_to(&mut out);
+    // A payload that came pretty-printed holds line breaks only between tokens (a JSON
+    // string cannot hold a raw one); in an event they would end the `data:` line.
+    if memchr::memchr2(b'\n', b'\r', &out[start..]).is_some() {
+        let mut i = 0;
+        out.retain(|b| {
+            let keep = i < start || (*b != b'\n' && *b != b'\r');
+            i += 1;
+            keep
+        });
+    }
     out.extend_from_slice(b"\n\n");
     Bytes::from(out)
 }
@@ -98,4 +110,21 @@ pub(super) fn sse(body: HttpBody) -> Response<HttpBody> {
     r.headers_mut()
         .insert("x-accel-buffering", header::HeaderValue::from_static("no"));
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_is_one_data_line_even_for_a_pretty_printed_payload() {
+        let msg = Message::parse(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\r\n  \"a\": \"x y\",\n  \"b\": [1,\n 2]\n}}")
+            .expect("parses");
+        let event = sse_event(Some("7"), &msg);
+        let text = std::str::from_utf8(&event).expect("utf-8");
+        assert_eq!(
+            text,
+            "id: 7\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{  \"a\": \"x y\",  \"b\": [1, 2]}}\n\n"
+        );
+    }
 }

@@ -116,11 +116,7 @@ where
 /// (JSON strings cannot contain a raw newline), so dropping them keeps every value exact.
 fn encode_line(frame: &Frame, buf: &mut Vec<u8>) {
     let start = buf.len();
-    if serde_json::to_writer(&mut *buf, frame).is_err() {
-        // Every part of a frame is valid JSON already; nothing sensible to send otherwise.
-        buf.truncate(start);
-        return;
-    }
+    frame.write_to(buf);
     if memchr::memchr2(b'\n', b'\r', &buf[start..]).is_some() {
         let mut i = start;
         buf.retain(|b| {

@@ -11,166 +11,18 @@ use serde::de::{self, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 
 use crate::codes;
 
+mod id;
+mod write;
+
+use id::id_from_raw;
+pub use id::{IdNumber, RequestId};
+
 /// Members of an object this crate does not model, kept verbatim.
 pub type Extra = Map<String, Value>;
-
-/// A request id: a string or a number, kept exactly as received (a number keeps its
-/// text, so an id too large for any Rust integer is still echoed byte for byte).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum RequestId {
-    /// A numeric id.
-    Number(IdNumber),
-    /// A string id.
-    String(String),
-}
-
-/// A numeric request id exactly as written: an integer that an `i64` writes back the
-/// same is held as one (no allocation, cheap to copy); any other number (too large, a
-/// fraction, an exponent) as its text.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct IdNumber(NumberText);
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum NumberText {
-    Integer(i64),
-    Text(Box<str>),
-}
-
-impl IdNumber {
-    /// A number id from its JSON text (taken as written; the caller has checked it is a
-    /// JSON number).
-    pub fn from_text(text: &str) -> Self {
-        match plain_integer(text) {
-            Some(n) => IdNumber(NumberText::Integer(n)),
-            None => IdNumber(NumberText::Text(text.into())),
-        }
-    }
-
-    /// The id as an `i64`, when it is a plain integer.
-    pub fn as_i64(&self) -> Option<i64> {
-        match self.0 {
-            NumberText::Integer(n) => Some(n),
-            NumberText::Text(_) => None,
-        }
-    }
-}
-
-impl From<i64> for IdNumber {
-    fn from(n: i64) -> Self {
-        IdNumber(NumberText::Integer(n))
-    }
-}
-
-impl fmt::Display for IdNumber {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.0 {
-            NumberText::Integer(n) => write!(f, "{n}"),
-            NumberText::Text(t) => f.write_str(t),
-        }
-    }
-}
-
-impl Default for RequestId {
-    fn default() -> Self {
-        RequestId::from(0)
-    }
-}
-
-impl From<i64> for RequestId {
-    fn from(n: i64) -> Self {
-        RequestId::Number(n.into())
-    }
-}
-
-impl From<&str> for RequestId {
-    fn from(s: &str) -> Self {
-        RequestId::String(s.to_owned())
-    }
-}
-
-impl fmt::Display for RequestId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RequestId::Number(n) => n.fmt(f),
-            RequestId::String(s) => f.write_str(&serde_json::to_string(s).unwrap_or_default()),
-        }
-    }
-}
-
-impl Serialize for RequestId {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            RequestId::String(t) => s.serialize_str(t),
-            RequestId::Number(IdNumber(NumberText::Integer(n))) => s.serialize_i64(*n),
-            RequestId::Number(IdNumber(NumberText::Text(t))) => {
-                match RawValue::from_string(t.to_string()) {
-                    Ok(raw) => raw.serialize(s),
-                    Err(e) => Err(serde::ser::Error::custom(e)),
-                }
-            }
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for RequestId {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = RequestId;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string or number id")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<RequestId, E> {
-                Ok(RequestId::String(v.to_owned()))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RequestId, E> {
-                Ok(RequestId::Number(IdNumber::from_text(&v.to_string())))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RequestId, E> {
-                Ok(RequestId::from(v))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<RequestId, E> {
-                Number::from_f64(v)
-                    .map(|n| RequestId::Number(IdNumber::from_text(&n.to_string())))
-                    .ok_or_else(|| E::custom("a non-finite number cannot be an id"))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// `text` as an `i64` when writing that `i64` gives `text` back exactly: an optional
-/// minus, then digits without a leading zero (or one zero), and no more than 18 of them.
-fn plain_integer(text: &str) -> Option<i64> {
-    let digits = text.strip_prefix('-').unwrap_or(text);
-    let canonical = !digits.is_empty()
-        && digits.len() <= 18
-        && digits.bytes().all(|b| b.is_ascii_digit())
-        && (digits == "0" || !digits.starts_with('0'))
-        && text != "-0";
-    if canonical {
-        text.parse().ok()
-    } else {
-        None
-    }
-}
-
-/// Reads an id from its raw JSON text, numbers exactly.
-fn id_from_raw(raw: &RawValue) -> Result<Option<RequestId>, String> {
-    let text = raw.get().trim();
-    match text.as_bytes().first() {
-        Some(b'"') => serde_json::from_str(text)
-            .map(|s| Some(RequestId::String(s)))
-            .map_err(|e| e.to_string()),
-        Some(b'n') if text == "null" => Ok(None),
-        Some(b'-' | b'0'..=b'9') => Ok(Some(RequestId::Number(IdNumber::from_text(text)))),
-        _ => Err(format!("an id must be a string or a number, not {text}")),
-    }
-}
 
 /// A request: expects exactly one response with the same id.
 #[derive(Debug, Clone)]
@@ -450,8 +302,9 @@ impl Message {
 
     /// Encodes the message as compact JSON.
     pub fn to_bytes(&self) -> Vec<u8> {
-        // Serializing a Message cannot fail: every member is already valid JSON.
-        serde_json::to_vec(self).unwrap_or_default()
+        let mut out = Vec::new();
+        self.write_to(&mut out);
+        out
     }
 }
 

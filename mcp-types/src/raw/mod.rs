@@ -25,10 +25,13 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
+
+mod text;
+pub use text::*;
 
 /// One member: its key and its value's raw text.
 pub type Member<'a> = (Cow<'a, str>, Cow<'a, RawValue>);
@@ -302,10 +305,25 @@ impl<'a> RawObject<'a> {
     }
 
     fn write(&self) -> Box<RawValue> {
-        // Through serde_json's serializer, whose output becomes a raw value without being
-        // checked again: raw members are copied verbatim, keys escaped. Checking a text
-        // we just wrote would cost a full scan of it. Cannot fail.
-        serde_json::value::to_raw_value(self).unwrap_or_else(|_| RawValue::NULL.to_owned())
+        // Keys escaped where they need it, values copied as they are: JSON by construction,
+        // so the text becomes a raw value without being read again.
+        let len: usize = self
+            .members
+            .iter()
+            .map(|(k, v)| k.len() + v.get().len() + 4)
+            .sum();
+        let mut out = String::with_capacity(len + 2);
+        out.push('{');
+        for (i, (k, v)) in self.members.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            push_str(&mut out, k);
+            out.push(':');
+            out.push_str(v.get());
+        }
+        out.push('}');
+        prewritten(&out)
     }
 
     /// The object with every member owned, free of the text it was read from.
@@ -383,7 +401,7 @@ impl<'de> DeserializeSeed<'de> for KeySeed {
     }
 }
 
-struct CowStr;
+pub(crate) struct CowStr;
 
 impl<'de> Visitor<'de> for CowStr {
     type Value = Cow<'de, str>;
@@ -399,125 +417,6 @@ impl<'de> Visitor<'de> for CowStr {
     fn visit_string<E: de::Error>(self, v: String) -> Result<Cow<'de, str>, E> {
         Ok(Cow::Owned(v))
     }
-}
-
-/// A raw value's string, if it is a JSON string (borrowed when it has no escapes).
-pub fn as_str(raw: &RawValue) -> Option<Cow<'_, str>> {
-    let text = raw.get();
-    if !text.starts_with('"') {
-        return None;
-    }
-    let mut de = serde_json::Deserializer::from_str(text);
-    de.deserialize_str(CowStr).ok()
-}
-
-/// A value written as raw JSON (`null` for what cannot be written: a map whose keys are
-/// not strings, a failing `Serialize`).
-pub fn encode<T: Serialize + ?Sized>(value: &T) -> Box<RawValue> {
-    serde_json::value::to_raw_value(value).unwrap_or_else(|_| RawValue::NULL.to_owned())
-}
-
-/// A string as a raw JSON string literal.
-pub fn string(s: &str) -> Box<RawValue> {
-    serde_json::value::to_raw_value(s).unwrap_or_else(|_| RawValue::NULL.to_owned())
-}
-
-/// The items of a raw JSON array, each as its raw text.
-pub fn array(raw: &RawValue) -> Result<Vec<&RawValue>, Error> {
-    serde_json::from_str(raw.get())
-}
-
-/// Items written back as a raw JSON array: each exactly as given.
-pub fn to_array(items: &[&RawValue]) -> Box<RawValue> {
-    serde_json::value::to_raw_value(items).unwrap_or_else(|_| RawValue::NULL.to_owned())
-}
-
-/// Whether a raw value is a JSON object (by its first character; raw values are valid JSON).
-pub fn is_object(raw: &RawValue) -> bool {
-    raw.get().starts_with('{')
-}
-
-/// Whether a raw value is a JSON array.
-pub fn is_array(raw: &RawValue) -> bool {
-    raw.get().starts_with('[')
-}
-
-/// Whether `text` may contain member `key` at any depth: a quick search for `"key"` that
-/// never misses one written without escapes (it may find the key as a string value, or
-/// nested). A key written with escapes (`"result\u0054ype"`) is not found: a caller that
-/// must not miss one treats text holding `\u` or `\/` as containing everything (see
-/// [`has_key_escapes`]).
-pub fn may_contain_key(text: &str, key: &str) -> bool {
-    // Every quote is a candidate start: payloads are mostly long strings with few quotes,
-    // so this touches a handful of places after one SIMD pass.
-    let (hay, needle) = (text.as_bytes(), key.as_bytes());
-    memchr::memchr_iter(b'"', hay).any(|i| {
-        let end = i + 1 + needle.len();
-        hay.get(i + 1..end) == Some(needle) && hay.get(end) == Some(&b'"')
-    })
-}
-
-/// Whether `text` holds an escape that could spell a member name differently from its
-/// plain form (`\u…`, `\/`).
-pub fn has_key_escapes(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    memchr::memchr_iter(b'\\', bytes).any(|i| matches!(bytes.get(i + 1), Some(b'u' | b'/')))
-}
-
-/// The value with the whitespace between its tokens removed; strings and numbers keep
-/// their text and objects their key order. Borrowed when there was no such whitespace.
-pub fn compact(raw: &RawValue) -> Cow<'_, RawValue> {
-    let text = raw.get().as_bytes();
-    let mut out = Vec::with_capacity(text.len());
-    let (mut in_string, mut escaped) = (false, false);
-    for &b in text {
-        if in_string {
-            // Whitespace inside a string is part of it (raw newlines cannot occur there).
-            out.push(b);
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
-            }
-        } else if !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
-            in_string = b == b'"';
-            out.push(b);
-        }
-    }
-    if out.len() == text.len() {
-        return Cow::Borrowed(raw);
-    }
-    // Only ASCII whitespace was removed from valid JSON, so both checks below hold.
-    String::from_utf8(out)
-        .ok()
-        .and_then(|s| RawValue::from_string(s).ok())
-        .map_or(Cow::Borrowed(raw), Cow::Owned)
-}
-
-/// Reads the items of a raw array one by one without collecting them (for a caller that
-/// stops early).
-pub fn for_each_item(raw: &RawValue, mut f: impl FnMut(&RawValue) -> bool) -> Result<(), Error> {
-    struct Each<'f, F>(&'f mut F);
-    impl<'de, F: FnMut(&RawValue) -> bool> Visitor<'de> for Each<'_, F> {
-        type Value = ();
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a JSON array")
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-            let mut going = true;
-            while let Some(item) = seq.next_element::<&'de RawValue>()? {
-                if going {
-                    going = (self.0)(item);
-                }
-            }
-            Ok(())
-        }
-    }
-    let mut de = serde_json::Deserializer::from_str(raw.get());
-    de.deserialize_seq(Each(&mut f))?;
-    de.end()
 }
 
 #[cfg(test)]

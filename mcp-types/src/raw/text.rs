@@ -1,0 +1,213 @@
+//! Helpers on raw JSON text: reading a string or an array's items, quick searches that
+//! decide whether a value needs reading at all, and writing text that is JSON by
+//! construction without checking it again.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{SeqAccess, Visitor};
+use serde::ser::SerializeStruct;
+use serde::{Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
+
+use super::{CowStr, Error};
+
+/// A raw value's string, if it is a JSON string (borrowed when it has no escapes).
+pub fn as_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+    let text = raw.get();
+    if !text.starts_with('"') {
+        return None;
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.deserialize_str(CowStr).ok()
+}
+
+/// A value written as raw JSON (`null` for what cannot be written: a map whose keys are
+/// not strings, a failing `Serialize`).
+pub fn encode<T: Serialize + ?Sized>(value: &T) -> Box<RawValue> {
+    serde_json::value::to_raw_value(value).unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
+
+/// A string as a raw JSON string literal.
+pub fn string(s: &str) -> Box<RawValue> {
+    serde_json::value::to_raw_value(s).unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
+
+/// The items of a raw JSON array, each as its raw text.
+pub fn array(raw: &RawValue) -> Result<Vec<&RawValue>, Error> {
+    serde_json::from_str(raw.get())
+}
+
+/// Items written back as a raw JSON array: each exactly as given.
+pub fn to_array(items: &[&RawValue]) -> Box<RawValue> {
+    serde_json::value::to_raw_value(items).unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
+
+/// Whether a raw value is a JSON object (by its first character; raw values are valid JSON).
+pub fn is_object(raw: &RawValue) -> bool {
+    raw.get().starts_with('{')
+}
+
+/// Whether a raw value is a JSON array.
+pub fn is_array(raw: &RawValue) -> bool {
+    raw.get().starts_with('[')
+}
+
+/// Whether `text` may contain member `key` at any depth: a quick search for `"key"` that
+/// never misses one written without escapes (it may find the key as a string value, or
+/// nested). A key written with escapes (`"result\u0054ype"`) is not found: a caller that
+/// must not miss one treats text holding `\u` or `\/` as containing everything (see
+/// [`has_key_escapes`]).
+pub fn may_contain_key(text: &str, key: &str) -> bool {
+    // Every quote is a candidate start: payloads are mostly long strings with few quotes,
+    // so this touches a handful of places after one SIMD pass.
+    let (hay, needle) = (text.as_bytes(), key.as_bytes());
+    memchr::memchr_iter(b'"', hay).any(|i| {
+        let end = i + 1 + needle.len();
+        hay.get(i + 1..end) == Some(needle) && hay.get(end) == Some(&b'"')
+    })
+}
+
+/// Whether `text` holds an escape that could spell a member name differently from its
+/// plain form (`\u…`, `\/`).
+pub fn has_key_escapes(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    memchr::memchr_iter(b'\\', bytes).any(|i| matches!(bytes.get(i + 1), Some(b'u' | b'/')))
+}
+
+/// The value with the whitespace between its tokens removed; strings and numbers keep
+/// their text and objects their key order. Borrowed when there was no such whitespace.
+pub fn compact(raw: &RawValue) -> Cow<'_, RawValue> {
+    let text = raw.get().as_bytes();
+    let mut out = Vec::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in text {
+        if in_string {
+            // Whitespace inside a string is part of it (raw newlines cannot occur there).
+            out.push(b);
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else if !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+            in_string = b == b'"';
+            out.push(b);
+        }
+    }
+    if out.len() == text.len() {
+        return Cow::Borrowed(raw);
+    }
+    // Only ASCII whitespace was removed from valid JSON, so both checks below hold.
+    String::from_utf8(out)
+        .ok()
+        .and_then(|s| RawValue::from_string(s).ok())
+        .map_or(Cow::Borrowed(raw), Cow::Owned)
+}
+
+/// Reads the items of a raw array one by one without collecting them (for a caller that
+/// stops early).
+pub fn for_each_item(raw: &RawValue, mut f: impl FnMut(&RawValue) -> bool) -> Result<(), Error> {
+    struct Each<'f, F>(&'f mut F);
+    impl<'de, F: FnMut(&RawValue) -> bool> Visitor<'de> for Each<'_, F> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a JSON array")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            let mut going = true;
+            while let Some(item) = seq.next_element::<&'de RawValue>()? {
+                if going {
+                    going = (self.0)(item);
+                }
+            }
+            Ok(())
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(raw.get());
+    de.deserialize_seq(Each(&mut f))?;
+    de.end()
+}
+
+/// Appends `s` as a JSON string literal: as it is between quotes when nothing in it needs
+/// escaping (the common case: names, methods, keys), else escaped by serde_json.
+pub fn write_str(out: &mut Vec<u8>, s: &str) {
+    if is_plain(s) {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else if serde_json::to_writer(&mut *out, s).is_err() {
+        // Writing a string into a Vec cannot fail; keep the output JSON regardless.
+        out.extend_from_slice(b"\"\"");
+    }
+}
+
+/// [`write_str`] into a `String`.
+pub(crate) fn push_str(out: &mut String, s: &str) {
+    if is_plain(s) {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        out.push_str(&serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into()));
+    }
+}
+
+/// Whether `s` is its own JSON string body (nothing to escape).
+fn is_plain(s: &str) -> bool {
+    s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\')
+}
+
+/// Text that is JSON by construction (written here from raw values and escaped strings),
+/// made a [`RawValue`] without being read again: checking it would cost a full scan.
+pub(crate) fn prewritten(text: &str) -> Box<RawValue> {
+    serde_json::value::to_raw_value(&Prewritten(text)).unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
+
+/// Serializes as serde_json serializes a [`RawValue`]: its text goes out verbatim. That is
+/// serde_json's own protocol for raw values (the struct name it recognises), which no
+/// public constructor offers for text already known to be JSON. The test
+/// `prewritten_text_is_kept_verbatim` fails should serde_json ever change it.
+struct Prewritten<'a>(&'a str);
+
+impl Serialize for Prewritten<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+        let mut st = s.serialize_struct(RAW_VALUE_TOKEN, 1)?;
+        st.serialize_field(RAW_VALUE_TOKEN, self.0)?;
+        st.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prewritten_text_is_kept_verbatim() {
+        let text = r#"{"b":1.10000000000000000000001,"a":[true,null,"\u0041"]}"#;
+        let raw = prewritten(text);
+        assert_eq!(raw.get(), text);
+        // And goes out verbatim inside other values.
+        assert_eq!(
+            serde_json::to_string(&[&*raw]).expect("json"),
+            format!("[{text}]")
+        );
+    }
+
+    #[test]
+    fn strings_are_written_as_json() {
+        for s in ["tools/call", "", "a\"b", "back\\slash", "tab\there", "é✓"] {
+            let mut out = Vec::new();
+            write_str(&mut out, s);
+            let back: String = serde_json::from_slice(&out).expect("valid JSON string");
+            assert_eq!(back, s);
+        }
+        let mut out = Vec::new();
+        write_str(&mut out, "plain");
+        assert_eq!(out, br#""plain""#);
+    }
+}
