@@ -223,7 +223,7 @@ struct Inner {
     tasks: tasks::TaskTable,
 }
 
-type Routes = HashMap<String, (usize, Arc<Tool>)>;
+type Routes = HashMap<String, Arc<call::Route>>;
 
 /// Upstream MCP servers composed into one server. Cheap to clone.
 #[derive(Clone)]
@@ -548,7 +548,7 @@ impl Aggregator {
     }
 
     /// The upstream and tool behind an exposed name.
-    fn route(&self, name: &str) -> Option<(usize, Arc<Tool>)> {
+    fn route(&self, name: &str) -> Option<Arc<call::Route>> {
         self.routes().get(name).cloned()
     }
 
@@ -563,7 +563,7 @@ impl Aggregator {
                 let routes: Arc<Routes> = Arc::new(
                     self.tool_entries()
                         .into_iter()
-                        .map(|(exposed, i, t)| (exposed, (i, Arc::new(t))))
+                        .map(|(exposed, i, t)| (exposed, Arc::new(call::Route::new(i, t))))
                         .collect(),
                 );
                 if let Ok(mut r) = self.inner.routes.write() {
@@ -618,7 +618,7 @@ impl Aggregator {
         let task_tools = self
             .routes()
             .values()
-            .any(|(_, t)| t.task_support() != TaskSupport::Forbidden);
+            .any(|r| r.tool.task_support() != TaskSupport::Forbidden);
         let extension = self.inner.upstreams.iter().any(|u| {
             u.client().is_some_and(|c| {
                 c.revision() == mcp_types::Revision::V2026_07_28

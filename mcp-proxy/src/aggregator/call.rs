@@ -33,6 +33,24 @@ const HOST_HOP_META: [&str; 5] = [
     meta::LOG_LEVEL,
 ];
 
+/// Where an exposed tool name leads: the upstream that owns the tool, the tool as that
+/// upstream listed it, and the tool's own name as JSON text (each call's params get it).
+pub(super) struct Route {
+    pub(super) upstream: usize,
+    pub(super) tool: Tool,
+    name: Box<RawValue>,
+}
+
+impl Route {
+    pub(super) fn new(upstream: usize, tool: Tool) -> Self {
+        Route {
+            upstream,
+            name: raw::string(&tool.name),
+            tool,
+        }
+    }
+}
+
 /// How a call runs with respect to tasks (TOOL-21).
 pub(super) struct TaskPlan {
     /// The upstream is asked to run it as a task.
@@ -56,7 +74,7 @@ impl Aggregator {
                 "Invalid params for tools/call: `name` (a string) is required",
             ));
         };
-        let Some((i, tool)) = self.route(&name) else {
+        let Some(route) = self.route(&name) else {
             let message = match self.denied_upstream(&name) {
                 Some(key) => format!(
                     "Tool {name} of upstream `{key}` is not allowed by this gateway's policy"
@@ -65,6 +83,7 @@ impl Aggregator {
             };
             return Err(ErrorObject::new(codes::INVALID_PARAMS, message));
         };
+        let (i, tool) = (route.upstream, &route.tool);
         let u = &self.inner.upstreams[i];
         let key = u.config.key.clone();
         let arguments = || {
@@ -73,18 +92,18 @@ impl Aggregator {
                 .and_then(|a| serde_json::from_str::<Map<String, Value>>(a.get()).ok())
         };
         if self.inner.options.confirm.is_some() {
-            let gate = self.confirmation(ctx, &name, &key, &tool, u.config.trusted, arguments);
+            let gate = self.confirmation(ctx, &name, &key, tool, u.config.trusted, arguments);
             if let Some(refusal) = Box::pin(gate).await {
                 return canonical(refusal);
             }
         }
-        let plan = self.task_plan(ctx, &name, &tool)?;
+        let plan = self.task_plan(ctx, &name, tool)?;
         // TOOL-18: only a tool its trusted upstream calls idempotent is called again after
         // the connection dropped under it; anything else might act twice.
         let may_retry = u.config.trusted && tool.is_idempotent();
-        let (tool, plan) = (&*tool, &plan);
+        let (route, plan) = (&*route, &plan);
         let send = |extension: bool| async move {
-            let up = self.hop_params(ctx, i, tool, params, plan, extension)?;
+            let up = self.hop_params(ctx, route, params, plan, extension)?;
             self.upstream_call_raw(i, method::TOOLS_CALL, up, ctx).await
         };
         let answer = match send(false).await {
@@ -158,16 +177,16 @@ impl Aggregator {
     pub(super) fn hop_params<'a>(
         &self,
         ctx: &RequestContext,
-        i: usize,
-        tool: &Tool,
+        route: &'a Route,
         params: &RawObject<'a>,
         plan: &TaskPlan,
         extension: bool,
     ) -> Result<RawObject<'a>, ClientError> {
+        let i = route.upstream;
         let up = self.upstream_revision(i)?;
         let mut p = params.clone();
-        if p.get_str("name").as_deref() != Some(tool.name.as_str()) {
-            p.insert_str("name", &tool.name);
+        if p.get("name").map(RawValue::get) != Some(route.name.get()) {
+            p.insert("name", &*route.name);
         }
         // A retry's answers and state: a 2026 host's own members, or what the session
         // gathered from a legacy host. The gateway's own question was the gateway's to read.

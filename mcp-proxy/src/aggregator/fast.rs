@@ -118,20 +118,21 @@ impl Aggregator {
         {
             return None;
         }
-        let (i, tool) = self.route(&name)?;
+        let route = self.route(&name)?;
+        let (i, tool) = (route.upstream, &route.tool);
         let u = &self.inner.upstreams[i];
         let gated = self.inner.options.confirm.is_some()
             && (ctx.input_response(CONFIRM_KEY).is_some()
-                || may_be_destructive(&tool, u.config.trusted));
+                || may_be_destructive(tool, u.config.trusted));
         if gated {
             return None;
         }
-        let plan = self.task_plan(ctx, &name, &tool).ok()?;
+        let plan = self.task_plan(ctx, &name, tool).ok()?;
         if plan.as_task {
             return None;
         }
         let client = u.client()?;
-        let up = self.hop_params(ctx, i, &tool, params, &plan, false).ok()?;
+        let up = self.hop_params(ctx, &route, params, &plan, false).ok()?;
         let request = client.prepare_raw(method::TOOLS_CALL, up, &CallOptions::default());
         Some(Prepared {
             i,

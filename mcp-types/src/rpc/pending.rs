@@ -3,6 +3,7 @@
 //! optional deadline swept by a timer task that runs only while callbacks wait.
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -38,9 +39,40 @@ enum Waiter {
 /// long, so a tenth of a second late is on time.
 const SWEEP: Duration = Duration::from_millis(100);
 
+/// A multiply-rotate hash for the ids this side picks itself (sequential integers): the
+/// table never holds a key a peer chose, so there is nothing to flood and no need for
+/// SipHash's cost on every request and answer.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_i64(&mut self, n: i64) {
+        self.write_u64(n as u64);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+    fn write_isize(&mut self, n: isize) {
+        self.write_u64(n as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 #[derive(Default)]
 struct Table {
-    waiters: HashMap<RequestId, Waiter>,
+    waiters: HashMap<RequestId, Waiter, BuildHasherDefault<IdHasher>>,
     /// Deadlines of callbacks, earliest first.
     deadlines: BTreeMap<(Instant, u64), RequestId>,
     next_seq: u64,
