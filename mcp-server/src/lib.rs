@@ -80,6 +80,8 @@ pub(crate) struct ServerShared {
     pub(crate) changes: tokio::sync::broadcast::Sender<ListChanged>,
     /// `options.info` encoded once: 2026-07-28 results carry it.
     pub(crate) info_raw: Box<serde_json::value::RawValue>,
+    /// A `_meta` holding only that `serverInfo`, for results that have no `_meta`.
+    pub(crate) info_meta: Box<serde_json::value::RawValue>,
 }
 
 /// Which list changed, for [`Server::notify_list_changed`].
@@ -112,14 +114,19 @@ impl Server {
 
     /// A server with `options`.
     pub fn with_options(handler: impl ServerHandler, options: ServerOptions) -> Self {
-        let info_raw = serde_json::value::to_raw_value(&options.info)
-            .unwrap_or_else(|_| serde_json::value::RawValue::NULL.to_owned());
+        let info_raw = mcp_types::raw::encode(&options.info);
+        let info_meta = mcp_types::raw::RawObject::from_iter([(
+            mcp_types::meta::SERVER_INFO.into(),
+            std::borrow::Cow::Borrowed(&*info_raw),
+        )])
+        .to_raw();
         Server {
             handler: Arc::new(handler),
             shared: Arc::new(ServerShared {
                 options,
                 changes: tokio::sync::broadcast::channel(64).0,
                 info_raw,
+                info_meta,
             }),
         }
     }

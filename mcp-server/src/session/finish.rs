@@ -8,7 +8,7 @@
 
 use mcp_revisions::{features, shapes, Translator};
 use mcp_types::meta;
-use mcp_types::raw::RawObject;
+use mcp_types::raw::{self, RawObject};
 use serde_json::value::RawValue;
 
 use super::route::Answer;
@@ -44,6 +44,20 @@ impl Session {
     ) -> Answer {
         if !features::result_server_info(revision) {
             return Ok(body);
+        }
+        let text = body.get();
+        let may_cache = shapes::method(m)
+            .and_then(|s| s.result)
+            .is_some_and(|r| r.has("ttlMs", revision));
+        let plain = !raw::has_key_escapes(text)
+            && !may_cache
+            && !raw::may_contain_key(text, "_meta")
+            && !raw::may_contain_key(text, "ttlMs");
+        if plain {
+            // Nothing to keep in step with: the server's name is one member more.
+            if let Some(out) = raw::append_member(&body, "_meta", &self.shared.info_meta) {
+                return Ok(out);
+            }
         }
         let mut o = RawObject::from_raw(&body).map_err(internal)?;
         // A task's `ttlMs` is its retention, not a list's cache lifetime.

@@ -161,6 +161,25 @@ fn is_plain(s: &str) -> bool {
     s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\')
 }
 
+/// `object` (a JSON object's raw text) with one member added at its end, everything
+/// else as it was, without reading the object: for a caller that knows the key is absent.
+/// `None` when `object` is not an object.
+pub fn append_member(object: &RawValue, key: &str, value: &RawValue) -> Option<Box<RawValue>> {
+    let text = object.get().trim_end();
+    let inner = text.strip_prefix('{')?.strip_suffix('}')?;
+    let mut out = String::with_capacity(text.len() + key.len() + value.get().len() + 4);
+    out.push('{');
+    out.push_str(inner);
+    if !inner.trim().is_empty() {
+        out.push(',');
+    }
+    push_str(&mut out, key);
+    out.push(':');
+    out.push_str(value.get());
+    out.push('}');
+    Some(prewritten(&out))
+}
+
 /// Text that is JSON by construction (written here from raw values and escaped strings),
 /// made a [`RawValue`] without being read again: checking it would cost a full scan.
 pub(crate) fn prewritten(text: &str) -> Box<RawValue> {
@@ -196,6 +215,20 @@ mod tests {
             serde_json::to_string(&[&*raw]).expect("json"),
             format!("[{text}]")
         );
+    }
+
+    #[test]
+    fn a_member_is_appended_and_nothing_else_moves() {
+        let one = RawValue::from_string("1.50".into()).expect("json");
+        let obj = RawValue::from_string(r#"{"z":1e2, "a":[{}]}"#.into()).expect("json");
+        let out = append_member(&obj, "k", &one).expect("an object");
+        assert_eq!(out.get(), r#"{"z":1e2, "a":[{}],"k":1.50}"#);
+        let empty = RawValue::from_string("{ }".into()).expect("json");
+        assert_eq!(
+            append_member(&empty, "k", &one).expect("an object").get(),
+            r#"{ "k":1.50}"#
+        );
+        assert!(append_member(&one, "k", &one).is_none());
     }
 
     #[test]
