@@ -32,12 +32,11 @@ fn bench(c: &mut Criterion) {
             .await
             .expect("direct");
         let upstream = UpstreamConfig {
-            key: "echo".into(),
-            namespace: None,
             trusted: true,
-            transport: UpstreamTransport::InProcess(Server::new(mcp_examples::echo_tools())),
-            revision: None,
-            tools: Default::default(),
+            ..UpstreamConfig::new(
+                "echo",
+                UpstreamTransport::InProcess(Server::new(mcp_examples::echo_tools())),
+            )
         };
         let agg = Aggregator::start(vec![upstream], Default::default())
             .await

@@ -21,12 +21,8 @@ fn usage() -> ! {
 
 fn demo() -> (Vec<UpstreamConfig>, AggregatorOptions) {
     let upstream = |key: &str, server: Server| UpstreamConfig {
-        key: key.into(),
-        namespace: None,
         trusted: true,
-        transport: UpstreamTransport::InProcess(server),
-        revision: None,
-        tools: Default::default(),
+        ..UpstreamConfig::new(key, UpstreamTransport::InProcess(server))
     };
     (
         vec![
@@ -125,12 +121,13 @@ async fn run(args: Args) {
     );
     let notifier = server.clone();
     aggregator.on_list_changed(move |what| notifier.notify_list_changed(what));
-    for (key, up, error) in aggregator.status() {
-        match (up, error) {
-            (true, _) => eprintln!("gateway: upstream `{key}` connected"),
-            (false, e) => eprintln!(
-                "gateway: upstream `{key}` unavailable: {}",
-                e.unwrap_or_default()
+    for s in aggregator.status() {
+        match s.connected {
+            true => eprintln!("gateway: upstream `{}` connected", s.key),
+            false => eprintln!(
+                "gateway: upstream `{}` unavailable: {}",
+                s.key,
+                s.last_error.unwrap_or_default()
             ),
         }
     }

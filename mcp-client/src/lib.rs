@@ -23,7 +23,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 pub use child::{ChildTransport, StdioCommand};
 use mcp_revisions::negotiate::{accept_initialize_answer, is_modern_error, retry_version};
-use mcp_revisions::{TranslateError, Translator};
+use mcp_revisions::{features, TranslateError, Translator};
 use mcp_types::protocol::*;
 use mcp_types::rpc::{error_response, response, Inbound, Peer, RpcError};
 use mcp_types::schema::{Rejection, SchemaValidator, ValidationLimits};
@@ -61,8 +61,20 @@ pub async fn connect_http(
     }
 }
 
+/// The newest revision without a handshake (version and capabilities in every request's
+/// `_meta`) that `options` allow: the one a modern connection speaks.
+fn modern_revision(options: &ClientOptions) -> Option<Revision> {
+    options
+        .supported
+        .iter()
+        .copied()
+        .filter(|r| features::per_request_meta(*r))
+        .max()
+}
+
 /// Why a client operation failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClientError {
     /// The server answered with a JSON-RPC error.
     #[error("server error {}: {}", .0.code, .0.message)]
@@ -93,6 +105,9 @@ pub enum ClientError {
     /// The server kept asking for input.
     #[error("the server asked for input {0} times; giving up")]
     TooManyInputRounds(usize),
+    /// There is no connection to send on, and none could be had (said why).
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 impl From<RpcError> for ClientError {
@@ -443,7 +458,7 @@ impl Client {
             }),
         );
         let options = Arc::new(options);
-        let modern_ok = options.supported.contains(&Revision::V2026_07_28);
+        let modern_ok = modern_revision(&options).is_some();
         let (revision, server) = match options.era {
             EraChoice::Modern => Self::discover(&peer, &options, None).await?,
             EraChoice::Legacy(offer) => Self::initialize(&peer, &options, offer).await?,
@@ -507,7 +522,7 @@ impl Client {
 
     fn modern_meta(options: &ClientOptions) -> Value {
         json!({
-            meta::PROTOCOL_VERSION: Revision::V2026_07_28.as_str(),
+            meta::PROTOCOL_VERSION: modern_revision(options).unwrap_or(Revision::LATEST).as_str(),
             meta::CLIENT_CAPABILITIES: options.capabilities,
             meta::CLIENT_INFO: options.info,
         })
@@ -529,7 +544,7 @@ impl Client {
             .await;
         // A -32022 that lists our version anyway asks for a retry: do it once.
         if let Err(RpcError::Error(e)) = &answer {
-            if retry_version(e, &options.supported) == Some(Revision::V2026_07_28) {
+            if retry_version(e, &options.supported).is_some_and(features::per_request_meta) {
                 answer = peer
                     .request(method::DISCOVER, raw, timeout.or(options.request_timeout))
                     .await;
@@ -553,11 +568,8 @@ impl Client {
                 method: method::DISCOVER.into(),
                 reason: e.to_string(),
             })?;
-        if !d
-            .supported_versions
-            .iter()
-            .any(|v| v == Revision::V2026_07_28.as_str())
-        {
+        let ours = modern_revision(options).unwrap_or(Revision::LATEST);
+        if !d.supported_versions.iter().any(|v| v == ours.as_str()) {
             return Err(ClientError::Negotiation(format!(
                 "server/discover lists {:?}",
                 d.supported_versions
@@ -569,7 +581,7 @@ impl Client {
             .and_then(|m| m.get(meta::SERVER_INFO))
             .and_then(|i| serde_json::from_value(i.clone()).ok());
         Ok((
-            Revision::V2026_07_28,
+            ours,
             ServerInfo {
                 info,
                 capabilities: d.capabilities,
@@ -688,7 +700,7 @@ impl Client {
                 if let (Value::Object(m), Some(t)) = (&mut *meta_obj, token) {
                     m.insert(meta::PROGRESS_TOKEN.into(), json!(t));
                 }
-                if self.revision == Revision::V2026_07_28 {
+                if features::per_request_meta(self.revision) {
                     if let (Value::Object(m), Value::Object(add)) =
                         (meta_obj, Self::modern_meta(&self.options))
                     {

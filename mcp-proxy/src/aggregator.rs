@@ -32,9 +32,11 @@ use crate::bridge::{new_state, Bridge, Calls, Flight, Step, STATE_PREFIX};
 
 mod call;
 mod fast;
+mod links;
 mod tasks;
 use crate::naming::{Namespacing, Prefixed};
 use crate::policy::{may_be_destructive, Confirm, Confirmation, Surface, ToolFilter, Verdict};
+use crate::sessions::{HostLinks, SessionMode};
 
 /// How to reach an upstream.
 #[derive(Clone)]
@@ -74,6 +76,8 @@ pub struct UpstreamConfig {
     pub revision: Option<mcp_types::Revision>,
     /// Which of its tools are exposed (default: all).
     pub tools: ToolFilter,
+    /// How hosts share it, if it speaks a legacy revision (default: a session per host).
+    pub session: SessionMode,
 }
 
 impl UpstreamConfig {
@@ -87,6 +91,7 @@ impl UpstreamConfig {
             transport,
             revision: None,
             tools: ToolFilter::default(),
+            session: SessionMode::default(),
         }
     }
 }
@@ -143,6 +148,20 @@ impl Default for AggregatorOptions {
     }
 }
 
+/// How one upstream is doing ([`Aggregator::status`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UpstreamStatus {
+    /// Its configuration key.
+    pub key: String,
+    /// Whether its shared connection is up.
+    pub connected: bool,
+    /// Why it last failed, until it connects again.
+    pub last_error: Option<String>,
+    /// Upstream sessions open (or opening) for hosts ([`SessionMode::PerHost`]).
+    pub host_sessions: usize,
+}
+
 /// Why the aggregator could not start.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StartError {
@@ -173,8 +192,11 @@ struct Upstream {
     namespace: String,
     client: RwLock<Option<Client>>,
     last_error: Mutex<Option<String>>,
-    /// Host calls in flight here, for routing a legacy upstream's requests.
+    /// Host calls in flight on the shared connection, for routing a legacy upstream's
+    /// requests.
     calls: Arc<Calls>,
+    /// The sessions of hosts that have one of their own here ([`SessionMode::PerHost`]).
+    links: Option<Arc<HostLinks>>,
 }
 
 impl Upstream {
@@ -282,7 +304,12 @@ impl Aggregator {
                     });
                 }
             }
+            let links = match &c.session {
+                SessionMode::PerHost(limits) => Some(Arc::new(HostLinks::new(limits.clone()))),
+                _ => None,
+            };
             upstreams.push(Arc::new(Upstream {
+                links,
                 config: c,
                 namespace,
                 client: RwLock::new(None),
@@ -335,6 +362,9 @@ impl Aggregator {
             if let Some(c) = client {
                 c.close().await;
             }
+            if let Some(links) = &u.links {
+                links.close_all().await;
+            }
         }
     }
 
@@ -374,17 +404,16 @@ impl Aggregator {
             .collect()
     }
 
-    /// `(key, connected, last error)` of each upstream.
-    pub fn status(&self) -> Vec<(String, bool, Option<String>)> {
+    /// How each upstream is doing, in catalog order.
+    pub fn status(&self) -> Vec<UpstreamStatus> {
         self.inner
             .upstreams
             .iter()
-            .map(|u| {
-                (
-                    u.config.key.clone(),
-                    u.client().is_some(),
-                    u.last_error.lock().ok().and_then(|e| e.clone()),
-                )
+            .map(|u| UpstreamStatus {
+                key: u.config.key.clone(),
+                connected: u.client().is_some(),
+                last_error: u.last_error.lock().ok().and_then(|e| e.clone()),
+                host_sessions: u.links.as_ref().map_or(0, |l| l.len()),
             })
             .collect()
     }
@@ -396,27 +425,40 @@ impl Aggregator {
         }
     }
 
-    async fn open(&self, u: &Upstream) -> Result<Client, String> {
-        let config = &u.config;
-        let bridge = || Bridge {
-            calls: u.calls.clone(),
-            wait: self.inner.options.input_timeout,
-            upstream: config.key.as_str().into(),
-        };
-        let era = match config.revision {
+    /// The shared connection to `u`.
+    async fn open_shared(&self, u: &Upstream) -> Result<Client, String> {
+        let era = match u.config.revision {
             None => EraChoice::Detect,
             Some(r) if r.era() == mcp_types::Era::Modern => EraChoice::Modern,
             Some(r) => EraChoice::Legacy(r),
         };
+        // A legacy upstream learns these once, at `initialize`: declare what the gateway
+        // can bridge; each request is then checked against the host of the call.
+        let capabilities = ClientCapabilities {
+            sampling: Some(Map::new()),
+            elicitation: Some(Map::new()),
+            ..Default::default()
+        };
+        self.open(u, u.calls.clone(), capabilities, era).await
+    }
+
+    /// A connection to `u` declaring `capabilities`, its requests routed among `calls`.
+    async fn open(
+        &self,
+        u: &Upstream,
+        calls: Arc<Calls>,
+        capabilities: ClientCapabilities,
+        era: EraChoice,
+    ) -> Result<Client, String> {
+        let config = &u.config;
+        let bridge = || Bridge {
+            calls: calls.clone(),
+            wait: self.inner.options.input_timeout,
+            upstream: config.key.as_str().into(),
+        };
         let options = ClientOptions {
             era,
-            // A legacy upstream learns these once, at `initialize`: declare what the gateway
-            // can bridge; each request is then checked against the host of the call.
-            capabilities: ClientCapabilities {
-                sampling: Some(Map::new()),
-                elicitation: Some(Map::new()),
-                ..Default::default()
-            },
+            capabilities,
             request_timeout: Some(self.inner.options.call_timeout),
             ..Default::default()
         };
@@ -456,7 +498,7 @@ impl Aggregator {
     /// Connects upstream `i` and lists what it offers; false when it failed.
     async fn connect(&self, i: usize) -> bool {
         let u = self.inner.upstreams[i].clone();
-        match self.open(&u).await {
+        match self.open_shared(&u).await {
             Ok(client) => {
                 let listing = list_all(&client).await;
                 tracing::info!(upstream = %u.config.key, revision = %client.revision(), tools = listing.tools.len(), "upstream connected");
@@ -621,7 +663,7 @@ impl Aggregator {
             .any(|r| r.tool.task_support() != TaskSupport::Forbidden);
         let extension = self.inner.upstreams.iter().any(|u| {
             u.client().is_some_and(|c| {
-                c.revision() == mcp_types::Revision::V2026_07_28
+                mcp_revisions::features::has_tasks_extension(c.revision())
                     && c.server()
                         .capabilities
                         .extensions
@@ -925,7 +967,10 @@ impl Aggregator {
     ) -> Result<Box<RawValue>, ClientError> {
         let flight = match ctx.request_state().filter(|s| s.starts_with(STATE_PREFIX)) {
             Some(state) => self.resume(state, method_name, ctx)?,
-            None => self.launch(i, method_name, params, ctx)?,
+            None => {
+                let link = self.link(i, ctx).await?;
+                self.launch(link, method_name, params, ctx)
+            }
         };
         self.drive(flight, ctx).await
     }
@@ -967,17 +1012,15 @@ impl Aggregator {
         })
     }
 
+    /// Sends a request on `link` as a flight for the host of `ctx` to drive.
     fn launch(
         &self,
-        i: usize,
+        link: crate::sessions::Link,
         method_name: &str,
         params: RawObject<'_>,
         ctx: &RequestContext,
-    ) -> Result<Flight, ClientError> {
-        let u = &self.inner.upstreams[i];
-        let client = u
-            .client()
-            .ok_or_else(|| ClientError::Negotiation(u.unavailable()))?;
+    ) -> Flight {
+        let crate::sessions::Link { client, calls } = link;
         // Progress is relayed only to a host that asked for it.
         let (tx, progress) = match ctx.wants_progress() {
             true => {
@@ -997,10 +1040,10 @@ impl Aggregator {
         let task = (method_name == method::TASKS_RESULT)
             .then(|| params.get_str("taskId").map(|t| t.into_owned()))
             .flatten();
-        let slot = u.calls.enter(ctx.client_capabilities_arc(), task);
+        let slot = calls.enter(ctx.client_capabilities_arc(), task);
         let request = client.prepare_raw(method_name, params, &opts);
         let call = Box::pin(async move { client.send_raw(request, &opts).await });
-        Ok(Flight {
+        Flight {
             method: method_name.to_owned(),
             call,
             progress,
@@ -1008,7 +1051,7 @@ impl Aggregator {
             slot,
             pending: Vec::new(),
             asked: 0,
-        })
+        }
     }
 
     /// Takes the call parked under `state` and hands it the host's answers.

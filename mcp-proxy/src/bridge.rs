@@ -7,8 +7,10 @@
 //!
 //! Legacy JSON-RPC links a server→client request to the call it serves only for tasks
 //! (2025-11-25 `related-task`): such a request goes to the held `tasks/result` of its
-//! task. Any other goes to the most recent call in flight on that upstream (with one call
-//! in flight, as is usual for an agent, that is exact; with more a warning is logged).
+//! task. Any other goes to the one call in flight on that connection; with several in
+//! flight it names none of them, and it is refused (no host ever sees another host's
+//! question). Per-host upstream sessions (`SessionMode::PerHost`) keep each host's calls
+//! on a connection of their own, so that its questions can always be tied to it.
 
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -154,6 +156,11 @@ impl Calls {
         (guard, inbox)
     }
 
+    /// How many host calls are in flight here.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.slots.lock().map(|s| s.len()).unwrap_or(0)
+    }
+
     /// [`Calls::enter`] with events going to `sink`.
     pub(crate) fn enter_sink(
         self: &Arc<Self>,
@@ -180,7 +187,7 @@ impl Calls {
 
     /// The call an upstream request belongs to: for a request that names a task
     /// (2025-11-25 `related-task`), the call held for that task and no other (it may come
-    /// later, up to `deadline`); else the latest call that waits on no task.
+    /// later, up to `deadline`); else the one call that waits on no task (see [`Calls::plain_slot`]).
     async fn slot_for(
         &self,
         method: &str,
@@ -210,21 +217,25 @@ impl Calls {
         }
     }
 
+    /// The call a request that names no task belongs to: the one call in flight on this
+    /// connection that waits on no task (a task's requests name their task, so held
+    /// `tasks/result`s do not compete). With several, the request names none of them and
+    /// no host may see another host's question: it belongs to no call.
     fn plain_slot(&self, method: &str) -> Option<Slot> {
         let s = self.slots.lock().ok()?;
-        let plain = s.iter().filter(|x| x.task.is_none()).count();
-        if plain > 1 || (plain == 0 && s.len() > 1) {
-            tracing::warn!(
-                method,
-                calls = s.len(),
-                "several calls in flight on this upstream; its request goes to the latest"
-            );
-        }
-        s.iter()
-            .rev()
-            .find(|x| x.task.is_none())
-            .or_else(|| s.last())
-            .cloned()
+        let mut plain = s.iter().filter(|x| x.task.is_none());
+        let (Some(only), None) = (plain.next(), plain.next()) else {
+            let calls = s.iter().filter(|x| x.task.is_none()).count();
+            if calls > 1 {
+                tracing::warn!(
+                    method,
+                    calls,
+                    "refused an upstream request: several calls in flight on this connection and it names none of them"
+                );
+            }
+            return None;
+        };
+        Some(only.clone())
     }
 
     /// The one call a log message belongs to: the held call of the task it names, else
@@ -270,12 +281,16 @@ impl Calls {
         let Some(slot) = slot else {
             return Err(ErrorObject::new(
                 codes::METHOD_NOT_FOUND,
-                format!("{method} is answered by a host only during a call through this gateway"),
+                format!(
+                    "{method} is answered by a host only during a call through this gateway, \
+                     when the request can be tied to exactly one call"
+                ),
             ));
         };
         let declared = match method {
             method::SAMPLING_CREATE_MESSAGE => slot.caps.sampling.is_some(),
             method::ELICITATION_CREATE => slot.caps.elicitation.is_some(),
+            method::ROOTS_LIST => slot.caps.roots.is_some(),
             _ => false,
         };
         if !declared {
@@ -337,6 +352,11 @@ impl ClientHandler for Bridge {
     async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
         let m = method::ELICITATION_CREATE;
         decode(m, self.calls.ask(m, json!(params), self.wait).await?)
+    }
+
+    async fn list_roots(&self) -> Result<ListRootsResult, ErrorObject> {
+        let m = method::ROOTS_LIST;
+        decode(m, self.calls.ask(m, json!({}), self.wait).await?)
     }
 
     fn log_message(

@@ -1,7 +1,9 @@
 //! The gateway configuration: the `mcpServers` JSON that Claude Desktop and Cursor users
 //! already have, plus per-server `namespace`, `trusted`, `protocolVersion` (pin the
 //! revision spoken with that server; default: detect) and `allowTools`/`denyTools`
-//! (name patterns, `*` for any run; see [`ToolFilter`]), and a top-level `gateway`
+//! (name patterns, `*` for any run; see [`ToolFilter`]), `session` (`"per-host"`, the
+//! default, or `"shared"`; see [`SessionMode`]) with `maxHostSessions` and
+//! `hostSessionIdleSeconds`, and a top-level `gateway`
 //! object: `separator`, `maxNameLength`, `confirmDestructive` (ask the host's user
 //! before a call to a tool that may be destructive; see [`crate::policy`]) and
 //! `surface` (`"direct"`, or `"dispatcher"` for three dispatcher tools).
@@ -23,6 +25,7 @@ use serde_json::Value;
 
 use crate::naming::Prefixed;
 use crate::policy::{AskHost, Surface, ToolFilter};
+use crate::sessions::{PerHostLimits, SessionMode};
 use crate::{AggregatorOptions, UpstreamConfig, UpstreamTransport};
 
 /// A configuration that cannot be used, saying where and why.
@@ -35,6 +38,33 @@ pub struct ConfigError {
     pub location: String,
     /// What is wrong.
     pub problem: String,
+}
+
+/// A server's `session` (`"per-host"`, the default, or `"shared"`), `maxHostSessions` and
+/// `hostSessionIdleSeconds`; on error, the field and what is wrong with it.
+fn session_mode(
+    server: &serde_json::Map<String, Value>,
+) -> Result<SessionMode, (&'static str, String)> {
+    let mut limits = PerHostLimits::default();
+    if let Some(v) = server.get("maxHostSessions") {
+        limits.max_sessions = v
+            .as_u64()
+            .filter(|n| *n >= 1)
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or(("maxHostSessions", "must be a positive integer".into()))?;
+    }
+    if let Some(v) = server.get("hostSessionIdleSeconds") {
+        let secs = v.as_u64().filter(|n| *n >= 1).ok_or((
+            "hostSessionIdleSeconds",
+            "must be a positive integer".to_owned(),
+        ))?;
+        limits.idle_timeout = std::time::Duration::from_secs(secs);
+    }
+    match server.get("session").map(Value::as_str) {
+        None | Some(Some("per-host")) => Ok(SessionMode::PerHost(limits)),
+        Some(Some("shared")) => Ok(SessionMode::Shared),
+        Some(_) => Err(("session", "must be \"per-host\" or \"shared\"".into())),
+    }
 }
 
 /// Reads a configuration. `source_name` names it in errors (a file path, say).
@@ -155,6 +185,7 @@ pub fn parse(
                 allow,
                 deny: strings("denyTools")?,
             },
+            session: session_mode(obj).map_err(|(field, problem)| err(&at(field), problem))?,
         });
     }
     let mut naming = Prefixed::default();

@@ -30,7 +30,9 @@ pub mod config;
 pub mod dispatcher;
 pub mod naming;
 pub mod policy;
+pub mod sessions;
 
 pub use aggregator::{
-    Aggregator, AggregatorOptions, StartError, UpstreamConfig, UpstreamTransport,
+    Aggregator, AggregatorOptions, StartError, UpstreamConfig, UpstreamStatus, UpstreamTransport,
 };
+pub use sessions::{PerHostLimits, SessionMode};

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use mcp_client::StdioCommand;
-use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport};
+use mcp_proxy::{Aggregator, AggregatorOptions, SessionMode, UpstreamConfig, UpstreamTransport};
 use mcp_server::{Outcome, RequestContext, Server, ServerHandler};
 use mcp_types::protocol::*;
 use serde_json::{json, Value};
@@ -52,6 +52,7 @@ fn faulty(key: &str, mode: &str) -> UpstreamConfig {
         )),
         revision: None,
         tools: Default::default(),
+        session: Default::default(),
     }
 }
 
@@ -63,6 +64,7 @@ fn healthy() -> UpstreamConfig {
         transport: UpstreamTransport::InProcess(Server::new(mcp_examples::echo_tools())),
         revision: None,
         tools: Default::default(),
+        session: Default::default(),
     }
 }
 
@@ -110,6 +112,7 @@ async fn faulty_upstreams_fail_clearly_and_alone() {
         )),
         revision: None,
         tools: Default::default(),
+        session: Default::default(),
     };
     let agg = Aggregator::start(
         vec![
@@ -124,16 +127,19 @@ async fn faulty_upstreams_fail_clearly_and_alone() {
     .await
     .expect("one failing upstream does not stop the others");
     let status = agg.status();
-    let ghost = status.iter().find(|(k, _, _)| k == "ghost").expect("ghost");
-    assert!(!ghost.1, "the upstream that never starts is reported");
+    let ghost = status.iter().find(|s| s.key == "ghost").expect("ghost");
+    assert!(
+        !ghost.connected,
+        "the upstream that never starts is reported"
+    );
     assert!(
         ghost
-            .2
+            .last_error
             .as_deref()
             .unwrap_or_default()
             .contains("/nonexistent/mcp-server"),
         "{:?}",
-        ghost.2
+        ghost.last_error
     );
 
     let (dies, hangs, babbles, echo) = tokio::join!(
@@ -170,7 +176,7 @@ async fn faulty_upstreams_fail_clearly_and_alone() {
     let mut back = false;
     for _ in 0..50 {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        if agg.status().iter().any(|(k, up, _)| k == "dies" && *up) {
+        if agg.status().iter().any(|s| s.key == "dies" && s.connected) {
             back = true;
             break;
         }
@@ -234,6 +240,7 @@ fn in_process(key: &str, handler: impl ServerHandler) -> UpstreamConfig {
         transport: UpstreamTransport::InProcess(Server::new(handler)),
         revision: None,
         tools: Default::default(),
+        session: Default::default(),
     }
 }
 
@@ -308,6 +315,7 @@ async fn merged_lists_page_deterministically_and_stale_cursors_are_refused() {
         transport: UpstreamTransport::InProcess(Server::new(mcp_examples::notes_tools())),
         revision: None,
         tools: Default::default(),
+        session: Default::default(),
     };
     let agg = Aggregator::start(vec![notes, healthy()], options)
         .await
@@ -472,10 +480,20 @@ for line in sys.stdin:
 
 #[tokio::test]
 async fn only_idempotent_calls_are_retried_after_a_dropped_connection() {
+    for session in [SessionMode::Shared, SessionMode::default()] {
+        idempotent_retry(session).await;
+    }
+}
+
+/// Shared: the one connection drops and restarts. Per host: each host's own session drops
+/// and the retry opens a new one.
+async fn idempotent_retry(session: SessionMode) {
     let log = std::env::temp_dir().join(format!("mcp-proxy-flaky-{}.log", std::process::id()));
     let _ = std::fs::remove_file(&log);
+    let shared = session == SessionMode::Shared;
     let flaky = UpstreamConfig {
         trusted: true,
+        session,
         ..UpstreamConfig::new(
             "flaky",
             UpstreamTransport::Stdio(StdioCommand::new(
@@ -515,17 +533,19 @@ async fn only_idempotent_calls_are_retried_after_a_dropped_connection() {
     );
     assert_eq!(calls("order"), 1, "a non-idempotent call is never repeated");
 
-    // Let the restart after `order` finish, so `lookup` meets a live upstream first.
-    let up = || agg.status().iter().any(|(_, up, _)| *up);
-    let mut went_down = false;
-    for _ in 0..500 {
-        went_down |= !up();
-        if went_down && up() {
-            break;
+    if shared {
+        // Let the restart after `order` finish, so `lookup` meets a live upstream first.
+        let up = || agg.status().iter().any(|s| s.connected);
+        let mut went_down = false;
+        for _ in 0..500 {
+            went_down |= !up();
+            if went_down && up() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(went_down && up(), "the upstream restarted after `order`");
     }
-    assert!(went_down && up(), "the upstream restarted after `order`");
     let lookup = call(&agg, "flaky__lookup", json!({}))
         .await
         .expect("a result");

@@ -72,6 +72,7 @@ pub struct RequestContext {
     /// The task whose `tasks/result` this is: requests made for it name it (2025-11-25).
     pub(crate) related_task: Option<String>,
     pub(crate) log_level: Option<LoggingLevel>,
+    pub(crate) host: Option<crate::HostSession>,
     pub(crate) notifier: Notifier,
     pub(crate) cancelled: Arc<Cancellation>,
 }
@@ -146,6 +147,12 @@ fn severity(level: &LoggingLevel) -> u8 {
 }
 
 impl RequestContext {
+    /// The host session this request came in (a stdio connection, a legacy HTTP
+    /// session); `None` for a 2026-07-28 request over HTTP, which stands alone.
+    pub fn host_session(&self) -> Option<&crate::HostSession> {
+        self.host.as_ref()
+    }
+
     /// The revision this request is served in.
     pub fn revision(&self) -> Revision {
         self.revision

@@ -13,6 +13,7 @@
 mod call;
 mod context;
 mod handler;
+mod host;
 pub mod http;
 mod session;
 pub mod tools;
@@ -23,6 +24,7 @@ use std::time::Duration;
 pub use call::Call;
 pub use context::RequestContext;
 pub use handler::{method_not_found, Outcome, RawResult, ServerHandler};
+pub use host::{HostSession, HostSessionId};
 use mcp_types::protocol::{CacheScope, Implementation};
 use mcp_types::rpc::Peer;
 pub use mcp_types::schema as validation;
@@ -131,9 +133,15 @@ impl Server {
         }
     }
 
-    /// A session of this server, for a transport that hands it messages directly.
+    /// A session of this server for one lone request (2026-07-28 over HTTP): no host
+    /// session of its own.
     pub(crate) fn session(&self) -> Arc<session::Session> {
-        session::Session::new(self.handler.clone(), self.shared.clone())
+        session::Session::new(self.handler.clone(), self.shared.clone(), false)
+    }
+
+    /// A session of this server that is one host's (a legacy HTTP session).
+    pub(crate) fn host_session(&self) -> Arc<session::Session> {
+        session::Session::new(self.handler.clone(), self.shared.clone(), true)
     }
 
     /// The options this server was made with.
@@ -150,7 +158,7 @@ impl Server {
 
     /// Serves one connection until it closes, and says why it closed.
     pub async fn serve(&self, transport: impl Transport) -> CloseReason {
-        let session = session::Session::new(self.handler.clone(), self.shared.clone());
+        let session = self.host_session();
         let (_peer, reader): (Peer, _) = Peer::start(Arc::new(transport), session);
         reader
             .await

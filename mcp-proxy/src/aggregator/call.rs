@@ -286,7 +286,7 @@ impl Aggregator {
         let u = &self.inner.upstreams[i];
         u.client()
             .map(|c| c.revision())
-            .ok_or_else(|| ClientError::Negotiation(u.unavailable()))
+            .ok_or_else(|| ClientError::Unavailable(u.unavailable()))
     }
 
     /// What the host gets for the upstream's answer. A plain result goes as it came (with

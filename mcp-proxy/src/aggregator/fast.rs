@@ -19,13 +19,14 @@ use serde_json::value::RawValue;
 
 use super::call::{answer_kind, raw_failure, tidy_result, AnswerKind, TaskPlan};
 use super::{Aggregator, CONFIRM_KEY};
-use crate::bridge::{Event, EventSink, Flight, SlotGuard};
+use crate::bridge::{Calls, Event, EventSink, Flight, SlotGuard};
 use crate::policy::{may_be_destructive, Surface};
+use crate::sessions::Link;
 
 /// What a call needs once it is on its way.
 struct Prepared {
     i: usize,
-    client: Client,
+    link: Link,
     request: mcp_client::RawRequest,
     plan: TaskPlan,
     may_retry: bool,
@@ -39,6 +40,8 @@ struct FastCall {
     agg: Aggregator,
     i: usize,
     client: Client,
+    /// The calls in flight on its connection (a question escalates among them).
+    calls: Arc<Calls>,
     revision: Revision,
     plan: TaskPlan,
     may_retry: bool,
@@ -60,8 +63,9 @@ impl Aggregator {
             call: Mutex::new(None),
             agg: self.clone(),
             i: p.i,
-            revision: p.client.revision(),
-            client: p.client,
+            revision: p.link.client.revision(),
+            client: p.link.client,
+            calls: p.link.calls,
             plan: p.plan,
             may_retry: p.may_retry,
             id: OnceLock::new(),
@@ -76,7 +80,7 @@ impl Aggregator {
         if let Ok(mut c) = fast.call.lock() {
             *c = Some(call);
         }
-        let slot = u
+        let slot = fast
             .calls
             .enter_sink(caps, None, Arc::new(FastSink(Arc::downgrade(&fast))));
         if let Ok(mut s) = fast.slot.lock() {
@@ -131,12 +135,16 @@ impl Aggregator {
         if plan.as_task {
             return None;
         }
-        let client = u.client()?;
+        // A host's first call to an upstream it gets a session of its own on opens that
+        // session, which takes waiting: the task path does it.
+        let link = self.link_now(i, ctx)?;
         let up = self.hop_params(ctx, &route, params, &plan, false).ok()?;
-        let request = client.prepare_raw(method::TOOLS_CALL, up, &CallOptions::default());
+        let request = link
+            .client
+            .prepare_raw(method::TOOLS_CALL, up, &CallOptions::default());
         Some(Prepared {
             i,
-            client,
+            link,
             request,
             plan,
             may_retry: u.config.trusted && tool.is_idempotent(),
@@ -232,8 +240,7 @@ impl FastCall {
         let Some(call) = self.take() else {
             return back(ask);
         };
-        let u = &self.agg.inner.upstreams[self.i];
-        let (slot, inbox) = u
+        let (slot, inbox) = self
             .calls
             .enter(call.context().client_capabilities_arc(), None);
         // A new inbox takes it.

@@ -15,10 +15,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcp_client::{CallOptions, Client, ClientError};
+use mcp_revisions::features;
 use mcp_server::{Outcome, RequestContext};
 use mcp_types::protocol::*;
 use mcp_types::raw::RawObject;
-use mcp_types::{codes, ErrorObject, Revision};
+use mcp_types::{codes, ErrorObject};
 use serde_json::{json, Map, Value};
 
 use tokio::sync::{mpsc, watch};
@@ -199,11 +200,9 @@ impl Aggregator {
         method_name: &str,
         mut params: Value,
     ) -> Result<Value, ClientError> {
-        let u = &self.inner.upstreams[i];
-        let client = u
-            .client()
-            .ok_or_else(|| ClientError::Negotiation(u.unavailable()))?;
-        if client.revision() == Revision::V2026_07_28 {
+        // A task lives in the upstream session that created it: the host's own, if it has one.
+        let client = self.link(i, ctx).await?.client;
+        if features::per_request_meta(client.revision()) {
             // The host's capabilities; the extension too, which the gateway serves itself
             // (a host that reaches tasks/* declared it already).
             params["_meta"] =
@@ -378,7 +377,9 @@ impl Aggregator {
             .await?;
         let mut task: Task = decode(&key, v)?;
         let upstream_rev = self.task_client(i)?.revision();
-        if ctx.revision() == Revision::V2026_07_28 && upstream_rev != Revision::V2026_07_28 {
+        if features::has_tasks_extension(ctx.revision())
+            && !features::has_tasks_extension(upstream_rev)
+        {
             match task.status {
                 TaskStatus::Completed | TaskStatus::Failed => {
                     let held = route
@@ -428,7 +429,7 @@ impl Aggregator {
         let route = self.route_task(gateway_id)?;
         let i = route.upstream;
         let key = self.inner.upstreams[i].config.key.clone();
-        if self.task_client(i)?.revision() == Revision::V2026_07_28 {
+        if features::has_tasks_extension(self.task_client(i)?.revision()) {
             return Err(ErrorObject::new(
                 codes::INVALID_PARAMS,
                 format!("Task {gateway_id:?} is a 2026-07-28 task of upstream `{key}`: follow it with tasks/get"),
@@ -468,7 +469,8 @@ impl Aggregator {
             // 2025-11-25 refuses to cancel a task that has ended; the extension acknowledges
             // any cancel (cancellation is cooperative), so a 2026 host hears the state.
             Err(ClientError::Server(e))
-                if e.code == codes::INVALID_PARAMS && ctx.revision() == Revision::V2026_07_28 =>
+                if e.code == codes::INVALID_PARAMS
+                    && features::has_tasks_extension(ctx.revision()) =>
             {
                 return self.relay_get_task(ctx, gateway_id).await;
             }
@@ -495,6 +497,7 @@ impl Aggregator {
         let mut open = input.requests.subscribe();
         if let Some(answers) = fresh {
             let params = json!({"taskId": route.upstream_id});
+            let link = self.link(route.upstream, ctx).await;
             let launched = self
                 .hop_value_params(route.upstream, method::TASKS_RESULT, params, ctx)
                 .and_then(|p| {
@@ -502,7 +505,7 @@ impl Aggregator {
                         method: method::TASKS_RESULT.into(),
                         reason: e.to_string(),
                     })?;
-                    self.launch(route.upstream, method::TASKS_RESULT, p, ctx)
+                    Ok(self.launch(link?, method::TASKS_RESULT, p, ctx))
                 });
             match launched {
                 Ok(flight) => {
@@ -534,7 +537,7 @@ impl Aggregator {
     ) -> Result<(), ErrorObject> {
         let route = self.route_task(gateway_id)?;
         let i = route.upstream;
-        if self.task_client(i)?.revision() != Revision::V2026_07_28 {
+        if !features::has_tasks_extension(self.task_client(i)?.revision()) {
             // Answers to questions not open are ignored, as the extension says.
             if let (Some(input), Some(r)) = (&route.input, responses) {
                 let _ = input.answers.send(r);

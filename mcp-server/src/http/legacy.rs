@@ -35,7 +35,7 @@ impl LegacySession {
     pub(super) fn start(server: &Server, replay_events: usize, keep_alive: Duration) -> Self {
         let router = Arc::new(Router::new(replay_events));
         LegacySession {
-            inbound: server.session(),
+            inbound: server.host_session(),
             peer: Peer::detached(router.clone()),
             router,
             keep_alive,

@@ -31,6 +31,7 @@ use serde_json::value::RawValue;
 use serde_json::Map;
 
 use crate::context::{Cancellation, Notifier};
+use crate::host::{HostSession, HostSessionGuard};
 use crate::{RawResult, ServerShared};
 use crate::{RequestContext, ServerHandler};
 use declared::{Declared, DeclaredCache};
@@ -55,6 +56,9 @@ pub(crate) struct Session {
     me: Weak<Session>,
     /// Whether the handler takes calls on the read loop.
     calls_now: bool,
+    /// The host this connection is (none for a lone 2026-07-28 HTTP request); ended when
+    /// the connection closes or the session goes.
+    host: Option<HostSessionGuard>,
 }
 
 fn invalid_params(method_name: &str, e: impl std::fmt::Display) -> ErrorObject {
@@ -90,8 +94,15 @@ struct Asker {
 }
 
 impl Session {
-    pub(crate) fn new(handler: Arc<dyn ServerHandler>, shared: Arc<ServerShared>) -> Arc<Self> {
+    /// A session; `host`: whether it is a host's connection or session of its own (see
+    /// [`crate::HostSession`]).
+    pub(crate) fn new(
+        handler: Arc<dyn ServerHandler>,
+        shared: Arc<ServerShared>,
+        host: bool,
+    ) -> Arc<Self> {
         Arc::new_cyclic(|me| Session {
+            host: host.then(|| HostSession::start().1),
             calls_now: handler.calls_now(),
             handler,
             shared,
@@ -225,6 +236,7 @@ impl Session {
             task: None,
             related_task: None,
             log_level: asker.log_level,
+            host: self.host.as_ref().map(|g| g.session().clone()),
             notifier: Notifier {
                 peer: peer.clone(),
                 revision,
@@ -310,6 +322,9 @@ impl Inbound for Session {
     }
 
     async fn closed(&self, _reason: &mcp_types::transport::CloseReason) {
+        if let Some(host) = &self.host {
+            host.session().end();
+        }
         // A closed connection cancels what it asked (2026 HTTP: closing the stream is the
         // cancellation).
         // Taken out of the lock first: a cancellation may answer its call, which needs it.

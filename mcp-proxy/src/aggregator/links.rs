@@ -1,0 +1,79 @@
+//! Which connection a host's request to an upstream goes on: the host's own upstream
+//! session where the upstream keeps one per host, else the shared one.
+
+use std::sync::Arc;
+
+use mcp_client::{ClientError, EraChoice};
+use mcp_revisions::features;
+use mcp_server::{HostSession, RequestContext};
+use mcp_types::protocol::ClientCapabilities;
+
+use super::Aggregator;
+use crate::bridge::Calls;
+use crate::sessions::{HostLinks, Link};
+
+impl Aggregator {
+    /// The per-host sessions of upstream `i` and the host of `ctx`, when that host's
+    /// requests go on a session opened for it: the upstream keeps sessions per host, speaks
+    /// a legacy revision (a 2026 one carries everything per request), the request came in
+    /// a host session, and that host is not the first one (which has the connection opened
+    /// at start).
+    fn per_host<'a>(
+        &'a self,
+        i: usize,
+        ctx: &'a RequestContext,
+    ) -> Option<(&'a Arc<HostLinks>, &'a HostSession)> {
+        let u = &self.inner.upstreams[i];
+        let links = u.links.as_ref()?;
+        let host = ctx.host_session()?;
+        let legacy = u
+            .client()
+            .is_some_and(|c| !features::per_request_meta(c.revision()));
+        (legacy && !links.is_first(host.id())).then_some((links, host))
+    }
+
+    /// The connection for `ctx`'s requests to upstream `i` if it is open now; `None` when
+    /// it must be opened first (see [`Aggregator::link`]) or the upstream is down.
+    pub(super) fn link_now(&self, i: usize, ctx: &RequestContext) -> Option<Link> {
+        let u = &self.inner.upstreams[i];
+        match self.per_host(i, ctx) {
+            Some((links, host)) => links.get(host.id()),
+            None => Some(Link {
+                client: u.client()?,
+                calls: u.calls.clone(),
+            }),
+        }
+    }
+
+    /// The connection for `ctx`'s requests to upstream `i`, opening the host's own session
+    /// there first if it needs one. The host's session speaks the revision the shared
+    /// connection negotiated (the catalog was listed in it) and declares exactly what the
+    /// host declared it can be asked.
+    pub(super) async fn link(&self, i: usize, ctx: &RequestContext) -> Result<Link, ClientError> {
+        let u = &self.inner.upstreams[i];
+        let shared = u
+            .client()
+            .ok_or_else(|| ClientError::Unavailable(u.unavailable()))?;
+        let Some((links, host)) = self.per_host(i, ctx) else {
+            return Ok(Link {
+                client: shared,
+                calls: u.calls.clone(),
+            });
+        };
+        let era = EraChoice::Legacy(shared.revision());
+        let declared = ctx.client_capabilities();
+        let capabilities = ClientCapabilities {
+            sampling: declared.sampling.clone(),
+            elicitation: declared.elicitation.clone(),
+            ..Default::default()
+        };
+        links
+            .get_or_open(&u.config.key, host, || async {
+                let calls = Arc::new(Calls::default());
+                let client = self.open(u, calls.clone(), capabilities, era).await?;
+                Ok(Link { client, calls })
+            })
+            .await
+            .map_err(|e| ClientError::Unavailable(e.to_string()))
+    }
+}
