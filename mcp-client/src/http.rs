@@ -583,5 +583,5 @@ impl Transport for HttpTransport {
 
 /// The revisions whose transport is Streamable HTTP (2024-11-05 used HTTP+SSE).
 pub fn speaks_streamable_http(r: Revision) -> bool {
-    r >= Revision::V2025_03_26
+    mcp_revisions::features::streamable_http(r)
 }

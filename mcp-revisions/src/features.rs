@@ -26,6 +26,9 @@ pub const TASK_PARAM: RevisionSet = RevisionSet::parse("...X.");
 /// Revisions whose tasks are the `io.modelcontextprotocol/tasks` extension.
 pub const TASKS_EXTENSION: RevisionSet = RevisionSet::parse("....X");
 
+/// Revisions whose HTTP transport is Streamable HTTP (2024-11-05 had HTTP+SSE).
+pub const STREAMABLE_HTTP: RevisionSet = RevisionSet::parse(".XXXX");
+
 /// Whether every request of `revision` carries its own version and capabilities.
 pub fn per_request_meta(revision: Revision) -> bool {
     PER_REQUEST_META.contains(revision)
@@ -51,10 +54,40 @@ pub fn has_tasks_extension(revision: Revision) -> bool {
     TASKS_EXTENSION.contains(revision)
 }
 
+/// Whether `revision`'s HTTP transport is Streamable HTTP.
+pub fn streamable_http(revision: Revision) -> bool {
+    STREAMABLE_HTTP.contains(revision)
+}
+
+/// Whether `version` (as a peer wrote it) names a revision whose requests carry their own
+/// version and capabilities; an unknown version does not.
+pub fn names_per_request_meta(version: &str) -> bool {
+    Revision::parse(version).is_ok_and(per_request_meta)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use mcp_types::Era;
+
+    #[test]
+    fn streamable_http_began_with_2025_03_26() {
+        assert!(!streamable_http(Revision::V2024_11_05));
+        for r in Revision::ALL
+            .into_iter()
+            .filter(|r| *r >= Revision::V2025_03_26)
+        {
+            assert!(streamable_http(r), "{r}");
+        }
+    }
+
+    #[test]
+    fn version_strings_name_per_request_meta_only_when_known_and_modern() {
+        assert!(names_per_request_meta("2026-07-28"));
+        assert!(!names_per_request_meta("2025-11-25"));
+        assert!(!names_per_request_meta("2099-01-01"));
+        assert!(!names_per_request_meta(""));
+    }
 
     #[test]
     fn per_request_meta_is_the_modern_era() {

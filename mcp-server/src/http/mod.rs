@@ -43,6 +43,7 @@ use bytes::Bytes;
 use http::{header, HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Body;
+use mcp_revisions::features;
 use mcp_types::protocol::method;
 use mcp_types::{codes, headers, Frame, Message, Revision};
 
@@ -271,7 +272,8 @@ impl StreamableHttp {
     fn session_of(&self, h: &HeaderMap) -> Result<Arc<LegacySession>, Box<Response<HttpBody>>> {
         let Some(id) = header_str(h, headers::SESSION_ID) else {
             return Err(Box::new(
-                if header_str(h, headers::PROTOCOL_VERSION) == Some(Revision::V2026_07_28.as_str())
+                if header_str(h, headers::PROTOCOL_VERSION)
+                    .is_some_and(features::names_per_request_meta)
                 {
                     respond(StatusCode::METHOD_NOT_ALLOWED, empty(), None)
                 } else {
@@ -331,7 +333,7 @@ fn is_modern(frame: &Frame, h: &HeaderMap) -> bool {
         return false;
     };
     let by_header = header_str(h, headers::PROTOCOL_VERSION)
-        == Some(Revision::V2026_07_28.as_str())
+        .is_some_and(features::names_per_request_meta)
         && h.get(headers::SESSION_ID).is_none();
     // The body is read only when the headers do not tell already, and only where the
     // key could be.
