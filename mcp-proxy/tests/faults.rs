@@ -87,11 +87,7 @@ async fn call(
 }
 
 fn leftovers() -> usize {
-    let out = std::process::Command::new("pgrep")
-        .args(["-f", "mcp-proxy-fault-test-marker"])
-        .output()
-        .expect("pgrep");
-    String::from_utf8_lossy(&out.stdout).lines().count()
+    processes_marked("mcp-proxy-fault-test-marker")
 }
 
 #[tokio::test]

@@ -182,6 +182,18 @@ async fn call(client: &Client, tool: &str, args: Value) -> Result<String, String
     }
 }
 
+/// Hosts A and B each call `ask` at once, with this round's delays.
+async fn ask_both(
+    a: &Client,
+    b: &Client,
+    round: u64,
+) -> (Result<String, String>, Result<String, String>) {
+    tokio::join!(
+        call(a, "ask", json!({"who": "A", "delay_ms": delay(round, 1)})),
+        call(b, "ask", json!({"who": "B", "delay_ms": delay(round, 2)})),
+    )
+}
+
 /// A small deterministic spread of delays, so that rounds interleave differently.
 fn delay(round: u64, salt: u64) -> u64 {
     (round.wrapping_mul(2_654_435_761).wrapping_add(salt * 97)) % 7
@@ -202,18 +214,7 @@ async fn per_host_sessions_deliver_every_question_to_its_own_host() {
     let host_b = host(&agg, b.clone(), host_options(EraChoice::Modern)).await;
     let rounds = 100;
     for round in 0..rounds {
-        let (ra, rb) = tokio::join!(
-            call(
-                &host_a,
-                "ask",
-                json!({"who": "A", "delay_ms": delay(round, 1)})
-            ),
-            call(
-                &host_b,
-                "ask",
-                json!({"who": "B", "delay_ms": delay(round, 2)})
-            ),
-        );
+        let (ra, rb) = ask_both(&host_a, &host_b, round).await;
         assert_eq!(ra.as_deref(), Ok("A answered by A"), "round {round}");
         assert_eq!(rb.as_deref(), Ok("B answered by B"), "round {round}");
     }
@@ -296,18 +297,7 @@ async fn a_shared_connection_refuses_what_it_cannot_attribute() {
     assert_eq!(rb.as_deref(), Ok("slept"));
 
     for round in 0..100 {
-        let (ra, rb) = tokio::join!(
-            call(
-                &host_a,
-                "ask",
-                json!({"who": "A", "delay_ms": delay(round, 1)})
-            ),
-            call(
-                &host_b,
-                "ask",
-                json!({"who": "B", "delay_ms": delay(round, 2)})
-            ),
-        );
+        let (ra, rb) = ask_both(&host_a, &host_b, round).await;
         // Each call completes with its own host's answer, or fails; never the other's.
         assert!(
             !matches!(ra.as_deref(), Ok(t) if t != "A answered by A"),
@@ -366,11 +356,7 @@ for line in sys.stdin:
 const MARKER: &str = "mcp-proxy-hosts-test-marker";
 
 fn processes() -> usize {
-    let out = std::process::Command::new("pgrep")
-        .args(["-f", MARKER])
-        .output()
-        .expect("pgrep");
-    String::from_utf8_lossy(&out.stdout).lines().count()
+    processes_marked(MARKER)
 }
 
 async fn settle(want: usize) -> usize {

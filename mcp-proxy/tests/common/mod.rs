@@ -39,3 +39,12 @@ pub fn tools_only() -> ServerCapabilities {
         ..Default::default()
     }
 }
+
+/// How many processes have `marker` on their command line.
+pub fn processes_marked(marker: &str) -> usize {
+    let out = std::process::Command::new("pgrep")
+        .args(["-f", marker])
+        .output()
+        .expect("pgrep");
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
