@@ -74,8 +74,8 @@ impl Aggregator {
                 "Invalid params for tools/call: `name` (a string) is required",
             ));
         };
-        let Some(route) = self.route(&name) else {
-            let message = match self.denied_upstream(&name) {
+        let Some(route) = self.inner.catalog.route(&name) else {
+            let message = match self.inner.catalog.denied_upstream(&name) {
                 Some(key) => format!(
                     "Tool {name} of upstream `{key}` is not allowed by this gateway's policy"
                 ),

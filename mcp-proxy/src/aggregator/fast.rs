@@ -122,7 +122,7 @@ impl Aggregator {
         {
             return None;
         }
-        let route = self.route(&name)?;
+        let route = self.inner.catalog.route(&name)?;
         let (i, tool) = (route.upstream, &route.tool);
         let u = &self.inner.upstreams[i];
         let gated = self.inner.options.confirm.is_some()

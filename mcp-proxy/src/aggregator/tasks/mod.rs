@@ -9,10 +9,8 @@
 //! only on a `tasks/result` held open, are shown as `inputRequests` and answered with
 //! `tasks/update`. A 2026 upstream's task reaches a 2026 host as it is.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use mcp_client::{CallOptions, Client, ClientError};
 use mcp_revisions::features;
@@ -22,142 +20,16 @@ use mcp_types::raw::RawObject;
 use mcp_types::{codes, ErrorObject};
 use serde_json::{json, Map, Value};
 
-use tokio::sync::{mpsc, watch};
-
 use super::{
     decode, input_required, strip_hop_meta, strip_hop_meta_raw, upstream_error, Aggregator,
 };
-use crate::bridge::{new_state, Flight, Step};
 
-/// How long a task without a retention of its own stays routable.
-const DEFAULT_RETENTION: Duration = Duration::from_secs(3600);
-/// The longest any task stays routable (an upstream's `ttl: null` means unlimited).
-const MAX_RETENTION: Duration = Duration::from_secs(24 * 3600);
-/// Most tasks kept routable at once; past it the one expiring first is forgotten.
-const MAX_TASKS: usize = 10_000;
+mod hold;
+mod table;
 
-/// Where a gateway task id leads.
-#[derive(Clone)]
-struct Route {
-    upstream: usize,
-    upstream_id: String,
-    expires: Instant,
-    /// A 2025-11-25 upstream task's questions, held for a 2026 host that polls.
-    input: Option<Arc<TaskInput>>,
-    /// Questions asked so far over every hold: input keys are never reused in a task.
-    asked: Arc<AtomicUsize>,
-}
-
-/// Where a host's answers to a held task's questions arrive.
-type Answers = mpsc::UnboundedReceiver<Map<String, Value>>;
-
-/// A 2025-11-25 task asks its questions only on a `tasks/result` call held open; the
-/// extension shows them as `inputRequests` on `tasks/get` and takes the answers on
-/// `tasks/update`. The gateway holds that call for the 2026 host and carries both ways.
-struct TaskInput {
-    /// The questions open now, by input key.
-    requests: watch::Sender<Option<Map<String, Value>>>,
-    /// The host's answers.
-    answers: mpsc::UnboundedSender<Map<String, Value>>,
-    /// What the held `tasks/result` returned: the task's outcome.
-    outcome: Mutex<Option<Result<Value, ErrorObject>>>,
-    /// The held call ended (a new one is needed if the task asks again).
-    done: AtomicBool,
-}
-
-/// Gateway task id → the upstream task behind it.
-#[derive(Default)]
-pub(super) struct TaskTable {
-    routes: Mutex<HashMap<String, Route>>,
-}
-
-impl TaskTable {
-    /// A fresh gateway id for upstream `upstream`'s task `upstream_id`.
-    fn register(&self, upstream: usize, upstream_id: String, retention: Duration) -> String {
-        let id = new_state();
-        let now = Instant::now();
-        if let Ok(mut routes) = self.routes.lock() {
-            routes.retain(|_, r| r.expires > now);
-            if routes.len() >= MAX_TASKS {
-                let first = routes
-                    .iter()
-                    .min_by_key(|(_, r)| r.expires)
-                    .map(|(k, _)| k.clone());
-                if let Some(k) = first {
-                    routes.remove(&k);
-                }
-            }
-            routes.insert(
-                id.clone(),
-                Route {
-                    upstream,
-                    upstream_id,
-                    expires: now + retention.min(MAX_RETENTION),
-                    input: None,
-                    asked: Arc::default(),
-                },
-            );
-        }
-        id
-    }
-
-    /// The held input of task `id`: the live one, or a fresh one with the receiver of its
-    /// answers (the caller starts holding the call).
-    fn input(&self, id: &str) -> Option<(Arc<TaskInput>, Option<Answers>)> {
-        let mut routes = self.routes.lock().ok()?;
-        let route = routes.get_mut(id)?;
-        if let Some(live) = route
-            .input
-            .as_ref()
-            .filter(|i| !i.done.load(Ordering::SeqCst))
-        {
-            return Some((live.clone(), None));
-        }
-        let (answers, rx) = mpsc::unbounded_channel();
-        let fresh = Arc::new(TaskInput {
-            requests: watch::channel(None).0,
-            answers,
-            outcome: Mutex::new(None),
-            done: AtomicBool::new(false),
-        });
-        route.input = Some(fresh.clone());
-        Some((fresh, Some(rx)))
-    }
-
-    fn get(&self, id: &str) -> Option<Route> {
-        let routes = self.routes.lock().ok()?;
-        routes
-            .get(id)
-            .filter(|r| r.expires > Instant::now())
-            .cloned()
-    }
-}
-
-fn unknown_task(id: &str) -> ErrorObject {
-    ErrorObject::new(
-        codes::INVALID_PARAMS,
-        format!("Unknown task: {id:?} (never created here, or expired)"),
-    )
-}
-
-/// The task in an upstream's answer to a task-augmented request, either era's shape.
-fn created_task(upstream: &str, v: Value) -> Result<Task, ErrorObject> {
-    let v = match v {
-        Value::Object(mut o) if o.contains_key("task") => o.remove("task").unwrap_or_default(),
-        other => other,
-    };
-    decode(upstream, v)
-}
-
-/// How long the upstream keeps the task, by either era's field.
-fn retention(t: &Task) -> Duration {
-    let ttl = t.ttl_ms.as_ref().or(t.ttl.as_ref());
-    match ttl {
-        Some(Value::Null) => MAX_RETENTION,
-        Some(v) => v.as_u64().map_or(DEFAULT_RETENTION, Duration::from_millis),
-        None => DEFAULT_RETENTION,
-    }
-}
+use hold::{hold, inline_outcome, QUESTIONS_WAIT};
+pub(super) use table::TaskTable;
+use table::{created_task, retention, unknown_task, Route};
 
 /// Whether an upstream's error says a call needs the tasks extension (`-32021` naming it).
 pub(super) fn needs_tasks_extension(e: &ErrorObject) -> bool {
@@ -551,150 +423,5 @@ impl Aggregator {
         self.task_request(ctx, i, method::TASKS_UPDATE, params)
             .await
             .map(|_| ())
-    }
-}
-
-/// How long a `tasks/get` waits for a task's questions to reach the gateway.
-const QUESTIONS_WAIT: Duration = Duration::from_secs(2);
-
-/// Drives a held `tasks/result`: its questions out to the host, the answers back, and its
-/// outcome kept for `tasks/get`. Questions unanswered after `wait` fail upstream.
-async fn hold(
-    mut f: Flight,
-    input: Arc<TaskInput>,
-    mut answers: Answers,
-    asked: Arc<AtomicUsize>,
-    wait: Duration,
-) {
-    // Keys go on from the task's earlier holds.
-    f.asked = asked.load(Ordering::SeqCst);
-    let mut deadline = None;
-    // Every question open now: a new round adds to it, an answer takes from it.
-    let mut open = Map::new();
-    let outcome = loop {
-        let expiry = async {
-            match deadline {
-                Some(d) => tokio::time::sleep_until(d).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            step = f.next() => match step {
-                Step::Done(r) => break r.and_then(|raw| {
-                    serde_json::from_str::<Value>(raw.get()).map_err(|e| ClientError::InvalidResult {
-                        method: method::TASKS_RESULT.into(),
-                        reason: e.to_string(),
-                    })
-                }),
-                // Nobody follows a held call's progress or logs: the task's status says it.
-                Step::Progress(_) => {}
-                Step::Events { asks, .. } if asks.is_empty() => {}
-                Step::Events { asks, .. } => {
-                    open.extend(f.hand_over(asks));
-                    asked.store(f.asked, Ordering::SeqCst);
-                    input.requests.send_replace(Some(open.clone()));
-                    // Each round's questions get the whole wait.
-                    deadline = Some(tokio::time::Instant::now() + wait);
-                }
-            },
-            Some(r) = answers.recv() => {
-                for key in f.answer_some(&r) {
-                    open.remove(&key);
-                }
-                if open.is_empty() {
-                    input.requests.send_replace(None);
-                    deadline = None;
-                } else {
-                    input.requests.send_replace(Some(open.clone()));
-                }
-            }
-            () = expiry => {
-                tracing::warn!("a host never answered a task's questions; they fail upstream");
-                f.pending.clear();
-                open.clear();
-                input.requests.send_replace(None);
-                deadline = None;
-            }
-        }
-    };
-    // A transport failure is no outcome of the task: `tasks/get` asks again then.
-    let kept = match outcome {
-        Ok(v) => Some(Ok(v)),
-        Err(mcp_client::ClientError::Server(e)) => Some(Err(e)),
-        Err(e) => {
-            tracing::debug!("a held tasks/result ended without the task's outcome: {e}");
-            None
-        }
-    };
-    if let Ok(mut o) = input.outcome.lock() {
-        *o = kept;
-    }
-    input.requests.send_replace(None);
-    input.done.store(true, Ordering::SeqCst);
-}
-
-/// A finished 2025-11-25 task's outcome, inline as the extension carries it. A result
-/// (a tool's own `isError` included) makes the task `completed`; a JSON-RPC error, `failed`.
-fn inline_outcome(task: &mut Task, outcome: Result<Value, ErrorObject>) {
-    match outcome {
-        Ok(Value::Object(mut result)) => {
-            strip_hop_meta_raw(&mut result);
-            task.status = TaskStatus::Completed;
-            task.result = Some(result);
-            task.error = None;
-        }
-        Ok(other) => {
-            task.status = TaskStatus::Failed;
-            task.error = Some(json!(ErrorObject::new(
-                codes::INTERNAL_ERROR,
-                format!("the upstream's task result is not an object: {other}"),
-            )));
-        }
-        Err(e) => {
-            task.status = TaskStatus::Failed;
-            task.error = Some(json!(e));
-            task.result = None;
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn gateway_task_ids_route_to_their_upstream_task_until_they_expire() {
-        let table = TaskTable::default();
-        let a = table.register(0, "1".into(), Duration::from_secs(60));
-        let b = table.register(1, "1".into(), Duration::from_secs(60));
-        assert_ne!(a, b);
-        assert_ne!(a, "1");
-        let (ra, rb) = (table.get(&a).expect("a"), table.get(&b).expect("b"));
-        assert_eq!((ra.upstream, ra.upstream_id.as_str()), (0, "1"));
-        assert_eq!((rb.upstream, rb.upstream_id.as_str()), (1, "1"));
-        assert!(table.get("1").is_none());
-        let gone = table.register(0, "2".into(), Duration::ZERO);
-        assert!(table.get(&gone).is_none());
-    }
-
-    #[test]
-    fn a_finished_legacy_task_carries_its_outcome_inline() {
-        let mut t = Task {
-            status: TaskStatus::Failed,
-            ..Default::default()
-        };
-        inline_outcome(
-            &mut t,
-            Ok(json!({"content": [], "isError": true,
-                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "u"}, "k": 1}})),
-        );
-        assert_eq!(t.status, TaskStatus::Completed);
-        let r = t.result.expect("result");
-        assert_eq!(r["isError"], true);
-        assert_eq!(r["_meta"], json!({"k": 1}));
-        let mut t = Task::default();
-        inline_outcome(&mut t, Err(ErrorObject::new(-32001, "boom")));
-        assert_eq!(t.status, TaskStatus::Failed);
-        assert_eq!(t.error.expect("error")["message"], "boom");
     }
 }

@@ -1,0 +1,331 @@
+//! The catalog: every upstream's listings merged into what hosts see. Synchronous and
+//! pure: it names, filters, orders, detects clashes, indexes routes and pages, and never
+//! talks to an upstream (the pool fills it; the handler reads it).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use mcp_types::protocol::*;
+use mcp_types::{codes, ErrorObject};
+
+use super::call::Route;
+use super::StartError;
+use crate::naming::Namespacing;
+use crate::policy::ToolFilter;
+
+/// One upstream's part of the catalog.
+#[derive(Default, Clone)]
+pub(super) struct Listing {
+    pub(super) tools: Vec<Tool>,
+    pub(super) prompts: Vec<Prompt>,
+    pub(super) resources: Vec<Resource>,
+    pub(super) templates: Vec<ResourceTemplate>,
+    /// When a 2026 upstream's `ttlMs` (if it gave a positive one) says to list again.
+    pub(super) stale_at: Option<std::time::Instant>,
+}
+
+/// Exposed tool name → route, for one generation of the catalog.
+pub(super) type Routes = HashMap<String, Arc<Route>>;
+
+/// What the catalog knows of one upstream: how its names are exposed and filtered.
+pub(super) struct Member {
+    /// Its configuration key.
+    pub(super) key: String,
+    /// The namespace of its names.
+    pub(super) namespace: String,
+    /// Which of its tools are exposed.
+    pub(super) tools: ToolFilter,
+}
+
+/// The merged catalog of every upstream, by upstream index (the order of `members`).
+pub(super) struct Catalog {
+    members: Vec<Member>,
+    namespacing: Arc<dyn Namespacing>,
+    /// Items per page of a merged list (0: one page).
+    page_size: usize,
+    listings: RwLock<Vec<Listing>>,
+    /// Bumped on every change; cursors and the route index carry it.
+    generation: AtomicU64,
+    /// The route index of one generation.
+    routes: RwLock<Option<(u64, Arc<Routes>)>>,
+}
+
+impl Catalog {
+    pub(super) fn new(
+        members: Vec<Member>,
+        namespacing: Arc<dyn Namespacing>,
+        page_size: usize,
+    ) -> Self {
+        Catalog {
+            listings: RwLock::new(vec![Listing::default(); members.len()]),
+            members,
+            namespacing,
+            page_size,
+            generation: AtomicU64::new(1),
+            routes: RwLock::new(None),
+        }
+    }
+
+    /// Starts a new generation without a listing changing (an upstream came or went).
+    pub(super) fn bump(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Upstreams whose listing a 2026 upstream's `ttlMs` says to list again by `now`.
+    pub(super) fn stale(&self, now: std::time::Instant) -> Vec<usize> {
+        self.listings
+            .read()
+            .map(|l| {
+                l.iter()
+                    .enumerate()
+                    .filter(|(_, x)| x.stale_at.is_some_and(|t| t <= now))
+                    .map(|(i, _)| i)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The upstream that listed a resource template written exactly `uri_template`.
+    pub(super) fn template_owner(&self, uri_template: &str) -> Option<usize> {
+        let listings = self.listings.read().ok()?;
+        listings
+            .iter()
+            .position(|l| l.templates.iter().any(|t| t.uri_template == uri_template))
+    }
+
+    /// Whether a listed tool may run as a task.
+    pub(super) fn has_task_tools(&self) -> bool {
+        self.routes()
+            .values()
+            .any(|r| r.tool.task_support() != TaskSupport::Forbidden)
+    }
+
+    /// Replaces upstream `i`'s part of the catalog; a new generation of the catalog begins.
+    pub(super) fn set_listing(&self, i: usize, listing: Listing) {
+        if let Ok(mut l) = self.listings.write() {
+            l[i] = listing;
+        }
+        self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The upstream and tool behind an exposed name.
+    pub(super) fn route(&self, name: &str) -> Option<Arc<Route>> {
+        self.routes().get(name).cloned()
+    }
+
+    /// The route index of the current catalog, rebuilt only when the catalog changed (a
+    /// call must not copy the whole catalog).
+    pub(super) fn routes(&self) -> Arc<Routes> {
+        let generation = self.generation.load(Ordering::SeqCst);
+        let cached = self.routes.read().ok().and_then(|r| r.clone());
+        let routes = match cached {
+            Some((g, routes)) if g == generation => routes,
+            _ => {
+                let routes: Arc<Routes> = Arc::new(
+                    self.tool_entries()
+                        .into_iter()
+                        .map(|(exposed, i, t)| (exposed, Arc::new(Route::new(i, t))))
+                        .collect(),
+                );
+                if let Ok(mut r) = self.routes.write() {
+                    *r = Some((generation, routes.clone()));
+                }
+                routes
+            }
+        };
+        routes
+    }
+
+    pub(super) fn check_collisions(&self) -> Result<(), StartError> {
+        let mut seen: HashMap<String, String> = HashMap::new();
+        for (exposed, i, original) in self.tool_entries() {
+            let who = format!("{}/{}", self.members[i].key, original.name);
+            if let Some(first) = seen.insert(exposed.clone(), who.clone()) {
+                return Err(StartError::NameCollision {
+                    exposed,
+                    first,
+                    second: who,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// One part of each upstream's listing, in upstream order (copying only that part).
+    pub(super) fn read_listings<T>(&self, part: impl Fn(&Listing) -> T) -> Vec<T> {
+        self.listings
+            .read()
+            .map(|l| l.iter().map(part).collect())
+            .unwrap_or_default()
+    }
+
+    /// `(exposed name, upstream index, tool as the upstream sent it)`, in catalog order.
+    pub(super) fn tool_entries(&self) -> Vec<(String, usize, Tool)> {
+        let listings = self.read_listings(|l| l.tools.clone());
+        let naming = &self.namespacing;
+        let mut seen = BTreeMap::new();
+        let mut out = Vec::new();
+        for (i, tools) in listings.into_iter().enumerate() {
+            let u = &self.members[i];
+            let ns = &u.namespace;
+            for t in tools {
+                if !u.tools.permits(&t.name) {
+                    continue;
+                }
+                let exposed = naming.expose(ns, &t.name);
+                if seen
+                    .insert(exposed.clone(), i)
+                    .is_some_and(|prev| prev != i)
+                {
+                    tracing::warn!(tool = %exposed, "name clash after a list change; the later tool is hidden");
+                    continue;
+                }
+                out.push((exposed, i, t));
+            }
+        }
+        out
+    }
+
+    pub(super) fn prompt_entries(&self) -> Vec<(String, usize, Prompt)> {
+        let listings = self.read_listings(|l| l.prompts.clone());
+        let naming = &self.namespacing;
+        listings
+            .into_iter()
+            .enumerate()
+            .flat_map(|(i, prompts)| {
+                let ns = self.members[i].namespace.clone();
+                prompts
+                    .into_iter()
+                    .map(move |p| (naming.expose(&ns, &p.name), i, p))
+            })
+            .collect()
+    }
+
+    /// The upstream owning a resource URI: one that listed it, else one with a matching template.
+    pub(super) fn resource_owner(&self, uri: &str) -> Option<usize> {
+        let listings = self.listings.read().ok()?;
+        listings
+            .iter()
+            .position(|l| l.resources.iter().any(|r| r.uri == uri))
+            .or_else(|| {
+                listings.iter().position(|l| {
+                    l.templates
+                        .iter()
+                        .any(|t| template_matches(&t.uri_template, uri))
+                })
+            })
+    }
+
+    /// One page of a merged list. The cursor is `<generation>.<offset>`; a cursor from
+    /// another generation of the catalog is stale.
+    pub(super) fn page<T>(
+        &self,
+        items: Vec<T>,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<T>, Option<String>), ErrorObject> {
+        let generation = self.generation.load(Ordering::SeqCst);
+        let start = match cursor {
+            None => 0,
+            Some(c) => {
+                let parsed = c
+                    .split_once('.')
+                    .and_then(|(g, o)| Some((g.parse::<u64>().ok()?, o.parse::<usize>().ok()?)));
+                match parsed {
+                    Some((g, o)) if g == generation && o <= items.len() => o,
+                    Some(_) => {
+                        return Err(ErrorObject::new(
+                            codes::INVALID_PARAMS,
+                            "Invalid cursor: the list changed since it was issued; list again",
+                        ))
+                    }
+                    None => {
+                        return Err(ErrorObject::new(
+                            codes::INVALID_PARAMS,
+                            format!("Invalid cursor: {c:?}"),
+                        ))
+                    }
+                }
+            }
+        };
+        let size = self.page_size;
+        if size == 0 {
+            return Ok((items.into_iter().skip(start).collect(), None));
+        }
+        let total = items.len();
+        let page: Vec<T> = items.into_iter().skip(start).take(size).collect();
+        let next = (start + size < total).then(|| format!("{generation}.{}", start + size));
+        Ok((page, next))
+    }
+
+    /// The key of the upstream whose filtered-out tool would be exposed as `name`.
+    pub(super) fn denied_upstream(&self, name: &str) -> Option<String> {
+        let listings = self.listings.read().ok()?;
+        let naming = &self.namespacing;
+        listings.iter().enumerate().find_map(|(i, l)| {
+            let u = &self.members[i];
+            l.tools
+                .iter()
+                .any(|t| !u.tools.permits(&t.name) && naming.expose(&u.namespace, &t.name) == name)
+                .then(|| u.key.clone())
+        })
+    }
+}
+
+/// Whether `uri` fits an RFC 6570 level-1 template (`{var}` matches one or more characters
+/// other than `/`).
+fn template_matches(template: &str, uri: &str) -> bool {
+    let mut rest = uri;
+    let mut parts = template.split('{');
+    let Some(first) = parts.next() else {
+        return false;
+    };
+    let Some(r) = rest.strip_prefix(first) else {
+        return false;
+    };
+    rest = r;
+    for part in parts {
+        let Some((_, literal)) = part.split_once('}') else {
+            return false;
+        };
+        let end = if literal.is_empty() {
+            rest.find('/').unwrap_or(rest.len())
+        } else {
+            match rest.find(literal) {
+                Some(e) => e,
+                None => return false,
+            }
+        };
+        if end == 0 {
+            return false;
+        }
+        rest = &rest[end..];
+        match rest.strip_prefix(literal) {
+            Some(r) => rest = r,
+            None => return false,
+        }
+    }
+    rest.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::template_matches;
+
+    #[test]
+    fn templates_match_level_one_expressions() {
+        assert!(template_matches(
+            "test://template/{id}/data",
+            "test://template/123/data"
+        ));
+        assert!(!template_matches(
+            "test://template/{id}/data",
+            "test://template//data"
+        ));
+        assert!(!template_matches(
+            "test://template/{id}/data",
+            "test://other/123/data"
+        ));
+        assert!(template_matches("file:///{path}", "file:///a"));
+    }
+}

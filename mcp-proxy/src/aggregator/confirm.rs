@@ -1,0 +1,81 @@
+//! The confirmation gate (TOOL-17): before a call to a tool that may be destructive, the
+//! configured [`crate::policy::Confirm`] hook decides, and may have the host's user asked.
+
+use mcp_server::{Outcome, RequestContext};
+use mcp_types::protocol::*;
+use serde_json::{json, Map, Value};
+
+use super::{tool_error, Aggregator, CONFIRM_KEY};
+use crate::policy::{may_be_destructive, Confirmation, Verdict};
+
+impl Aggregator {
+    /// The confirmation gate (TOOL-17): `None` to go ahead, else what to answer instead.
+    /// Only a first round is gated: a retry carrying `inputResponses` continues a call the
+    /// host already confirmed (or is answering this gate).
+    pub(super) async fn confirmation(
+        &self,
+        ctx: &RequestContext,
+        exposed: &str,
+        key: &str,
+        tool: &Tool,
+        trusted: bool,
+        arguments: impl FnOnce() -> Option<Map<String, Value>>,
+    ) -> Option<Outcome<CallToolResult>> {
+        let hook = self.inner.options.confirm.as_ref()?;
+        if let Some(answer) = ctx.input_response(CONFIRM_KEY) {
+            let accepted = answer.get("action").and_then(Value::as_str) == Some("accept")
+                && answer.pointer("/content/confirm").and_then(Value::as_bool) == Some(true);
+            return (!accepted).then(|| {
+                Outcome::Complete(tool_error(format!(
+                    "The user declined the call to {exposed}; nothing was done."
+                )))
+            });
+        }
+        if !ctx.input_responses().is_empty() || !may_be_destructive(tool, trusted) {
+            return None;
+        }
+        let arguments = arguments();
+        let call = Confirmation {
+            upstream: key,
+            exposed,
+            tool,
+            arguments: arguments.as_ref(),
+        };
+        match hook.confirm(&call).await {
+            Verdict::Allow => None,
+            Verdict::Refuse(why) => Some(Outcome::Complete(tool_error(format!(
+                "The call to {exposed} was refused: {why}"
+            )))),
+            Verdict::AskHost if ctx.client_capabilities().elicitation.is_none() => {
+                Some(Outcome::Complete(tool_error(format!(
+                    "The call to {exposed} needs the user's confirmation (it may be destructive), \
+                     and this host cannot ask: it did not declare elicitation."
+                ))))
+            }
+            Verdict::AskHost => {
+                let mut requests = Map::new();
+                requests.insert(
+                    CONFIRM_KEY.into(),
+                    json!({
+                        "method": method::ELICITATION_CREATE,
+                        "params": {
+                            "message": format!(
+                                "Allow the call to {} (upstream `{key}`)? It may change or delete data.",
+                                tool.display_name()
+                            ),
+                            "requestedSchema": {
+                                "type": "object",
+                                "properties": {"confirm": {"type": "boolean", "title": "Allow this call"}},
+                                "required": ["confirm"]
+                            }
+                        }
+                    }),
+                );
+                Some(Outcome::InputRequired(InputRequiredResult {
+                    input_requests: Some(requests),
+                    ..Default::default()
+                }))
+            }
+        }
+    }
+}

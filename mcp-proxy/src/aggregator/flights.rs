@@ -1,0 +1,253 @@
+//! Requests other than the common call, run upstream as [`Flight`]s: progress and log
+//! lines relayed to the host while they run, the upstream's questions handed to the host
+//! (the flight parked under a `requestState` until the host's retry brings the answers),
+//! cancellation passed on.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_client::{CallOptions, ClientError};
+use mcp_revisions::Translator;
+use mcp_server::RequestContext;
+use mcp_types::protocol::*;
+use mcp_types::raw::RawObject;
+use mcp_types::{codes, ErrorObject};
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+use super::{Aggregator, CONFIRM_KEY};
+use crate::bridge::{new_state, Flight, Step, STATE_PREFIX};
+
+impl Aggregator {
+    /// Sends a request upstream for the host of `ctx` (or resumes one parked for this host's
+    /// answers), relaying what flows while it runs. `params` are of the union model: they
+    /// get the hop's `_meta` and are translated to the upstream's revision here.
+    pub(super) async fn upstream_call(
+        &self,
+        i: usize,
+        method_name: &str,
+        params: Value,
+        ctx: &RequestContext,
+    ) -> Result<Value, ClientError> {
+        let params = self.hop_value_params(i, method_name, params, ctx)?;
+        let mut params = RawObject::from_raw(&params).map_err(|e| ClientError::InvalidResult {
+            method: method_name.into(),
+            reason: e.to_string(),
+        })?;
+        if let Some(client) = self.inner.upstreams[i].client() {
+            client.add_envelope(&mut params);
+        }
+        let answer = self.upstream_call_raw(i, method_name, params, ctx).await?;
+        serde_json::from_str(answer.get()).map_err(|e| ClientError::InvalidResult {
+            method: method_name.into(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// [`Self::upstream_call`] with params already in the upstream's revision, answered
+    /// as the upstream wrote it.
+    pub(super) async fn upstream_call_raw(
+        &self,
+        i: usize,
+        method_name: &str,
+        params: RawObject<'_>,
+        ctx: &RequestContext,
+    ) -> Result<Box<RawValue>, ClientError> {
+        let flight = match ctx.request_state().filter(|s| s.starts_with(STATE_PREFIX)) {
+            Some(state) => self.resume(state, method_name, ctx)?,
+            None => {
+                let link = self.link(i, ctx).await?;
+                self.launch(link, method_name, params, ctx)
+            }
+        };
+        self.drive(flight, ctx).await
+    }
+
+    /// Union-model params with what the upstream hears of this host (its capabilities and
+    /// log level, the answers and state of a retry), in the upstream's revision.
+    pub(super) fn hop_value_params(
+        &self,
+        i: usize,
+        method_name: &str,
+        mut params: Value,
+        ctx: &RequestContext,
+    ) -> Result<Box<RawValue>, ClientError> {
+        let revision = self.upstream_revision(i)?;
+        if let Value::Object(p) = &mut params {
+            // What the upstream may ask for, and hear, is what this host declared (unless
+            // the caller set what the gateway itself takes on: the tasks extension).
+            let meta = p.entry("_meta").or_insert_with(|| json!({}));
+            if let Value::Object(m) = meta {
+                m.entry(mcp_types::meta::CLIENT_CAPABILITIES)
+                    .or_insert_with(|| json!(ctx.client_capabilities()));
+                if let Some(level) = ctx.log_level() {
+                    m.insert(mcp_types::meta::LOG_LEVEL.into(), json!(level));
+                }
+            }
+            let mut responses = ctx.input_responses().clone();
+            responses.remove(CONFIRM_KEY);
+            if !responses.is_empty() {
+                p.insert("inputResponses".into(), Value::Object(responses));
+            }
+            if let Some(state) = ctx.request_state() {
+                p.insert("requestState".into(), json!(state));
+            }
+        }
+        let translated = Translator::canonical_to(revision).params(method_name, params)?;
+        serde_json::value::to_raw_value(&translated).map_err(|e| ClientError::InvalidResult {
+            method: method_name.into(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// Sends a request on `link` as a flight for the host of `ctx` to drive.
+    pub(super) fn launch(
+        &self,
+        link: crate::sessions::Link,
+        method_name: &str,
+        params: RawObject<'_>,
+        ctx: &RequestContext,
+    ) -> Flight {
+        let crate::sessions::Link { client, calls } = link;
+        // Progress is relayed only to a host that asked for it.
+        let (tx, progress) = match ctx.wants_progress() {
+            true => {
+                let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+                (Some(tx), Some(rx))
+            }
+            false => (None, None),
+        };
+        let cancel = Arc::new(tokio::sync::Notify::new());
+        let opts = CallOptions {
+            timeout: Some(self.inner.options.call_timeout),
+            progress: tx,
+            return_input_required: true,
+            cancel: Some(cancel.clone()),
+        };
+        // A held `tasks/result` gets the requests its upstream task makes.
+        let task = (method_name == method::TASKS_RESULT)
+            .then(|| params.get_str("taskId").map(|t| t.into_owned()))
+            .flatten();
+        let slot = calls.enter(ctx.client_capabilities_arc(), task);
+        let request = client.prepare_raw(method_name, params, &opts);
+        let call = Box::pin(async move { client.send_raw(request, &opts).await });
+        Flight {
+            method: method_name.to_owned(),
+            call,
+            progress,
+            cancel,
+            slot,
+            pending: Vec::new(),
+            asked: 0,
+        }
+    }
+
+    /// Takes the call parked under `state` and hands it the host's answers.
+    pub(super) fn resume(
+        &self,
+        state: &str,
+        method_name: &str,
+        ctx: &RequestContext,
+    ) -> Result<Flight, ClientError> {
+        let flight = self
+            .inner
+            .parked
+            .lock()
+            .ok()
+            .and_then(|mut p| p.remove(state))
+            // A task run for a tools/call is resumed by the host's tools/call retry.
+            .filter(|f| {
+                f.method == method_name
+                    || (method_name == method::TOOLS_CALL && f.method == method::TASKS_RESULT)
+            });
+        let Some(mut flight) = flight else {
+            return Err(ClientError::Server(ErrorObject::new(
+                codes::INVALID_PARAMS,
+                "requestState is unknown, expired, already used or for another request",
+            )));
+        };
+        flight.answer(ctx.input_responses());
+        Ok(flight)
+    }
+
+    /// Relays progress and logs while the upstream works; hands its requests to the host
+    /// (parking the call until the host answers); cancels it when the host cancels.
+    pub(super) async fn drive(
+        &self,
+        mut f: Flight,
+        ctx: &RequestContext,
+    ) -> Result<Box<RawValue>, ClientError> {
+        loop {
+            let step = tokio::select! {
+                step = f.next() => step,
+                // The host cancelled (a notification, or a closed 2026 stream): so do we.
+                () = ctx.cancelled() => {
+                    f.cancel.notify_one();
+                    return (&mut f.call).await;
+                }
+            };
+            match step {
+                Step::Done(r) => return r,
+                // What flows during a call is boxed: most calls have none, and their state
+                // stays small without it.
+                Step::Progress(p) => {
+                    let progress = p.progress.as_f64().unwrap_or_default();
+                    let total = p.total.and_then(|t| t.as_f64());
+                    Box::pin(ctx.progress(progress, total, p.message.as_deref())).await;
+                }
+                Step::Events { logs, asks } => {
+                    for l in logs {
+                        Box::pin(ctx.log(l.level, l.logger.as_deref(), l.data)).await;
+                    }
+                    if !asks.is_empty() {
+                        let requests = f.hand_over(asks);
+                        let state = self.park(f);
+                        let answer = json!({
+                            "resultType": "input_required",
+                            "inputRequests": requests,
+                            "requestState": state,
+                        });
+                        return serde_json::value::to_raw_value(&answer).map_err(|e| {
+                            ClientError::InvalidResult {
+                                method: "inputRequests".into(),
+                                reason: e.to_string(),
+                            }
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Keeps a call until the host retries with `requestState`, at most `input_timeout`.
+    pub(super) fn park(&self, flight: Flight) -> String {
+        let state = new_state();
+        if let Ok(mut p) = self.inner.parked.lock() {
+            p.insert(state.clone(), flight);
+        }
+        let inner = Arc::downgrade(&self.inner);
+        let key = state.clone();
+        let wait = self.inner.options.input_timeout;
+        tokio::spawn(async move {
+            tokio::time::sleep(wait).await;
+            let expired = inner
+                .upgrade()
+                .and_then(|i| i.parked.lock().ok().and_then(|mut p| p.remove(&key)));
+            if let Some(f) = expired {
+                tracing::warn!(method = %f.method, "a host never answered an upstream's request; the call is cancelled");
+                let Flight {
+                    call,
+                    cancel,
+                    pending,
+                    ..
+                } = f;
+                // The upstream's questions fail, and the request, driven once more, sends
+                // its cancellation upstream.
+                drop(pending);
+                cancel.notify_one();
+                let _ = tokio::time::timeout(Duration::from_secs(5), call).await;
+            }
+        });
+        state
+    }
+}

@@ -1,0 +1,359 @@
+//! The aggregator as a [`ServerHandler`]: each method wired to the catalog (lists, pages,
+//! owners), the call relay, the flights that carry other requests upstream, and tasks.
+
+use async_trait::async_trait;
+use mcp_server::{Outcome, RawResult, RequestContext, ServerHandler};
+use mcp_types::protocol::*;
+use mcp_types::raw::RawObject;
+use mcp_types::{codes, ErrorObject};
+use serde_json::{json, Map, Value};
+
+use crate::policy::Surface;
+
+use super::{decode, forward_meta, input_required, strip_hop_meta, upstream_error, Aggregator};
+
+#[async_trait]
+impl ServerHandler for Aggregator {
+    fn capabilities(&self) -> ServerCapabilities {
+        let (legacy_tasks, extension) = self.task_reach();
+        let lc = || {
+            Some(ListChangedCapability {
+                list_changed: Some(true),
+                ..Default::default()
+            })
+        };
+        ServerCapabilities {
+            tools: lc(),
+            prompts: lc(),
+            resources: Some(ResourcesCapability {
+                list_changed: Some(true),
+                ..Default::default()
+            }),
+            completions: Some(Map::new()),
+            // Upstream tasks are relayed to hosts that take them, declared only where a
+            // host can reach one (each session keeps what the host's revision has:
+            // `tasks` to 2025-11-25, the extension to 2026).
+            tasks: legacy_tasks.then(|| {
+                json!({"cancel": {}, "requests": {"tools": {"call": {}}}})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default()
+            }),
+            extensions: extension
+                .then(|| json!({TASKS_EXTENSION: {}}).as_object().cloned())
+                .flatten(),
+            ..Default::default()
+        }
+    }
+
+    async fn get_task(
+        &self,
+        ctx: &RequestContext,
+        p: TaskRequestParams,
+    ) -> Result<Task, ErrorObject> {
+        self.relay_get_task(ctx, &p.task_id).await
+    }
+
+    async fn task_result(
+        &self,
+        ctx: &RequestContext,
+        p: TaskRequestParams,
+    ) -> Result<Outcome<Value>, ErrorObject> {
+        self.relay_task_result(ctx, &p.task_id).await
+    }
+
+    async fn cancel_task(
+        &self,
+        ctx: &RequestContext,
+        p: TaskRequestParams,
+    ) -> Result<Task, ErrorObject> {
+        self.relay_cancel_task(ctx, &p.task_id).await
+    }
+
+    async fn update_task(
+        &self,
+        ctx: &RequestContext,
+        p: TaskRequestParams,
+    ) -> Result<(), ErrorObject> {
+        self.relay_update_task(ctx, &p.task_id, p.input_responses)
+            .await
+    }
+
+    async fn list_tools(
+        &self,
+        _ctx: &RequestContext,
+        p: PaginatedRequestParams,
+    ) -> Result<ListToolsResult, ErrorObject> {
+        self.refresh_stale().await;
+        let tools = match self.inner.options.surface {
+            Surface::Direct => self.tools(),
+            Surface::Dispatcher => crate::dispatcher::tools(),
+        };
+        let (tools, next_cursor) = self.inner.catalog.page(tools, p.cursor.as_deref())?;
+        Ok(ListToolsResult {
+            tools,
+            next_cursor,
+            ..Default::default()
+        })
+    }
+
+    async fn call_tool(
+        &self,
+        ctx: &RequestContext,
+        p: CallToolRequestParams,
+    ) -> Result<Outcome<CallToolResult>, ErrorObject> {
+        if self.inner.options.surface == Surface::Dispatcher {
+            if let Some(out) = crate::dispatcher::call(self, ctx, &p).await {
+                return out;
+            }
+        }
+        self.call_exposed(ctx, &p.name, p.arguments, p.meta).await
+    }
+
+    fn calls_now(&self) -> bool {
+        true
+    }
+
+    /// The common call goes without a task of its own (see `aggregator/fast.rs`).
+    fn call_tool_now(
+        &self,
+        call: mcp_server::Call,
+        params: &RawObject<'_>,
+    ) -> Option<mcp_server::Call> {
+        self.call_now(call, params)
+    }
+
+    /// The relay path: the host's params go on raw (see [`Aggregator::relay_call`]); the
+    /// dispatcher's own tools, which the gateway answers itself, are decoded.
+    async fn call_tool_raw(
+        &self,
+        ctx: &RequestContext,
+        params: &RawObject<'_>,
+    ) -> Result<Outcome<RawResult>, ErrorObject> {
+        let own = self.inner.options.surface == Surface::Dispatcher
+            && params
+                .get_str("name")
+                .is_some_and(|n| crate::dispatcher::is_own_tool(&n));
+        if !own {
+            return self.relay_call(ctx, params).await;
+        }
+        let p: CallToolRequestParams =
+            serde_json::from_str(params.to_cow().get()).map_err(|e| {
+                ErrorObject::new(
+                    codes::INVALID_PARAMS,
+                    format!("Invalid params for tools/call: {e}"),
+                )
+            })?;
+        Ok(match self.call_tool(ctx, p).await? {
+            Outcome::Complete(r) => Outcome::Complete(RawResult::canonical(&r)?),
+            Outcome::InputRequired(ir) => Outcome::InputRequired(ir),
+            Outcome::Task(t) => Outcome::Task(t),
+        })
+    }
+
+    async fn list_prompts(
+        &self,
+        _ctx: &RequestContext,
+        p: PaginatedRequestParams,
+    ) -> Result<ListPromptsResult, ErrorObject> {
+        let prompts = self
+            .inner
+            .catalog
+            .prompt_entries()
+            .into_iter()
+            .map(|(exposed, _, mut p)| {
+                p.name = exposed;
+                p
+            })
+            .collect();
+        let (prompts, next_cursor) = self.inner.catalog.page(prompts, p.cursor.as_deref())?;
+        Ok(ListPromptsResult {
+            prompts,
+            next_cursor,
+            ..Default::default()
+        })
+    }
+
+    async fn get_prompt(
+        &self,
+        ctx: &RequestContext,
+        p: GetPromptRequestParams,
+    ) -> Result<Outcome<GetPromptResult>, ErrorObject> {
+        let Some((_, i, prompt)) = self
+            .inner
+            .catalog
+            .prompt_entries()
+            .into_iter()
+            .find(|(e, _, _)| *e == p.name)
+        else {
+            return Err(ErrorObject::new(
+                codes::INVALID_PARAMS,
+                format!("Unknown prompt: {}", p.name),
+            ));
+        };
+        let key = self.inner.upstreams[i].config.key.clone();
+        let params = GetPromptRequestParams {
+            name: prompt.name,
+            arguments: p.arguments,
+            meta: forward_meta(p.meta),
+            ..Default::default()
+        };
+        match self
+            .upstream_call(i, method::PROMPTS_GET, json!(params), ctx)
+            .await
+        {
+            Ok(v) => {
+                if let Some(ir) = input_required(&key, &v)? {
+                    return Ok(Outcome::InputRequired(ir));
+                }
+                let mut r: GetPromptResult = decode(&key, v)?;
+                strip_hop_meta(&mut r.meta);
+                r.result_type = None;
+                Ok(Outcome::Complete(r))
+            }
+            Err(e) => Err(upstream_error(&key, e)),
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        _ctx: &RequestContext,
+        _p: PaginatedRequestParams,
+    ) -> Result<ListResourcesResult, ErrorObject> {
+        Ok(ListResourcesResult {
+            resources: self
+                .inner
+                .catalog
+                .read_listings(|l| l.resources.clone())
+                .concat(),
+            ..Default::default()
+        })
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _ctx: &RequestContext,
+        _p: PaginatedRequestParams,
+    ) -> Result<ListResourceTemplatesResult, ErrorObject> {
+        Ok(ListResourceTemplatesResult {
+            resource_templates: self
+                .inner
+                .catalog
+                .read_listings(|l| l.templates.clone())
+                .concat(),
+            ..Default::default()
+        })
+    }
+
+    async fn read_resource(
+        &self,
+        ctx: &RequestContext,
+        p: ResourceRequestParams,
+    ) -> Result<Outcome<ReadResourceResult>, ErrorObject> {
+        let Some(i) = self.inner.catalog.resource_owner(&p.uri) else {
+            return Err(ErrorObject::new(
+                codes::RESOURCE_NOT_FOUND,
+                format!("Resource not found: {}", p.uri),
+            )
+            .with_data(json!({"uri": p.uri})));
+        };
+        let key = self.inner.upstreams[i].config.key.clone();
+        let params = ResourceRequestParams {
+            uri: p.uri.clone(),
+            meta: forward_meta(p.meta),
+            ..Default::default()
+        };
+        match self
+            .upstream_call(i, method::RESOURCES_READ, json!(params), ctx)
+            .await
+        {
+            Ok(v) => {
+                if let Some(ir) = input_required(&key, &v)? {
+                    return Ok(Outcome::InputRequired(ir));
+                }
+                let mut r: ReadResourceResult = decode(&key, v)?;
+                strip_hop_meta(&mut r.meta);
+                // The gateway sets its own caching hints for its hosts.
+                r.ttl_ms = None;
+                r.cache_scope = None;
+                r.result_type = None;
+                Ok(Outcome::Complete(r))
+            }
+            Err(e) => Err(upstream_error(&key, e)),
+        }
+    }
+
+    async fn subscribe(
+        &self,
+        ctx: &RequestContext,
+        p: ResourceRequestParams,
+        subscribe: bool,
+    ) -> Result<(), ErrorObject> {
+        let Some(i) = self.inner.catalog.resource_owner(&p.uri) else {
+            return Err(ErrorObject::new(
+                codes::RESOURCE_NOT_FOUND,
+                format!("Resource not found: {}", p.uri),
+            )
+            .with_data(json!({"uri": p.uri})));
+        };
+        let legacy_upstream = self.inner.upstreams[i]
+            .client()
+            .is_some_and(|c| c.revision().era() == mcp_types::Era::Legacy);
+        if legacy_upstream {
+            let m = if subscribe {
+                method::RESOURCES_SUBSCRIBE
+            } else {
+                method::RESOURCES_UNSUBSCRIBE
+            };
+            let key = self.inner.upstreams[i].config.key.clone();
+            self.upstream_call(i, m, json!({"uri": p.uri}), ctx)
+                .await
+                .map_err(|e| upstream_error(&key, e))?;
+        }
+        Ok(())
+    }
+
+    async fn complete(
+        &self,
+        ctx: &RequestContext,
+        mut p: CompleteRequestParams,
+    ) -> Result<CompleteResult, ErrorObject> {
+        let owner = match p.reference.kind.as_str() {
+            "ref/prompt" => {
+                let name = p.reference.name.clone().unwrap_or_default();
+                let found = self
+                    .inner
+                    .catalog
+                    .prompt_entries()
+                    .into_iter()
+                    .find(|(e, _, _)| *e == name);
+                found.map(|(_, i, prompt)| {
+                    p.reference.name = Some(prompt.name);
+                    i
+                })
+            }
+            _ => p.reference.uri.as_deref().and_then(|u| {
+                let catalog = &self.inner.catalog;
+                catalog
+                    .resource_owner(u)
+                    .or_else(|| catalog.template_owner(u))
+            }),
+        };
+        let Some(i) = owner else {
+            return Ok(CompleteResult::default());
+        };
+        let key = self.inner.upstreams[i].config.key.clone();
+        p.meta = forward_meta(p.meta);
+        match self
+            .upstream_call(i, method::COMPLETION_COMPLETE, json!(p), ctx)
+            .await
+        {
+            Ok(v) => {
+                let mut r: CompleteResult = decode(&key, v)?;
+                strip_hop_meta(&mut r.meta);
+                Ok(r)
+            }
+            Err(e) => Err(upstream_error(&key, e)),
+        }
+    }
+}

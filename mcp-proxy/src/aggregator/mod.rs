@@ -1,0 +1,392 @@
+//! [`Aggregator`]: many upstream MCP servers behind one [`ServerHandler`].
+//!
+//! Each upstream is an `mcp-client` connection (stdio child, Streamable HTTP or HTTP+SSE,
+//! or an in-process server), in whichever era it speaks. The catalog of their tools,
+//! prompts, resources and templates is merged in a deterministic order (upstreams by
+//! key, then each upstream's own order); calls are routed by table lookup to the owning
+//! upstream under the tool's real name. What an upstream says is kept as it said it
+//! (the typed model is lossless); the server session translates each answer to the host's
+//! revision. An upstream that fails is reported in the results of calls to it, restarted
+//! with backoff, and never disturbs the others.
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+use mcp_client::ClientError;
+use mcp_server::{ListChanged, Outcome, RequestContext};
+use mcp_types::protocol::*;
+use mcp_types::raw::RawObject;
+use mcp_types::{codes, ErrorObject};
+use serde_json::{Map, Value};
+
+use crate::bridge::Flight;
+use crate::policy::Surface;
+
+mod call;
+mod catalog;
+mod confirm;
+mod fast;
+mod flights;
+mod handler;
+mod links;
+mod options;
+mod pool;
+mod tasks;
+
+use catalog::{Catalog, Member};
+pub use options::{
+    AggregatorOptions, StartError, UpstreamConfig, UpstreamStatus, UpstreamTransport,
+};
+use pool::Upstream;
+
+/// Called when a merged list changes.
+type ChangeListener = Arc<dyn Fn(ListChanged) + Send + Sync>;
+
+/// The parts of an aggregator: its upstreams (the pool), what they offer merged (the
+/// catalog), and what is in flight between hosts and upstreams (parked calls, tasks).
+struct Inner {
+    upstreams: Vec<Arc<Upstream>>,
+    options: AggregatorOptions,
+    catalog: Catalog,
+    on_change: Mutex<Option<ChangeListener>>,
+    stopped: AtomicBool,
+    /// Upstream calls waiting for a host's answers, by the `requestState` given to it.
+    parked: Mutex<HashMap<String, Flight>>,
+    /// Upstream tasks shown to hosts, by gateway task id.
+    tasks: tasks::TaskTable,
+}
+
+/// Upstream MCP servers composed into one server. Cheap to clone.
+#[derive(Clone)]
+pub struct Aggregator {
+    inner: Arc<Inner>,
+}
+
+/// Each upstream's namespace (its own, else one made from its key), in order; two that
+/// come out the same are a start-up error.
+fn namespaces(
+    configs: &[UpstreamConfig],
+    options: &AggregatorOptions,
+) -> Result<Vec<String>, StartError> {
+    let mut by_namespace: HashMap<String, String> = HashMap::new();
+    let mut out = Vec::with_capacity(configs.len());
+    for c in configs {
+        let namespace = c
+            .namespace
+            .clone()
+            .unwrap_or_else(|| options.namespacing.namespace_for_key(&c.key));
+        let ns_key = crate::naming::sanitize_namespace(&namespace);
+        if !namespace.is_empty() {
+            if let Some(first) = by_namespace.insert(ns_key.clone(), c.key.clone()) {
+                return Err(StartError::NamespaceCollision {
+                    namespace: ns_key,
+                    first,
+                    second: c.key.clone(),
+                });
+            }
+        }
+        out.push(namespace);
+    }
+    Ok(out)
+}
+
+/// A tool as hosts see it: its exposed name, and `taskSupport: "optional"` where the
+/// upstream says `"required"` (the gateway runs such a tool as a task itself for a host
+/// that calls it plainly, and relays the task to a host that asks for one).
+fn as_exposed(exposed: String, mut t: Tool) -> Tool {
+    t.name = exposed;
+    if t.task_support() == TaskSupport::Required {
+        if let Some(e) = &mut t.execution {
+            e.task_support = Some(TaskSupport::Optional);
+        }
+    }
+    t
+}
+
+/// The key of the gateway's own confirmation request among a round's input requests.
+const CONFIRM_KEY: &str = "gateway_confirm";
+
+fn tool_error(text: String) -> CallToolResult {
+    CallToolResult {
+        content: vec![ContentBlock::text(text)],
+        is_error: Some(true),
+        ..Default::default()
+    }
+}
+
+impl Aggregator {
+    /// Starts every upstream concurrently and builds the catalog. An upstream that fails
+    /// to start does not fail the aggregator (it is retried in the background); clashing
+    /// namespaces or exposed names do.
+    pub async fn start(
+        configs: Vec<UpstreamConfig>,
+        options: AggregatorOptions,
+    ) -> Result<Aggregator, StartError> {
+        let mut sorted = configs;
+        sorted.sort_by(|a, b| a.key.cmp(&b.key));
+        let namespaces = namespaces(&sorted, &options)?;
+        let members = sorted
+            .iter()
+            .zip(&namespaces)
+            .map(|(c, ns)| Member {
+                key: c.key.clone(),
+                namespace: ns.clone(),
+                tools: c.tools.clone(),
+            })
+            .collect();
+        let catalog = Catalog::new(members, options.namespacing.clone(), options.page_size);
+        let upstreams = sorted
+            .into_iter()
+            .zip(namespaces)
+            .map(|(c, ns)| Arc::new(Upstream::new(c, ns)))
+            .collect();
+        let inner = Arc::new(Inner {
+            upstreams,
+            options,
+            catalog,
+            on_change: Mutex::new(None),
+            stopped: AtomicBool::new(false),
+            parked: Mutex::new(HashMap::new()),
+            tasks: tasks::TaskTable::default(),
+        });
+        let agg = Aggregator { inner };
+        let starts: Vec<_> = (0..agg.inner.upstreams.len())
+            .map(|i| {
+                let agg = agg.clone();
+                tokio::spawn(async move { agg.connect(i).await })
+            })
+            .collect();
+        for s in starts {
+            let _ = s.await;
+        }
+        agg.inner.catalog.check_collisions()?;
+        for i in 0..agg.inner.upstreams.len() {
+            let agg = agg.clone();
+            tokio::spawn(async move { agg.supervise(i).await });
+        }
+        Ok(agg)
+    }
+
+    /// Calls `f` whenever a merged list changes (wire it to
+    /// [`mcp_server::Server::notify_list_changed`]).
+    pub fn on_list_changed(&self, f: impl Fn(ListChanged) + Send + Sync + 'static) {
+        if let Ok(mut g) = self.inner.on_change.lock() {
+            *g = Some(Arc::new(f));
+        }
+    }
+
+    /// The merged tools as hosts see them (exposed names), in catalog order.
+    pub fn tools(&self) -> Vec<Tool> {
+        self.inner
+            .catalog
+            .tool_entries()
+            .into_iter()
+            .map(|(exposed, _, t)| as_exposed(exposed, t))
+            .collect()
+    }
+
+    /// `(namespace, key, connected)` of each upstream, in catalog order.
+    pub(crate) fn upstream_names(&self) -> Vec<(String, String, bool)> {
+        self.inner
+            .upstreams
+            .iter()
+            .map(|u| {
+                (
+                    u.namespace.clone(),
+                    u.config.key.clone(),
+                    u.client().is_some(),
+                )
+            })
+            .collect()
+    }
+
+    /// `(namespace, tool with its exposed name)`, in catalog order.
+    pub(crate) fn namespaced_tools(&self) -> Vec<(String, Tool)> {
+        self.inner
+            .catalog
+            .tool_entries()
+            .into_iter()
+            .map(|(exposed, i, t)| {
+                (
+                    self.inner.upstreams[i].namespace.clone(),
+                    as_exposed(exposed, t),
+                )
+            })
+            .collect()
+    }
+
+    fn changed(&self, what: ListChanged) {
+        let f = self.inner.on_change.lock().ok().and_then(|g| g.clone());
+        if let Some(f) = f {
+            f(what);
+        }
+    }
+
+    fn announce_all(&self) {
+        self.inner.catalog.bump();
+        for c in [
+            ListChanged::Tools,
+            ListChanged::Prompts,
+            ListChanged::Resources,
+        ] {
+            self.changed(c);
+        }
+    }
+
+    /// Whether hosts can reach a task now: a 2025-11-25 host, through a listed tool that
+    /// may run as a task; a 2026 host, through such a tool or an upstream that declares
+    /// the tasks extension (it decides per call). A capability nothing can reach is not
+    /// declared.
+    fn task_reach(&self) -> (bool, bool) {
+        let task_tools = self.inner.catalog.has_task_tools();
+        let extension = self.inner.upstreams.iter().any(|u| {
+            u.client().is_some_and(|c| {
+                mcp_revisions::features::has_tasks_extension(c.revision())
+                    && c.server()
+                        .capabilities
+                        .extensions
+                        .as_ref()
+                        .is_some_and(|e| e.contains_key(TASKS_EXTENSION))
+            })
+        });
+        // The dispatcher's own tools declare no task support.
+        let direct = self.inner.options.surface == Surface::Direct;
+        (task_tools && direct, task_tools || extension)
+    }
+
+    /// A call to the tool hosts know as `name`, from typed arguments (the dispatcher's
+    /// `call_tool`): the call relay's, answered typed.
+    pub(crate) async fn call_exposed(
+        &self,
+        ctx: &RequestContext,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        meta: Option<Map<String, Value>>,
+    ) -> Result<Outcome<CallToolResult>, ErrorObject> {
+        let internal = |e: serde_json::Error| {
+            ErrorObject::new(codes::INTERNAL_ERROR, format!("Internal error: {e}"))
+        };
+        let mut params = RawObject::new();
+        params.insert_str("name", name);
+        if let Some(a) = &arguments {
+            params.insert_json("arguments", a).map_err(internal)?;
+        }
+        if let Some(m) = &meta {
+            params.insert_json("_meta", m).map_err(internal)?;
+        }
+        Ok(match self.relay_call(ctx, &params).await? {
+            Outcome::Complete(r) => {
+                Outcome::Complete(serde_json::from_str(r.body.get()).map_err(|e| {
+                    ErrorObject::new(
+                        codes::INTERNAL_ERROR,
+                        format!("upstream result for {name} is invalid: {e}"),
+                    )
+                })?)
+            }
+            Outcome::InputRequired(ir) => Outcome::InputRequired(ir),
+            Outcome::Task(t) => Outcome::Task(t),
+        })
+    }
+}
+
+/// The task id of a `tools/call` answered with a task (2025-11-25 `CreateTaskResult`, or
+/// the 2026 extension's `resultType: "task"`).
+fn created_task_id(v: &Value) -> Option<String> {
+    v.pointer("/task/taskId")
+        .or_else(|| (v.get("resultType")? == "task").then(|| v.get("taskId"))?)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+fn call_failure(upstream: &str, e: ClientError) -> Result<Outcome<CallToolResult>, ErrorObject> {
+    match e {
+        // The upstream's own protocol answer (an unknown tool, bad params) goes through.
+        ClientError::Server(e) => Err(e),
+        ClientError::Timeout(t) => Ok(Outcome::Complete(tool_error(format!(
+            "upstream `{upstream}` did not answer within {t:?}; the call was cancelled"
+        )))),
+        other => Ok(Outcome::Complete(tool_error(format!(
+            "upstream `{upstream}` failed: {other}"
+        )))),
+    }
+}
+
+/// A failed request other than a tool call, as the host's error: the upstream's own
+/// protocol error as it is, anything else an internal error naming the upstream.
+fn upstream_error(upstream: &str, e: ClientError) -> ErrorObject {
+    match e {
+        ClientError::Server(e) => e,
+        other => ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!("upstream `{upstream}` failed: {other}"),
+        ),
+    }
+}
+
+/// An upstream's `InputRequiredResult`, relayed: a 2026 host answers it itself; for a
+/// legacy host the server session turns its requests into real ones.
+fn input_required(upstream: &str, v: &Value) -> Result<Option<InputRequiredResult>, ErrorObject> {
+    if v.get("resultType").and_then(Value::as_str) != Some("input_required") {
+        return Ok(None);
+    }
+    let mut ir: InputRequiredResult = decode(upstream, v.clone())?;
+    strip_hop_meta(&mut ir.meta);
+    Ok(Some(ir))
+}
+
+fn decode<T: serde::de::DeserializeOwned>(upstream: &str, v: Value) -> Result<T, ErrorObject> {
+    serde_json::from_value(v).map_err(|e| {
+        ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!("upstream `{upstream}` sent an invalid result: {e}"),
+        )
+    })
+}
+
+/// Drops per-hop keys from an upstream result's `_meta`: the host's answer comes from the
+/// gateway, which names itself, and the upstream's task ids are not the host's;
+/// everything else in `_meta` is kept.
+fn strip_hop_meta(meta: &mut Option<Map<String, Value>>) {
+    if let Some(m) = meta {
+        for k in HOP_META {
+            m.remove(k);
+        }
+        if m.is_empty() {
+            *meta = None;
+        }
+    }
+}
+
+/// The per-hop `_meta` keys of an upstream's result.
+const HOP_META: [&str; 2] = [mcp_types::meta::SERVER_INFO, mcp_types::meta::RELATED_TASK];
+
+/// [`strip_hop_meta`] on a result still in raw form.
+fn strip_hop_meta_raw(result: &mut Map<String, Value>) {
+    if let Some(Value::Object(m)) = result.get_mut("_meta") {
+        for k in HOP_META {
+            m.remove(k);
+        }
+        if m.is_empty() {
+            result.remove("_meta");
+        }
+    }
+}
+
+fn forward_meta(meta: Option<Map<String, Value>>) -> Option<Map<String, Value>> {
+    // The host's progress token is ours to keep (the upstream gets its own), and the 2026
+    // envelope is per hop: the gateway's client writes its own.
+    meta.map(|mut m| {
+        for k in [
+            mcp_types::meta::PROGRESS_TOKEN,
+            mcp_types::meta::PROTOCOL_VERSION,
+            mcp_types::meta::CLIENT_CAPABILITIES,
+            mcp_types::meta::CLIENT_INFO,
+            mcp_types::meta::LOG_LEVEL,
+        ] {
+            m.remove(k);
+        }
+        m
+    })
+    .filter(|m| !m.is_empty())
+}

@@ -1,0 +1,161 @@
+//! What the aggregator is built from: each upstream's configuration and the aggregator's
+//! options, and what it reports (status, start-up errors).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_client::http::HttpConfig;
+use mcp_client::StdioCommand;
+
+use crate::naming::{Namespacing, Prefixed};
+use crate::policy::{Confirm, Surface, ToolFilter};
+use crate::sessions::SessionMode;
+
+/// How to reach an upstream.
+#[derive(Clone)]
+pub enum UpstreamTransport {
+    /// A child process on stdio.
+    Stdio(StdioCommand),
+    /// An HTTP endpoint (Streamable HTTP, else HTTP+SSE).
+    Http(HttpConfig),
+    /// A server in this process (demos, tests): a fresh connection at each start.
+    InProcess(mcp_server::Server),
+}
+
+impl std::fmt::Debug for UpstreamTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UpstreamTransport::Stdio(c) => write!(f, "stdio {:?}", c.command),
+            UpstreamTransport::Http(h) => write!(f, "http {}", h.url),
+            UpstreamTransport::InProcess(_) => f.write_str("in-process"),
+        }
+    }
+}
+
+/// One upstream server.
+#[derive(Clone, Debug)]
+pub struct UpstreamConfig {
+    /// The configuration key (names the upstream in errors and logs).
+    pub key: String,
+    /// The namespace of its names; default: the key, sanitised. `Some("")` exposes names
+    /// unprefixed.
+    pub namespace: Option<String>,
+    /// Whether its tool annotations are trusted (TOOL-15); untrusted ones are kept raw
+    /// but a policy must not rely on them.
+    pub trusted: bool,
+    /// How to reach it.
+    pub transport: UpstreamTransport,
+    /// Pins the revision to speak with it; default: detect its era and negotiate.
+    pub revision: Option<mcp_types::Revision>,
+    /// Which of its tools are exposed (default: all).
+    pub tools: ToolFilter,
+    /// How hosts share it, if it speaks a legacy revision (default: a session per host).
+    pub session: SessionMode,
+}
+
+impl UpstreamConfig {
+    /// An upstream named `key`, with the defaults: namespace from the key, untrusted,
+    /// era detected, every tool exposed.
+    pub fn new(key: impl Into<String>, transport: UpstreamTransport) -> Self {
+        UpstreamConfig {
+            key: key.into(),
+            namespace: None,
+            trusted: false,
+            transport,
+            revision: None,
+            tools: ToolFilter::default(),
+            session: SessionMode::default(),
+        }
+    }
+}
+
+/// How the aggregator behaves.
+#[derive(Clone)]
+pub struct AggregatorOptions {
+    /// Exposed names.
+    pub namespacing: Arc<dyn Namespacing>,
+    /// Longest an upstream may take to answer one call (a timeout cancels it upstream).
+    pub call_timeout: Duration,
+    /// Longest an upstream may take to start and answer its handshake.
+    pub connect_timeout: Duration,
+    /// First and longest wait between restarts of a failed upstream.
+    pub restart_backoff: (Duration, Duration),
+    /// Items per page of a merged list (0: everything in one page). Cursors name a
+    /// version of the catalog; one issued before a list change is refused with `-32602`.
+    pub page_size: usize,
+    /// Decides calls to tools that may be destructive (TOOL-17); `None`: no gate.
+    pub confirm: Option<Arc<dyn Confirm>>,
+    /// What hosts see in `tools/list` (TOOL-24).
+    pub surface: Surface,
+    /// Longest a legacy upstream's request (sampling, elicitation) handed to a host waits
+    /// for the host's answer; after it the upstream gets an error and the call is cancelled.
+    pub input_timeout: Duration,
+}
+
+impl std::fmt::Debug for AggregatorOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AggregatorOptions")
+            .field("call_timeout", &self.call_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("restart_backoff", &self.restart_backoff)
+            .field("page_size", &self.page_size)
+            .field("confirm", &self.confirm.is_some())
+            .field("surface", &self.surface)
+            .field("input_timeout", &self.input_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for AggregatorOptions {
+    fn default() -> Self {
+        AggregatorOptions {
+            namespacing: Arc::new(Prefixed::default()),
+            call_timeout: Duration::from_secs(120),
+            connect_timeout: Duration::from_secs(30),
+            restart_backoff: (Duration::from_millis(500), Duration::from_secs(30)),
+            page_size: 0,
+            confirm: None,
+            surface: Surface::Direct,
+            input_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// How one upstream is doing ([`super::Aggregator::status`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UpstreamStatus {
+    /// Its configuration key.
+    pub key: String,
+    /// Whether its shared connection is up.
+    pub connected: bool,
+    /// Why it last failed, until it connects again.
+    pub last_error: Option<String>,
+    /// Upstream sessions open (or opening) for hosts ([`SessionMode::PerHost`]).
+    pub host_sessions: usize,
+}
+
+/// Why the aggregator could not start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StartError {
+    /// Two upstreams end up with the same namespace.
+    #[error("upstreams `{first}` and `{second}` both use the namespace `{namespace}`")]
+    NamespaceCollision {
+        /// The namespace.
+        namespace: String,
+        /// One key.
+        first: String,
+        /// The other.
+        second: String,
+    },
+    /// Two names end up exposed the same.
+    #[error("`{first}` and `{second}` are both exposed as `{exposed}`")]
+    NameCollision {
+        /// The exposed name.
+        exposed: String,
+        /// `key/name` of one.
+        first: String,
+        /// `key/name` of the other.
+        second: String,
+    },
+}

@@ -1,0 +1,300 @@
+//! The upstream pool: connecting each upstream, keeping it alive (relisting on its list
+//! changes, restarting it with backoff when its connection ends), closing it, and saying
+//! how it is doing.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use mcp_client::{CallOptions, ChildTransport, Client, ClientOptions, EraChoice};
+use mcp_types::protocol::*;
+use mcp_types::transport::memory_pair;
+use serde_json::{json, Map, Value};
+
+use super::catalog::Listing;
+use super::{Aggregator, UpstreamConfig, UpstreamStatus, UpstreamTransport};
+use crate::bridge::{Bridge, Calls};
+use crate::sessions::{HostLinks, SessionMode};
+
+pub(super) struct Upstream {
+    pub(super) config: UpstreamConfig,
+    pub(super) namespace: String,
+    pub(super) client: RwLock<Option<Client>>,
+    pub(super) last_error: Mutex<Option<String>>,
+    /// Host calls in flight on the shared connection, for routing a legacy upstream's
+    /// requests.
+    pub(super) calls: Arc<Calls>,
+    /// The sessions of hosts that have one of their own here ([`SessionMode::PerHost`]).
+    pub(super) links: Option<Arc<HostLinks>>,
+}
+
+impl Upstream {
+    /// An upstream not connected yet.
+    pub(super) fn new(config: UpstreamConfig, namespace: String) -> Self {
+        let links = match &config.session {
+            SessionMode::PerHost(limits) => Some(Arc::new(HostLinks::new(limits.clone()))),
+            _ => None,
+        };
+        Upstream {
+            links,
+            config,
+            namespace,
+            client: RwLock::new(None),
+            last_error: Mutex::new(None),
+            calls: Arc::new(Calls::default()),
+        }
+    }
+
+    pub(super) fn client(&self) -> Option<Client> {
+        self.client.read().ok().and_then(|c| c.clone())
+    }
+
+    pub(super) fn unavailable(&self) -> String {
+        let why = self
+            .last_error
+            .lock()
+            .ok()
+            .and_then(|e| e.clone())
+            .unwrap_or_else(|| "not connected".into());
+        format!("upstream `{}` is unavailable: {why}", self.config.key)
+    }
+}
+
+impl Aggregator {
+    /// Closes every upstream (children are killed) and stops restarting them.
+    pub async fn shutdown(&self) {
+        self.inner.stopped.store(true, Ordering::SeqCst);
+        for u in &self.inner.upstreams {
+            let client = u.client.write().ok().and_then(|mut c| c.take());
+            if let Some(c) = client {
+                c.close().await;
+            }
+            if let Some(links) = &u.links {
+                links.close_all().await;
+            }
+        }
+    }
+
+    /// How each upstream is doing, in catalog order.
+    pub fn status(&self) -> Vec<UpstreamStatus> {
+        self.inner
+            .upstreams
+            .iter()
+            .map(|u| UpstreamStatus {
+                key: u.config.key.clone(),
+                connected: u.client().is_some(),
+                last_error: u.last_error.lock().ok().and_then(|e| e.clone()),
+                host_sessions: u.links.as_ref().map_or(0, |l| l.len()),
+            })
+            .collect()
+    }
+
+    /// The shared connection to `u`.
+    pub(super) async fn open_shared(&self, u: &Upstream) -> Result<Client, String> {
+        let era = match u.config.revision {
+            None => EraChoice::Detect,
+            Some(r) if r.era() == mcp_types::Era::Modern => EraChoice::Modern,
+            Some(r) => EraChoice::Legacy(r),
+        };
+        // A legacy upstream learns these once, at `initialize`: declare what the gateway
+        // can bridge; each request is then checked against the host of the call.
+        let capabilities = ClientCapabilities {
+            sampling: Some(Map::new()),
+            elicitation: Some(Map::new()),
+            ..Default::default()
+        };
+        self.open(u, u.calls.clone(), capabilities, era).await
+    }
+
+    /// A connection to `u` declaring `capabilities`, its requests routed among `calls`.
+    pub(super) async fn open(
+        &self,
+        u: &Upstream,
+        calls: Arc<Calls>,
+        capabilities: ClientCapabilities,
+        era: EraChoice,
+    ) -> Result<Client, String> {
+        let config = &u.config;
+        let bridge = || Bridge {
+            calls: calls.clone(),
+            wait: self.inner.options.input_timeout,
+            upstream: config.key.as_str().into(),
+        };
+        let options = ClientOptions {
+            era,
+            capabilities,
+            request_timeout: Some(self.inner.options.call_timeout),
+            ..Default::default()
+        };
+        let connect = async {
+            match &config.transport {
+                UpstreamTransport::Stdio(cmd) => {
+                    let t = ChildTransport::spawn(cmd)
+                        .map_err(|e| format!("cannot start `{}`: {e}", cmd.command))?;
+                    Client::connect(t, bridge(), options)
+                        .await
+                        .map_err(|e| e.to_string())
+                }
+                UpstreamTransport::Http(h) => {
+                    mcp_client::connect_http(h.clone(), bridge(), options)
+                        .await
+                        .map_err(|e| e.to_string())
+                }
+                UpstreamTransport::InProcess(server) => {
+                    let (a, b) = memory_pair(64);
+                    let server = server.clone();
+                    tokio::spawn(async move { server.serve(b).await });
+                    Client::connect(a, bridge(), options)
+                        .await
+                        .map_err(|e| e.to_string())
+                }
+            }
+        };
+        match tokio::time::timeout(self.inner.options.connect_timeout, connect).await {
+            Ok(r) => r,
+            Err(_) => Err(format!(
+                "no handshake within {:?}",
+                self.inner.options.connect_timeout
+            )),
+        }
+    }
+
+    /// Connects upstream `i` and lists what it offers; false when it failed.
+    pub(super) async fn connect(&self, i: usize) -> bool {
+        let u = self.inner.upstreams[i].clone();
+        match self.open_shared(&u).await {
+            Ok(client) => {
+                let listing = list_all(&client).await;
+                tracing::info!(upstream = %u.config.key, revision = %client.revision(), tools = listing.tools.len(), "upstream connected");
+                if let Ok(mut c) = u.client.write() {
+                    *c = Some(client);
+                }
+                if let Ok(mut e) = u.last_error.lock() {
+                    *e = None;
+                }
+                self.inner.catalog.set_listing(i, listing);
+                true
+            }
+            Err(e) => {
+                tracing::warn!(upstream = %u.config.key, "upstream failed: {e}");
+                if let Ok(mut le) = u.last_error.lock() {
+                    *le = Some(e);
+                }
+                false
+            }
+        }
+    }
+
+    /// Keeps upstream `i` alive: relists on its list-changed notifications, and restarts it
+    /// with backoff when its connection ends.
+    pub(super) async fn supervise(&self, i: usize) {
+        let u = self.inner.upstreams[i].clone();
+        let (min, max) = self.inner.options.restart_backoff;
+        let mut backoff = min;
+        while !self.inner.stopped.load(Ordering::SeqCst) {
+            let Some(client) = u.client() else {
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(max);
+                if self.connect(i).await {
+                    backoff = min;
+                    self.announce_all();
+                }
+                continue;
+            };
+            let mut notes = client.notifications();
+            if client.revision().era() == mcp_types::Era::Modern {
+                // A 2026 upstream tells of list changes only on a subscription stream.
+                let _listen = client.listen(SubscriptionFilter {
+                    tools_list_changed: Some(true),
+                    prompts_list_changed: Some(true),
+                    resources_list_changed: Some(true),
+                    ..Default::default()
+                });
+            }
+            loop {
+                let note = tokio::select! {
+                    n = notes.recv() => n.ok(),
+                    () = tokio::time::sleep(Duration::from_millis(500)) => None,
+                };
+                if let Some(TypedNotification::Bare(_)) = note {
+                    // A list_changed of some kind: relist this upstream.
+                    let listing = list_all(&client).await;
+                    self.inner.catalog.set_listing(i, listing);
+                    self.announce_all();
+                }
+                if client.close_reason().is_some() || self.inner.stopped.load(Ordering::SeqCst) {
+                    break;
+                }
+            }
+            if self.inner.stopped.load(Ordering::SeqCst) {
+                return;
+            }
+            let reason = client
+                .close_reason()
+                .map(|r| r.to_string())
+                .unwrap_or_default();
+            tracing::warn!(upstream = %u.config.key, "upstream connection ended ({reason}); restarting");
+            if let Ok(mut c) = u.client.write() {
+                *c = None;
+            }
+            if let Ok(mut e) = u.last_error.lock() {
+                *e = Some(format!("connection ended: {reason}"));
+            }
+            self.inner.catalog.set_listing(i, Listing::default());
+            self.announce_all();
+        }
+    }
+
+    /// Lists again the upstreams whose `ttlMs` has run out.
+    pub(super) async fn refresh_stale(&self) {
+        for i in self.inner.catalog.stale(std::time::Instant::now()) {
+            if let Some(client) = self.inner.upstreams[i].client() {
+                let listing = list_all(&client).await;
+                self.inner.catalog.set_listing(i, listing);
+            }
+        }
+    }
+
+    /// Waits (up to the connect timeout plus the longest backoff) for upstream `i` to be
+    /// connected again after its connection dropped.
+    pub(super) async fn reconnected(&self, i: usize) -> bool {
+        let u = &self.inner.upstreams[i];
+        let limit = self.inner.options.connect_timeout + self.inner.options.restart_backoff.1;
+        let deadline = tokio::time::Instant::now() + limit;
+        while tokio::time::Instant::now() < deadline {
+            if u.client().is_some_and(|c| c.close_reason().is_none()) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        false
+    }
+}
+
+async fn list_all(client: &Client) -> Listing {
+    let caps = client.server().capabilities.clone();
+    let mut l = Listing::default();
+    if caps.tools.is_some() && client.revision().era() == mcp_types::Era::Modern {
+        // The upstream's own caching hint for its list (private scope: the gateway's
+        // connection is its one audience).
+        let first = client
+            .request(method::TOOLS_LIST, json!({}), &CallOptions::default())
+            .await;
+        let ttl = first
+            .ok()
+            .and_then(|v| v.get("ttlMs").and_then(Value::as_u64))
+            .filter(|t| *t > 0);
+        l.stale_at = ttl.map(|t| std::time::Instant::now() + Duration::from_millis(t));
+    }
+    if caps.tools.is_some() {
+        l.tools = client.list_tools().await.unwrap_or_default();
+    }
+    if caps.prompts.is_some() {
+        l.prompts = client.list_prompts().await.unwrap_or_default();
+    }
+    if caps.resources.is_some() {
+        l.resources = client.list_resources().await.unwrap_or_default();
+        l.templates = client.list_resource_templates().await.unwrap_or_default();
+    }
+    l
+}
