@@ -67,174 +67,208 @@ fn session_mode(
     }
 }
 
+/// Where in the file something is wrong, and what.
+struct Problem {
+    location: String,
+    problem: String,
+}
+
+impl Problem {
+    fn new(location: impl Into<String>, problem: impl Into<String>) -> Self {
+        Problem {
+            location: location.into(),
+            problem: problem.into(),
+        }
+    }
+}
+
 /// Reads a configuration. `source_name` names it in errors (a file path, say).
 pub fn parse(
     text: &str,
     source_name: &str,
 ) -> Result<(Vec<UpstreamConfig>, AggregatorOptions), ConfigError> {
-    let err = |location: &str, problem: String| ConfigError {
+    parse_root(text).map_err(|p| ConfigError {
         source_name: source_name.to_owned(),
-        location: location.to_owned(),
-        problem,
-    };
+        location: p.location,
+        problem: p.problem,
+    })
+}
+
+fn parse_root(text: &str) -> Result<(Vec<UpstreamConfig>, AggregatorOptions), Problem> {
     let root: Value =
-        serde_json::from_str(text).map_err(|e| err("(file)", format!("not JSON: {e}")))?;
+        serde_json::from_str(text).map_err(|e| Problem::new("(file)", format!("not JSON: {e}")))?;
     let servers = root
         .get("mcpServers")
         .and_then(Value::as_object)
-        .ok_or_else(|| err("mcpServers", "missing, or not an object of servers".into()))?;
-    let mut upstreams = Vec::new();
-    for (key, s) in servers {
-        let at = |field: &str| {
-            if field.is_empty() {
-                format!("mcpServers.{key}")
-            } else {
-                format!("mcpServers.{key}.{field}")
-            }
-        };
-        let obj = s
-            .as_object()
-            .ok_or_else(|| err(&at(""), "not an object".into()))?;
-        let string = |field: &str| -> Result<Option<String>, ConfigError> {
-            match obj.get(field) {
-                None | Some(Value::Null) => Ok(None),
-                Some(Value::String(v)) => Ok(Some(v.clone())),
-                Some(_) => Err(err(&at(field), "must be a string".into())),
-            }
-        };
-        let strings = |field: &str| -> Result<Vec<String>, ConfigError> {
-            match obj.get(field) {
-                None | Some(Value::Null) => Ok(Vec::new()),
-                Some(Value::Array(a)) => a
-                    .iter()
-                    .map(|v| {
-                        v.as_str()
-                            .map(str::to_owned)
-                            .ok_or_else(|| err(&at(field), "must be an array of strings".into()))
-                    })
-                    .collect(),
-                Some(_) => Err(err(&at(field), "must be an array of strings".into())),
-            }
-        };
-        let map = |field: &str| -> Result<BTreeMap<String, String>, ConfigError> {
-            match obj.get(field) {
-                None | Some(Value::Null) => Ok(BTreeMap::new()),
-                Some(Value::Object(m)) => m
-                    .iter()
-                    .map(|(k, v)| {
-                        v.as_str()
-                            .map(|s| (k.clone(), s.to_owned()))
-                            .ok_or_else(|| err(&at(field), format!("`{k}` must be a string")))
-                    })
-                    .collect(),
-                Some(_) => Err(err(&at(field), "must be an object of strings".into())),
-            }
-        };
-        let transport = match (string("command")?, string("url")?) {
-            (Some(command), None) => UpstreamTransport::Stdio(StdioCommand {
-                command,
-                args: strings("args")?,
-                env: map("env")?.into_iter().collect::<HashMap<_, _>>(),
-                cwd: string("cwd")?.map(Into::into),
-            }),
-            (None, Some(url)) => {
-                if !(url.starts_with("http://") || url.starts_with("https://")) {
-                    return Err(err(&at("url"), format!("{url:?} is not an http(s) URL")));
-                }
-                UpstreamTransport::Http(HttpConfig {
-                    headers: map("headers")?.into_iter().collect(),
-                    ..HttpConfig::new(url)
-                })
-            }
-            (Some(_), Some(_)) => {
-                return Err(err(
-                    &at(""),
-                    "has both `command` and `url`; give one".into(),
-                ))
-            }
-            (None, None) => {
-                return Err(err(
-                    &at(""),
-                    "needs `command` (stdio) or `url` (HTTP)".into(),
-                ))
-            }
-        };
-        let trusted = match obj.get("trusted") {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(b)) => *b,
-            Some(_) => return Err(err(&at("trusted"), "must be true or false".into())),
-        };
-        let revision = match string("protocolVersion")? {
-            None => None,
-            Some(v) => Some(
-                mcp_types::Revision::parse(&v)
-                    .map_err(|e| err(&at("protocolVersion"), e.to_string()))?,
-            ),
-        };
-        let allow = match obj.get("allowTools") {
-            None | Some(Value::Null) => None,
-            Some(_) => Some(strings("allowTools")?),
-        };
-        upstreams.push(UpstreamConfig {
-            key: key.clone(),
-            namespace: string("namespace")?,
-            trusted,
-            transport,
-            revision,
-            tools: ToolFilter {
-                allow,
-                deny: strings("denyTools")?,
-            },
-            session: session_mode(obj).map_err(|(field, problem)| err(&at(field), problem))?,
-        });
+        .ok_or_else(|| Problem::new("mcpServers", "missing, or not an object of servers"))?;
+    let upstreams = servers
+        .iter()
+        .map(|(key, s)| server(key, s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let options = match root.get("gateway") {
+        None => AggregatorOptions {
+            namespacing: Arc::new(Prefixed::default()),
+            ..Default::default()
+        },
+        Some(g) => gateway(g)?,
+    };
+    Ok((upstreams, options))
+}
+
+/// The members of one JSON object, read with errors that say where.
+struct Fields<'a> {
+    obj: &'a serde_json::Map<String, Value>,
+    /// `mcpServers.<key>` or `gateway`.
+    at: String,
+}
+
+impl Fields<'_> {
+    fn at(&self, field: &str) -> String {
+        match field {
+            "" => self.at.clone(),
+            f => format!("{}.{f}", self.at),
+        }
     }
+
+    fn problem(&self, field: &str, problem: impl Into<String>) -> Problem {
+        Problem::new(self.at(field), problem)
+    }
+
+    fn string(&self, field: &str) -> Result<Option<String>, Problem> {
+        match self.obj.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(v)) => Ok(Some(v.clone())),
+            Some(_) => Err(self.problem(field, "must be a string")),
+        }
+    }
+
+    fn strings(&self, field: &str) -> Result<Vec<String>, Problem> {
+        let bad = || self.problem(field, "must be an array of strings");
+        match self.obj.get(field) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|v| v.as_str().map(str::to_owned).ok_or_else(bad))
+                .collect(),
+            Some(_) => Err(bad()),
+        }
+    }
+
+    fn map(&self, field: &str) -> Result<BTreeMap<String, String>, Problem> {
+        match self.obj.get(field) {
+            None | Some(Value::Null) => Ok(BTreeMap::new()),
+            Some(Value::Object(m)) => m
+                .iter()
+                .map(|(k, v)| {
+                    v.as_str()
+                        .map(|s| (k.clone(), s.to_owned()))
+                        .ok_or_else(|| self.problem(field, format!("`{k}` must be a string")))
+                })
+                .collect(),
+            Some(_) => Err(self.problem(field, "must be an object of strings")),
+        }
+    }
+
+    fn flag(&self, field: &str) -> Result<bool, Problem> {
+        match self.obj.get(field) {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(_) => Err(self.problem(field, "must be true or false")),
+        }
+    }
+}
+
+/// One entry of `mcpServers`.
+fn server(key: &str, s: &Value) -> Result<UpstreamConfig, Problem> {
+    let at = format!("mcpServers.{key}");
+    let obj = s
+        .as_object()
+        .ok_or_else(|| Problem::new(at.clone(), "not an object"))?;
+    let f = Fields { obj, at };
+    let revision = match f.string("protocolVersion")? {
+        None => None,
+        Some(v) => Some(
+            mcp_types::Revision::parse(&v)
+                .map_err(|e| f.problem("protocolVersion", e.to_string()))?,
+        ),
+    };
+    let allow = match obj.get("allowTools") {
+        None | Some(Value::Null) => None,
+        Some(_) => Some(f.strings("allowTools")?),
+    };
+    Ok(UpstreamConfig {
+        key: key.to_owned(),
+        namespace: f.string("namespace")?,
+        trusted: f.flag("trusted")?,
+        transport: transport(&f)?,
+        revision,
+        tools: ToolFilter {
+            allow,
+            deny: f.strings("denyTools")?,
+        },
+        session: session_mode(obj).map_err(|(field, problem)| f.problem(field, problem))?,
+    })
+}
+
+/// A server's `command` (stdio) or `url` (HTTP).
+fn transport(f: &Fields<'_>) -> Result<UpstreamTransport, Problem> {
+    match (f.string("command")?, f.string("url")?) {
+        (Some(command), None) => Ok(UpstreamTransport::Stdio(StdioCommand {
+            command,
+            args: f.strings("args")?,
+            env: f.map("env")?.into_iter().collect::<HashMap<_, _>>(),
+            cwd: f.string("cwd")?.map(Into::into),
+        })),
+        (None, Some(url)) => {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(f.problem("url", format!("{url:?} is not an http(s) URL")));
+            }
+            Ok(UpstreamTransport::Http(HttpConfig {
+                headers: f.map("headers")?.into_iter().collect(),
+                ..HttpConfig::new(url)
+            }))
+        }
+        (Some(_), Some(_)) => Err(f.problem("", "has both `command` and `url`; give one")),
+        (None, None) => Err(f.problem("", "needs `command` (stdio) or `url` (HTTP)")),
+    }
+}
+
+/// The top-level `gateway` object.
+fn gateway(g: &Value) -> Result<AggregatorOptions, Problem> {
+    let obj = g
+        .as_object()
+        .ok_or_else(|| Problem::new("gateway", "must be an object"))?;
+    let f = Fields {
+        obj,
+        at: "gateway".into(),
+    };
     let mut naming = Prefixed::default();
     let mut options = AggregatorOptions::default();
-    if let Some(g) = root.get("gateway") {
-        let g = g
-            .as_object()
-            .ok_or_else(|| err("gateway", "must be an object".into()))?;
-        if let Some(s) = g.get("separator") {
-            naming.separator = s
-                .as_str()
-                .map(str::to_owned)
-                .ok_or_else(|| err("gateway.separator", "must be a string".into()))?;
-        }
-        if let Some(n) = g.get("maxNameLength") {
-            let n = n
-                .as_u64()
-                .filter(|n| (16..=128).contains(n))
-                .ok_or_else(|| {
-                    err(
-                        "gateway.maxNameLength",
-                        "must be an integer from 16 to 128".into(),
-                    )
-                })?;
-            naming.max_len = n as usize;
-        }
-        match g.get("confirmDestructive") {
-            None | Some(Value::Null) | Some(Value::Bool(false)) => {}
-            Some(Value::Bool(true)) => options.confirm = Some(Arc::new(AskHost)),
-            Some(_) => {
-                return Err(err(
-                    "gateway.confirmDestructive",
-                    "must be true or false".into(),
-                ))
-            }
-        }
-        options.surface = match g.get("surface").map(|v| v.as_str()) {
-            None | Some(Some("direct")) => Surface::Direct,
-            Some(Some("dispatcher")) => Surface::Dispatcher,
-            Some(_) => {
-                return Err(err(
-                    "gateway.surface",
-                    "must be \"direct\" or \"dispatcher\"".into(),
-                ))
-            }
-        };
+    if let Some(s) = obj.get("separator") {
+        naming.separator = s
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| f.problem("separator", "must be a string"))?;
     }
+    if let Some(n) = obj.get("maxNameLength") {
+        let n = n
+            .as_u64()
+            .filter(|n| (16..=128).contains(n))
+            .ok_or_else(|| f.problem("maxNameLength", "must be an integer from 16 to 128"))?;
+        naming.max_len = n as usize;
+    }
+    if f.flag("confirmDestructive")? {
+        options.confirm = Some(Arc::new(AskHost));
+    }
+    options.surface = match obj.get("surface").map(|v| v.as_str()) {
+        None | Some(Some("direct")) => Surface::Direct,
+        Some(Some("dispatcher")) => Surface::Dispatcher,
+        Some(_) => {
+            return Err(f.problem("surface", "must be \"direct\" or \"dispatcher\""));
+        }
+    };
     options.namespacing = Arc::new(naming);
-    Ok((upstreams, options))
+    Ok(options)
 }
 
 #[cfg(test)]
