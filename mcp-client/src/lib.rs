@@ -72,6 +72,24 @@ fn modern_revision(options: &ClientOptions) -> Option<Revision> {
         .max()
 }
 
+/// A complete list, every page of it, and how long the server said it stays valid (the
+/// 2026-07-28 `ttlMs` of its first page; `None` when it gave none or zero).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Listed<T> {
+    /// Every item, in the server's order.
+    pub items: Vec<T>,
+    /// How long the list may be kept.
+    pub ttl: Option<Duration>,
+}
+
+/// One page of a list, as [`Client::paginate`] reads it.
+struct Page<T> {
+    items: Vec<T>,
+    next: Option<String>,
+    ttl_ms: Option<serde_json::Number>,
+}
+
 /// Why a client operation failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -805,12 +823,13 @@ impl Client {
     async fn paginate<R, T>(
         &self,
         method_name: &str,
-        items: impl Fn(R) -> (Vec<T>, Option<String>),
-    ) -> Result<Vec<T>, ClientError>
+        items: impl Fn(R) -> Page<T>,
+    ) -> Result<Listed<T>, ClientError>
     where
         R: DeserializeOwned,
     {
         let mut all = Vec::new();
+        let mut ttl = None;
         let mut cursor: Option<String> = None;
         let mut seen = std::collections::HashSet::new();
         loop {
@@ -823,7 +842,18 @@ impl Client {
                     },
                 )
                 .await?;
-            let (mut got, next) = items(page);
+            let Page {
+                items: mut got,
+                next,
+                ttl_ms,
+            } = items(page);
+            if cursor.is_none() {
+                // The first page's hint stands for the list.
+                ttl = ttl_ms
+                    .and_then(|t| t.as_u64())
+                    .filter(|t| *t > 0)
+                    .map(Duration::from_millis);
+            }
             all.append(&mut got);
             match next {
                 // A cursor seen before would loop forever.
@@ -834,7 +864,7 @@ impl Client {
                         reason: format!("the server repeated cursor {c:?}"),
                     })
                 }
-                None => return Ok(all),
+                None => return Ok(Listed { items: all, ttl }),
             }
         }
     }
@@ -842,9 +872,20 @@ impl Client {
     /// Every tool, following `nextCursor` to the end. Output schemas are remembered to check
     /// later results.
     pub async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
-        let mut tools = self
-            .paginate(method::TOOLS_LIST, |r: ListToolsResult| {
-                (r.tools, r.next_cursor)
+        Ok(self.list_tools_listed().await?.items)
+    }
+
+    /// [`Client::list_tools`], with how long the server said the list stays valid (2026
+    /// `ttlMs`), from the same requests.
+    pub async fn list_tools_listed(&self) -> Result<Listed<Tool>, ClientError> {
+        let Listed {
+            items: mut tools,
+            ttl,
+        } = self
+            .paginate(method::TOOLS_LIST, |r: ListToolsResult| Page {
+                items: r.tools,
+                next: r.next_cursor,
+                ttl_ms: r.ttl_ms,
             })
             .await?;
         let transport = self.peer.transport();
@@ -870,7 +911,7 @@ impl Client {
                 }
             }
         }
-        Ok(tools)
+        Ok(Listed { items: tools, ttl })
     }
 
     /// Calls a tool.
@@ -933,10 +974,13 @@ impl Client {
 
     /// Every prompt.
     pub async fn list_prompts(&self) -> Result<Vec<Prompt>, ClientError> {
-        self.paginate(method::PROMPTS_LIST, |r: ListPromptsResult| {
-            (r.prompts, r.next_cursor)
+        self.paginate(method::PROMPTS_LIST, |r: ListPromptsResult| Page {
+            items: r.prompts,
+            next: r.next_cursor,
+            ttl_ms: r.ttl_ms,
         })
         .await
+        .map(|l| l.items)
     }
 
     /// Gets a prompt.
@@ -955,19 +999,27 @@ impl Client {
 
     /// Every resource.
     pub async fn list_resources(&self) -> Result<Vec<Resource>, ClientError> {
-        self.paginate(method::RESOURCES_LIST, |r: ListResourcesResult| {
-            (r.resources, r.next_cursor)
+        self.paginate(method::RESOURCES_LIST, |r: ListResourcesResult| Page {
+            items: r.resources,
+            next: r.next_cursor,
+            ttl_ms: r.ttl_ms,
         })
         .await
+        .map(|l| l.items)
     }
 
     /// Every resource template.
     pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, ClientError> {
         self.paginate(
             method::RESOURCES_TEMPLATES_LIST,
-            |r: ListResourceTemplatesResult| (r.resource_templates, r.next_cursor),
+            |r: ListResourceTemplatesResult| Page {
+                items: r.resource_templates,
+                next: r.next_cursor,
+                ttl_ms: r.ttl_ms,
+            },
         )
         .await
+        .map(|l| l.items)
     }
 
     /// Reads a resource.

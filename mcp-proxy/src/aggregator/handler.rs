@@ -218,14 +218,14 @@ impl ServerHandler for Aggregator {
     async fn list_resources(
         &self,
         _ctx: &RequestContext,
-        _p: PaginatedRequestParams,
+        p: PaginatedRequestParams,
     ) -> Result<ListResourcesResult, ErrorObject> {
+        let catalog = &self.inner.catalog;
+        let all = catalog.read_listings(|l| l.resources.clone()).concat();
+        let (resources, next_cursor) = catalog.page(all, p.cursor.as_deref())?;
         Ok(ListResourcesResult {
-            resources: self
-                .inner
-                .catalog
-                .read_listings(|l| l.resources.clone())
-                .concat(),
+            resources,
+            next_cursor,
             ..Default::default()
         })
     }
@@ -233,14 +233,14 @@ impl ServerHandler for Aggregator {
     async fn list_resource_templates(
         &self,
         _ctx: &RequestContext,
-        _p: PaginatedRequestParams,
+        p: PaginatedRequestParams,
     ) -> Result<ListResourceTemplatesResult, ErrorObject> {
+        let catalog = &self.inner.catalog;
+        let all = catalog.read_listings(|l| l.templates.clone()).concat();
+        let (resource_templates, next_cursor) = catalog.page(all, p.cursor.as_deref())?;
         Ok(ListResourceTemplatesResult {
-            resource_templates: self
-                .inner
-                .catalog
-                .read_listings(|l| l.templates.clone())
-                .concat(),
+            resource_templates,
+            next_cursor,
             ..Default::default()
         })
     }

@@ -6,10 +6,10 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use mcp_client::{CallOptions, ChildTransport, Client, ClientOptions, EraChoice};
+use mcp_client::{ChildTransport, Client, ClientError, ClientOptions, EraChoice};
 use mcp_types::protocol::*;
 use mcp_types::transport::memory_pair;
-use serde_json::{json, Map, Value};
+use serde_json::Map;
 
 use super::catalog::Listing;
 use super::{Aggregator, UpstreamConfig, UpstreamStatus, UpstreamTransport};
@@ -162,9 +162,19 @@ impl Aggregator {
     /// Connects upstream `i` and lists what it offers; false when it failed.
     pub(super) async fn connect(&self, i: usize) -> bool {
         let u = self.inner.upstreams[i].clone();
-        match self.open_shared(&u).await {
-            Ok(client) => {
-                let listing = list_all(&client).await;
+        let opened = match self.open_shared(&u).await {
+            Ok(client) => match list_all(&client).await {
+                Ok(listing) => Ok((client, listing)),
+                Err(e) => {
+                    // Not listable is not usable: it fails, and is retried, like a failed start.
+                    client.close().await;
+                    Err(e)
+                }
+            },
+            Err(e) => Err(e),
+        };
+        match opened {
+            Ok((client, listing)) => {
                 tracing::info!(upstream = %u.config.key, revision = %client.revision(), tools = listing.tools.len(), "upstream connected");
                 if let Ok(mut c) = u.client.write() {
                     *c = Some(client);
@@ -218,8 +228,7 @@ impl Aggregator {
                 };
                 if let Some(TypedNotification::Bare(_)) = note {
                     // A list_changed of some kind: relist this upstream.
-                    let listing = list_all(&client).await;
-                    self.inner.catalog.set_listing(i, listing);
+                    self.relist(i, &client).await;
                     self.announce_all();
                 }
                 if client.close_reason().is_some() || self.inner.stopped.load(Ordering::SeqCst) {
@@ -249,8 +258,27 @@ impl Aggregator {
     pub(super) async fn refresh_stale(&self) {
         for i in self.inner.catalog.stale(std::time::Instant::now()) {
             if let Some(client) = self.inner.upstreams[i].client() {
-                let listing = list_all(&client).await;
+                self.relist(i, &client).await;
+            }
+        }
+    }
+
+    /// Lists upstream `i` again; when that fails, its last listing stays and the failure
+    /// is reported in its status until a listing succeeds.
+    async fn relist(&self, i: usize, client: &Client) {
+        let u = &self.inner.upstreams[i];
+        match list_all(client).await {
+            Ok(listing) => {
                 self.inner.catalog.set_listing(i, listing);
+                if let Ok(mut e) = u.last_error.lock() {
+                    *e = None;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(upstream = %u.config.key, "relisting failed: {e}");
+                if let Ok(mut le) = u.last_error.lock() {
+                    *le = Some(e);
+                }
             }
         }
     }
@@ -271,30 +299,37 @@ impl Aggregator {
     }
 }
 
-async fn list_all(client: &Client) -> Listing {
+/// Everything `client`'s upstream offers. A failed `tools/list` fails the listing (an
+/// upstream whose tools cannot be listed is failing, not empty); a failed prompts or
+/// resources list is logged and left empty. A 2026 upstream's `ttlMs` comes from the same
+/// `tools/list` requests.
+async fn list_all(client: &Client) -> Result<Listing, String> {
     let caps = client.server().capabilities.clone();
     let mut l = Listing::default();
-    if caps.tools.is_some() && client.revision().era() == mcp_types::Era::Modern {
-        // The upstream's own caching hint for its list (private scope: the gateway's
-        // connection is its one audience).
-        let first = client
-            .request(method::TOOLS_LIST, json!({}), &CallOptions::default())
-            .await;
-        let ttl = first
-            .ok()
-            .and_then(|v| v.get("ttlMs").and_then(Value::as_u64))
-            .filter(|t| *t > 0);
-        l.stale_at = ttl.map(|t| std::time::Instant::now() + Duration::from_millis(t));
-    }
     if caps.tools.is_some() {
-        l.tools = client.list_tools().await.unwrap_or_default();
+        let listed = client
+            .list_tools_listed()
+            .await
+            .map_err(|e| format!("tools/list failed: {e}"))?;
+        l.tools = listed.items;
+        l.stale_at = listed.ttl.map(|t| std::time::Instant::now() + t);
     }
     if caps.prompts.is_some() {
-        l.prompts = client.list_prompts().await.unwrap_or_default();
+        l.prompts = or_empty("prompts/list", client.list_prompts().await);
     }
     if caps.resources.is_some() {
-        l.resources = client.list_resources().await.unwrap_or_default();
-        l.templates = client.list_resource_templates().await.unwrap_or_default();
+        l.resources = or_empty("resources/list", client.list_resources().await);
+        l.templates = or_empty(
+            "resources/templates/list",
+            client.list_resource_templates().await,
+        );
     }
-    l
+    Ok(l)
+}
+
+fn or_empty<T>(what: &str, listed: Result<Vec<T>, ClientError>) -> Vec<T> {
+    listed.unwrap_or_else(|e| {
+        tracing::warn!("{what} failed: {e}; listed as empty");
+        Vec::new()
+    })
 }

@@ -1,0 +1,138 @@
+//! The merged catalog: resources and templates page like tools; an upstream whose tools
+//! cannot be listed is reported as failing, not as one with no tools.
+
+use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport};
+use mcp_server::{RequestContext, Server, ServerHandler};
+use mcp_types::protocol::*;
+use mcp_types::ErrorObject;
+use serde_json::json;
+
+mod common;
+use common::*;
+
+/// Five resources and three templates; or, `broken`, a `tools/list` that always fails.
+struct Library {
+    broken: bool,
+}
+
+#[async_trait::async_trait]
+impl ServerHandler for Library {
+    fn capabilities(&self) -> ServerCapabilities {
+        ServerCapabilities {
+            resources: Some(Default::default()),
+            ..tools_only()
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        _: &RequestContext,
+        _: PaginatedRequestParams,
+    ) -> Result<ListToolsResult, ErrorObject> {
+        if self.broken {
+            return Err(ErrorObject::new(-32603, "the tool index is corrupt"));
+        }
+        Ok(ListToolsResult::default())
+    }
+
+    async fn list_resources(
+        &self,
+        _: &RequestContext,
+        _: PaginatedRequestParams,
+    ) -> Result<ListResourcesResult, ErrorObject> {
+        Ok(ListResourcesResult {
+            resources: (0..5)
+                .map(|n| Resource {
+                    uri: format!("book://{n}"),
+                    name: format!("book {n}"),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        })
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _: &RequestContext,
+        _: PaginatedRequestParams,
+    ) -> Result<ListResourceTemplatesResult, ErrorObject> {
+        Ok(ListResourceTemplatesResult {
+            resource_templates: (0..3)
+                .map(|n| ResourceTemplate {
+                    uri_template: format!("shelf{n}://{{id}}"),
+                    name: format!("shelf {n}"),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        })
+    }
+}
+
+fn library(broken: bool) -> UpstreamConfig {
+    UpstreamConfig::new(
+        "lib",
+        UpstreamTransport::InProcess(Server::new(Library { broken })),
+    )
+}
+
+#[tokio::test]
+async fn resources_and_templates_page_like_tools() {
+    let options = AggregatorOptions {
+        page_size: 2,
+        ..Default::default()
+    };
+    let agg = Aggregator::start(vec![library(false)], options)
+        .await
+        .expect("start");
+    let client = host(&agg, mcp_client::NoHandler, Default::default()).await;
+    let uris: Vec<String> = client
+        .list_resources()
+        .await
+        .expect("every page")
+        .into_iter()
+        .map(|r| r.uri)
+        .collect();
+    assert_eq!(
+        uris,
+        (0..5).map(|n| format!("book://{n}")).collect::<Vec<_>>()
+    );
+    let templates = client.list_resource_templates().await.expect("templates");
+    assert_eq!(templates.len(), 3);
+    let first = client
+        .request("resources/list", json!({}), &Default::default())
+        .await
+        .expect("page 1");
+    assert_eq!(first["resources"].as_array().map(Vec::len), Some(2));
+    let cursor = first["nextCursor"].as_str().expect("a next page");
+    let second = client
+        .request(
+            "resources/templates/list",
+            json!({"cursor": cursor}),
+            &Default::default(),
+        )
+        .await
+        .expect("a cursor of this generation");
+    assert_eq!(
+        second["resourceTemplates"].as_array().map(Vec::len),
+        Some(1)
+    );
+    client.close().await;
+    agg.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_upstream_whose_tools_cannot_be_listed_is_failing_not_empty() {
+    let agg = Aggregator::start(vec![library(true)], AggregatorOptions::default())
+        .await
+        .expect("a failing upstream does not stop the aggregator");
+    let status = &agg.status()[0];
+    assert!(!status.connected, "{status:?}");
+    let why = status.last_error.as_deref().unwrap_or_default();
+    assert!(
+        why.contains("tools/list failed") && why.contains("the tool index is corrupt"),
+        "{why}"
+    );
+    agg.shutdown().await;
+}
