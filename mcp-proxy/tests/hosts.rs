@@ -331,6 +331,60 @@ async fn a_shared_connection_refuses_what_it_cannot_attribute() {
     agg.shutdown().await;
 }
 
+#[tokio::test]
+async fn http_hosts_each_in_a_session_of_their_own_hear_only_their_own_questions() {
+    let agg = Aggregator::start(vec![upstream(SessionMode::default())], Default::default())
+        .await
+        .expect("start");
+    let (addr, _serving) = mcp_server::http::bind(
+        "127.0.0.1:0".parse().expect("addr"),
+        Server::new(agg.clone()),
+        mcp_server::http::HttpOptions::default(),
+    )
+    .await
+    .expect("bind");
+    let url = format!("http://{addr}/mcp");
+    let connect = |r: Recorder, era| {
+        let url = url.clone();
+        async move {
+            mcp_client::connect_http(mcp_client::http::HttpConfig::new(url), r, host_options(era))
+                .await
+                .expect("an HTTP host connects")
+        }
+    };
+    let (a, b) = (Recorder::new("A"), Recorder::new("B"));
+    // Two legacy HTTP sessions, each a host of its own.
+    let host_a = connect(a.clone(), EraChoice::Legacy(Revision::V2025_06_18)).await;
+    let host_b = connect(b.clone(), EraChoice::Legacy(Revision::V2025_11_25)).await;
+    for round in 0..50 {
+        let (ra, rb) = ask_both(&host_a, &host_b, round).await;
+        assert_eq!(ra.as_deref(), Ok("A answered by A"), "round {round}");
+        assert_eq!(rb.as_deref(), Ok("B answered by B"), "round {round}");
+    }
+    let (ra, rb) = tokio::join!(
+        call(&host_a, "chatty", json!({"who": "A", "n": 20})),
+        call(&host_b, "chatty", json!({"who": "B", "n": 20})),
+    );
+    assert_eq!((ra.as_deref(), rb.as_deref()), (Ok("done"), Ok("done")));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(a.questions().iter().all(|q| q == "question for A"));
+    assert!(b.questions().iter().all(|q| q == "question for B"));
+    assert!(
+        a.logs().iter().all(|l| l.starts_with("A:")),
+        "{:?}",
+        a.logs()
+    );
+    assert!(
+        b.logs().iter().all(|l| l.starts_with("B:")),
+        "{:?}",
+        b.logs()
+    );
+    assert_eq!((a.logs().len(), b.logs().len()), (20, 20));
+    host_a.close().await;
+    host_b.close().await;
+    agg.shutdown().await;
+}
+
 /// A legacy stdio upstream that answers `initialize`, lists `who`, and answers a call with
 /// its own process id.
 const PIDS: &str = r#"
