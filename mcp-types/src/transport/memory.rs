@@ -85,12 +85,9 @@ impl Transport for MemoryTransport {
 
 #[cfg(test)]
 mod tests {
+    use super::super::testing::frame;
     use super::*;
     use crate::Message;
-
-    fn frame(s: &str) -> Frame {
-        Frame::parse(s.as_bytes()).expect("frame")
-    }
 
     #[tokio::test]
     async fn memory_pair_moves_frames_and_reports_closing() {

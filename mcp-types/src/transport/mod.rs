@@ -114,54 +114,50 @@ pub trait Transport: Send + Sync + 'static {
     fn tools_listed(&self, _tools: &[crate::protocol::Tool]) {}
 }
 
-#[async_trait]
-impl<T: Transport + ?Sized> Transport for Arc<T> {
-    async fn send(&self, frame: Frame) -> Result<(), Closed> {
-        (**self).send(frame).await
-    }
-    fn try_send(&self, frame: Frame) -> Result<(), TrySendError> {
-        (**self).try_send(frame)
-    }
-    async fn recv(&self) -> Result<Incoming, Closed> {
-        (**self).recv().await
-    }
-    async fn close(&self) {
-        (**self).close().await
-    }
-    fn close_reason(&self) -> Option<CloseReason> {
-        (**self).close_reason()
-    }
-    fn mirrors_tool_headers(&self) -> bool {
-        (**self).mirrors_tool_headers()
-    }
-    fn tools_listed(&self, tools: &[crate::protocol::Tool]) {
-        (**self).tools_listed(tools)
-    }
+/// A pointer to a transport is that transport: every method goes to the one it points to,
+/// so a transport can be shared (`Arc`) or chosen at run time (`Box<dyn Transport>`).
+macro_rules! forward_transport {
+    ($($pointer:ident),+) => {$(
+        #[async_trait]
+        impl<T: Transport + ?Sized> Transport for $pointer<T> {
+            async fn send(&self, frame: Frame) -> Result<(), Closed> {
+                (**self).send(frame).await
+            }
+            fn try_send(&self, frame: Frame) -> Result<(), TrySendError> {
+                (**self).try_send(frame)
+            }
+            async fn recv(&self) -> Result<Incoming, Closed> {
+                (**self).recv().await
+            }
+            async fn close(&self) {
+                (**self).close().await
+            }
+            fn close_reason(&self) -> Option<CloseReason> {
+                (**self).close_reason()
+            }
+            fn mirrors_tool_headers(&self) -> bool {
+                (**self).mirrors_tool_headers()
+            }
+            fn tools_listed(&self, tools: &[crate::protocol::Tool]) {
+                (**self).tools_listed(tools)
+            }
+        }
+    )+};
 }
 
-#[async_trait]
-impl<T: Transport + ?Sized> Transport for Box<T> {
-    async fn send(&self, frame: Frame) -> Result<(), Closed> {
-        (**self).send(frame).await
-    }
-    fn try_send(&self, frame: Frame) -> Result<(), TrySendError> {
-        (**self).try_send(frame)
-    }
-    async fn recv(&self) -> Result<Incoming, Closed> {
-        (**self).recv().await
-    }
-    async fn close(&self) {
-        (**self).close().await
-    }
-    fn close_reason(&self) -> Option<CloseReason> {
-        (**self).close_reason()
-    }
-    fn mirrors_tool_headers(&self) -> bool {
-        (**self).mirrors_tool_headers()
-    }
-    fn tools_listed(&self, tools: &[crate::protocol::Tool]) {
-        (**self).tools_listed(tools)
-    }
+forward_transport!(Arc, Box);
+
+/// [`Transport::send`] for a transport whose `try_send` never waits (it hands the frame
+/// on at once: to a spawned request, a stream's queue), so the two cannot disagree.
+pub fn send_without_waiting<T: Transport + ?Sized>(
+    transport: &T,
+    frame: Frame,
+) -> Result<(), Closed> {
+    transport.try_send(frame).map_err(|e| match e {
+        TrySendError::Closed(c) => c,
+        // Such a transport never asks to wait; if one did, the frame cannot go.
+        TrySendError::WouldWait(_) => Closed(CloseReason::Closed),
+    })
 }
 
 /// The error answer for bytes that did not parse as a frame.
@@ -205,5 +201,16 @@ impl CloseSlot {
 
     pub(crate) fn get(&self) -> Option<CloseReason> {
         self.0.lock().ok().and_then(|g| g.clone())
+    }
+}
+
+/// What the transports' own tests share.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::jsonrpc::Frame;
+
+    /// The frame `s` is; the tests write only valid ones.
+    pub(crate) fn frame(s: &str) -> Frame {
+        Frame::parse(s.as_bytes()).expect("frame")
     }
 }
