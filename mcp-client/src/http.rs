@@ -21,7 +21,9 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HyperClient;
 use mcp_types::headers::{self, HeaderParam};
 use mcp_types::protocol::{method, Tool};
-use mcp_types::transport::{CloseReason, Closed, Incoming, Transport, TrySendError};
+use mcp_types::transport::{
+    send_without_waiting, CloseReason, Closed, Incoming, Transport, TrySendError,
+};
 use mcp_types::{codes, ErrorObject, ErrorResponse, Frame, Message, RequestId, Revision};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -514,10 +516,7 @@ impl Shared {
 #[async_trait]
 impl Transport for HttpTransport {
     async fn send(&self, frame: Frame) -> Result<(), Closed> {
-        self.try_send(frame).map_err(|e| match e {
-            TrySendError::Closed(c) => c,
-            TrySendError::WouldWait(_) => Closed(CloseReason::Closed),
-        })
+        send_without_waiting(self, frame)
     }
 
     fn try_send(&self, frame: Frame) -> Result<(), TrySendError> {

@@ -11,7 +11,9 @@ use http::{header, HeaderValue, Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HyperClient;
-use mcp_types::transport::{CloseReason, Closed, Incoming, Transport, TrySendError};
+use mcp_types::transport::{
+    send_without_waiting, CloseReason, Closed, Incoming, Transport, TrySendError,
+};
 use mcp_types::{codes, ErrorObject, ErrorResponse, Frame, Message};
 use tokio::sync::{mpsc, oneshot};
 
@@ -140,10 +142,7 @@ impl SseTransport {
 #[async_trait]
 impl Transport for SseTransport {
     async fn send(&self, frame: Frame) -> Result<(), Closed> {
-        self.try_send(frame).map_err(|e| match e {
-            TrySendError::Closed(c) => c,
-            TrySendError::WouldWait(_) => Closed(CloseReason::Closed),
-        })
+        send_without_waiting(self, frame)
     }
 
     fn try_send(&self, frame: Frame) -> Result<(), TrySendError> {

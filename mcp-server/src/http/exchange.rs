@@ -92,13 +92,7 @@ impl Transport for Exchange {
     /// Nothing arrives on an exchange this way (the HTTP layer delivers requests): it
     /// waits until the exchange closes.
     async fn recv(&self) -> Result<Incoming, Closed> {
-        loop {
-            let notified = self.shut.notified();
-            if let Some(r) = self.close_reason() {
-                return Err(Closed(r));
-            }
-            notified.await;
-        }
+        until_closed(&self.shut, || self.close_reason()).await
     }
 
     async fn close(&self) {
@@ -107,6 +101,22 @@ impl Transport for Exchange {
 
     fn close_reason(&self) -> Option<CloseReason> {
         self.state.lock().ok().and_then(|s| s.closed.clone())
+    }
+}
+
+/// `recv` for a transport nothing arrives on (the HTTP layer delivers what the peer sends):
+/// it waits until `reason` says the transport closed, woken by `shut` on each change.
+pub(super) async fn until_closed(
+    shut: &Notify,
+    reason: impl Fn() -> Option<CloseReason>,
+) -> Result<Incoming, Closed> {
+    loop {
+        // Armed before the check, so a close between the two still wakes us.
+        let notified = shut.notified();
+        if let Some(r) = reason() {
+            return Err(Closed(r));
+        }
+        notified.await;
     }
 }
 

@@ -10,11 +10,14 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use mcp_types::transport::{CloseReason, Closed, Incoming, Transport, TrySendError};
+use mcp_types::transport::{
+    send_without_waiting, CloseReason, Closed, Incoming, Transport, TrySendError,
+};
 use mcp_types::{meta, Frame, Message, RequestId};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, Notify};
 
+use super::exchange::until_closed;
 use super::reply::sse_event;
 
 /// Streams whose answers are all given are kept this many, newest, for replay.
@@ -286,10 +289,7 @@ impl Router {
 #[async_trait]
 impl Transport for Router {
     async fn send(&self, frame: Frame) -> Result<(), Closed> {
-        self.try_send(frame).map_err(|e| match e {
-            TrySendError::Closed(c) => c,
-            TrySendError::WouldWait(_) => Closed(CloseReason::Closed),
-        })
+        send_without_waiting(self, frame)
     }
 
     fn try_send(&self, frame: Frame) -> Result<(), TrySendError> {
@@ -305,13 +305,7 @@ impl Transport for Router {
     /// Messages reach a legacy session through its POSTs, not this way: it waits until
     /// the session ends.
     async fn recv(&self) -> Result<Incoming, Closed> {
-        loop {
-            let notified = self.shut.notified();
-            if let Some(r) = self.close_reason() {
-                return Err(Closed(r));
-            }
-            notified.await;
-        }
+        until_closed(&self.shut, || self.close_reason()).await
     }
 
     async fn close(&self) {
