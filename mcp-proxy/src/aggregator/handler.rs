@@ -6,6 +6,7 @@ use mcp_server::{Outcome, RawResult, RequestContext, ServerHandler};
 use mcp_types::protocol::*;
 use mcp_types::raw::RawObject;
 use mcp_types::{codes, ErrorObject};
+use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
 use crate::policy::Surface;
@@ -191,28 +192,23 @@ impl ServerHandler for Aggregator {
                 format!("Unknown prompt: {}", p.name),
             ));
         };
-        let key = self.inner.upstreams[i].config.key.clone();
         let params = GetPromptRequestParams {
             name: prompt.name,
             arguments: p.arguments,
             meta: forward_meta(p.meta),
             ..Default::default()
         };
-        match self
-            .upstream_call(i, method::PROMPTS_GET, json!(params), ctx)
-            .await
-        {
-            Ok(v) => {
-                if let Some(ir) = input_required(&key, &v)? {
-                    return Ok(Outcome::InputRequired(ir));
-                }
-                let mut r: GetPromptResult = decode(&key, v)?;
+        self.relay_typed(
+            ctx,
+            i,
+            method::PROMPTS_GET,
+            json!(params),
+            |r: &mut GetPromptResult| {
                 strip_hop_meta(&mut r.meta);
                 r.result_type = None;
-                Ok(Outcome::Complete(r))
-            }
-            Err(e) => Err(upstream_error(&key, e)),
-        }
+            },
+        )
+        .await
     }
 
     async fn list_resources(
@@ -250,37 +246,26 @@ impl ServerHandler for Aggregator {
         ctx: &RequestContext,
         p: ResourceRequestParams,
     ) -> Result<Outcome<ReadResourceResult>, ErrorObject> {
-        let Some(i) = self.inner.catalog.resource_owner(&p.uri) else {
-            return Err(ErrorObject::new(
-                codes::RESOURCE_NOT_FOUND,
-                format!("Resource not found: {}", p.uri),
-            )
-            .with_data(json!({"uri": p.uri})));
-        };
-        let key = self.inner.upstreams[i].config.key.clone();
+        let i = self.owner_of_resource(&p.uri)?;
         let params = ResourceRequestParams {
             uri: p.uri.clone(),
             meta: forward_meta(p.meta),
             ..Default::default()
         };
-        match self
-            .upstream_call(i, method::RESOURCES_READ, json!(params), ctx)
-            .await
-        {
-            Ok(v) => {
-                if let Some(ir) = input_required(&key, &v)? {
-                    return Ok(Outcome::InputRequired(ir));
-                }
-                let mut r: ReadResourceResult = decode(&key, v)?;
+        self.relay_typed(
+            ctx,
+            i,
+            method::RESOURCES_READ,
+            json!(params),
+            |r: &mut ReadResourceResult| {
                 strip_hop_meta(&mut r.meta);
                 // The gateway sets its own caching hints for its hosts.
                 r.ttl_ms = None;
                 r.cache_scope = None;
                 r.result_type = None;
-                Ok(Outcome::Complete(r))
-            }
-            Err(e) => Err(upstream_error(&key, e)),
-        }
+            },
+        )
+        .await
     }
 
     async fn subscribe(
@@ -289,13 +274,7 @@ impl ServerHandler for Aggregator {
         p: ResourceRequestParams,
         subscribe: bool,
     ) -> Result<(), ErrorObject> {
-        let Some(i) = self.inner.catalog.resource_owner(&p.uri) else {
-            return Err(ErrorObject::new(
-                codes::RESOURCE_NOT_FOUND,
-                format!("Resource not found: {}", p.uri),
-            )
-            .with_data(json!({"uri": p.uri})));
-        };
+        let i = self.owner_of_resource(&p.uri)?;
         let legacy_upstream = self.inner.upstreams[i]
             .client()
             .is_some_and(|c| c.revision().era() == mcp_types::Era::Legacy);
@@ -355,5 +334,41 @@ impl ServerHandler for Aggregator {
             }
             Err(e) => Err(upstream_error(&key, e)),
         }
+    }
+}
+
+impl Aggregator {
+    /// The upstream that listed resource `uri`, or the error a host gets for an unknown one.
+    fn owner_of_resource(&self, uri: &str) -> Result<usize, ErrorObject> {
+        self.inner.catalog.resource_owner(uri).ok_or_else(|| {
+            ErrorObject::new(
+                codes::RESOURCE_NOT_FOUND,
+                format!("Resource not found: {uri}"),
+            )
+            .with_data(json!({"uri": uri}))
+        })
+    }
+
+    /// Request `method_name` of upstream `i` for the host of `ctx`: the questions it asks
+    /// instead of answering, or its result, decoded and then made the gateway's by `tidy`.
+    async fn relay_typed<T: DeserializeOwned>(
+        &self,
+        ctx: &RequestContext,
+        i: usize,
+        method_name: &str,
+        params: Value,
+        tidy: impl FnOnce(&mut T),
+    ) -> Result<Outcome<T>, ErrorObject> {
+        let key = &self.inner.upstreams[i].config.key;
+        let v = self
+            .upstream_call(i, method_name, params, ctx)
+            .await
+            .map_err(|e| upstream_error(key, e))?;
+        if let Some(ir) = input_required(key, &v)? {
+            return Ok(Outcome::InputRequired(ir));
+        }
+        let mut r = decode(key, v)?;
+        tidy(&mut r);
+        Ok(Outcome::Complete(r))
     }
 }

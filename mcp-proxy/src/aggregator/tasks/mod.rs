@@ -64,6 +64,13 @@ impl Aggregator {
         self.inner.tasks.get(id).ok_or_else(|| unknown_task(id))
     }
 
+    /// The route of a host's task, with its upstream's index and key (for errors).
+    fn route_task_keyed(&self, id: &str) -> Result<(Route, usize, String), ErrorObject> {
+        let route = self.route_task(id)?;
+        let i = route.upstream;
+        Ok((route, i, self.inner.upstreams[i].config.key.clone()))
+    }
+
     /// One plain request about a task to its upstream, for the host of `ctx`.
     async fn task_call(
         &self,
@@ -236,9 +243,7 @@ impl Aggregator {
         ctx: &RequestContext,
         gateway_id: &str,
     ) -> Result<Task, ErrorObject> {
-        let route = self.route_task(gateway_id)?;
-        let i = route.upstream;
-        let key = self.inner.upstreams[i].config.key.clone();
+        let (route, i, key) = self.route_task_keyed(gateway_id)?;
         let v = self
             .task_request(
                 ctx,
@@ -298,9 +303,7 @@ impl Aggregator {
         ctx: &RequestContext,
         gateway_id: &str,
     ) -> Result<Outcome<Value>, ErrorObject> {
-        let route = self.route_task(gateway_id)?;
-        let i = route.upstream;
-        let key = self.inner.upstreams[i].config.key.clone();
+        let (route, i, key) = self.route_task_keyed(gateway_id)?;
         if features::has_tasks_extension(self.task_client(i)?.revision()) {
             return Err(ErrorObject::new(
                 codes::INVALID_PARAMS,
@@ -332,9 +335,7 @@ impl Aggregator {
         ctx: &RequestContext,
         gateway_id: &str,
     ) -> Result<Task, ErrorObject> {
-        let route = self.route_task(gateway_id)?;
-        let i = route.upstream;
-        let key = self.inner.upstreams[i].config.key.clone();
+        let (route, i, key) = self.route_task_keyed(gateway_id)?;
         let params = json!({"taskId": route.upstream_id});
         let v = match self.task_call(ctx, i, method::TASKS_CANCEL, params).await {
             Ok(v) => v,
