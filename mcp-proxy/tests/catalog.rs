@@ -1,8 +1,8 @@
 //! The merged catalog: resources and templates page like tools; an upstream whose tools
 //! cannot be listed is reported as failing, not as one with no tools.
 
-use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport};
-use mcp_server::{RequestContext, Server, ServerHandler};
+use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig};
+use mcp_server::{RequestContext, ServerHandler};
 use mcp_types::protocol::*;
 use mcp_types::ErrorObject;
 use serde_json::json;
@@ -71,10 +71,7 @@ impl ServerHandler for Library {
 }
 
 fn library(broken: bool) -> UpstreamConfig {
-    UpstreamConfig::new(
-        "lib",
-        UpstreamTransport::InProcess(Server::new(Library { broken })),
-    )
+    in_process("lib", Library { broken })
 }
 
 #[tokio::test]

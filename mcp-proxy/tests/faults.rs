@@ -11,61 +11,37 @@ use mcp_types::protocol::*;
 use serde_json::{json, Value};
 
 mod common;
+use common::python::python_upstream;
 use common::*;
 
-/// A stdio server that lists one tool, `act`, and misbehaves when it is called.
-const FAULTY: &str = r#"
-import json, sys, time
-mode = sys.argv[1]
-def send(obj):
-    sys.stdout.write(json.dumps(obj) + "\n"); sys.stdout.flush()
-for line in sys.stdin:
-    msg = json.loads(line)
-    i, m = msg.get("id"), msg.get("method")
-    if i is None:
-        continue
-    if m == "initialize":
-        send({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": "2025-06-18",
-              "capabilities": {"tools": {}}, "serverInfo": {"name": "faulty", "version": "1"}}})
-    elif m == "tools/list":
-        send({"jsonrpc": "2.0", "id": i, "result": {"tools": [{"name": "act", "inputSchema": {"type": "object"}}]}})
-    elif m == "tools/call":
-        if mode == "die":
-            sys.exit(3)
-        if mode == "garbage":
-            print("this is not json", flush=True)
-            print('{"also": "not json-rpc"}', flush=True)
-        time.sleep(3600)
-    else:
-        send({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": "Method not found"}})
-"#;
+/// A stdio server that lists one tool, `act`, and misbehaves when it is called, as
+/// argv[1] says: `die`, `garbage`, or (anything else) hang.
+fn faulty_script() -> String {
+    python_upstream(
+        "faulty",
+        "import time\nmode = sys.argv[1]",
+        json!([object_tool("act")]),
+        r#"
+if mode == "die":
+    sys.exit(3)
+if mode == "garbage":
+    print("this is not json", flush=True)
+    print('{"also": "not json-rpc"}', flush=True)
+time.sleep(3600)
+"#,
+    )
+}
+
+/// On every stdio upstream's command line, so that the tests can find leftover processes.
+const MARKER: &str = "mcp-proxy-fault-test-marker";
 
 fn faulty(key: &str, mode: &str) -> UpstreamConfig {
-    UpstreamConfig {
-        key: key.into(),
-        namespace: None,
-        trusted: false,
-        // The marker lets the test find leftover processes.
-        transport: UpstreamTransport::Stdio(StdioCommand::new(
-            "python3",
-            ["-c", FAULTY, mode, "mcp-proxy-fault-test-marker"],
-        )),
-        revision: None,
-        tools: Default::default(),
-        session: Default::default(),
-    }
+    let command = StdioCommand::new("python3", ["-c", &faulty_script(), mode, MARKER]);
+    UpstreamConfig::new(key, UpstreamTransport::Stdio(command))
 }
 
 fn healthy() -> UpstreamConfig {
-    UpstreamConfig {
-        key: "echo".into(),
-        namespace: None,
-        trusted: false,
-        transport: UpstreamTransport::InProcess(Server::new(mcp_examples::echo_tools())),
-        revision: None,
-        tools: Default::default(),
-        session: Default::default(),
-    }
+    in_process("echo", mcp_examples::echo_tools())
 }
 
 /// Calls through the aggregator as a host would (in-process, 2026).
@@ -75,9 +51,7 @@ async fn call(
     args: Value,
 ) -> Result<CallToolResult, mcp_types::ErrorObject> {
     let client = host(agg, mcp_client::NoHandler, Default::default()).await;
-    let out = client
-        .call_tool(name, args.as_object().cloned().unwrap_or_default())
-        .await;
+    let out = client.call_tool(name, arguments(args)).await;
     client.close().await;
     match out {
         Ok(c) => Ok(c.result),
@@ -86,8 +60,9 @@ async fn call(
     }
 }
 
-fn leftovers() -> usize {
-    processes_marked("mcp-proxy-fault-test-marker")
+/// `r` is an error result whose text says `what`.
+fn fails_saying(r: &CallToolResult, what: &str) {
+    assert!(r.is_error() && text(r).contains(what), "{}", text(r));
 }
 
 #[tokio::test]
@@ -98,18 +73,13 @@ async fn faulty_upstreams_fail_clearly_and_alone() {
         restart_backoff: (Duration::from_millis(200), Duration::from_secs(1)),
         ..Default::default()
     };
-    let never = UpstreamConfig {
-        key: "ghost".into(),
-        namespace: None,
-        trusted: false,
-        transport: UpstreamTransport::Stdio(StdioCommand::new(
+    let never = UpstreamConfig::new(
+        "ghost",
+        UpstreamTransport::Stdio(StdioCommand::new(
             "/nonexistent/mcp-server",
             Vec::<String>::new(),
         )),
-        revision: None,
-        tools: Default::default(),
-        session: Default::default(),
-    };
+    );
     let agg = Aggregator::start(
         vec![
             healthy(),
@@ -144,24 +114,9 @@ async fn faulty_upstreams_fail_clearly_and_alone() {
         call(&agg, "babbles__act", json!({})),
         call(&agg, "echo__echo", json!({"text": "still here"})),
     );
-    let dies = dies.expect("a result");
-    assert!(
-        dies.is_error() && text(&dies).contains("`dies`"),
-        "{}",
-        text(&dies)
-    );
-    let hangs = hangs.expect("a result");
-    assert!(
-        hangs.is_error() && text(&hangs).contains("`hangs` did not answer"),
-        "{}",
-        text(&hangs)
-    );
-    let babbles = babbles.expect("a result");
-    assert!(
-        babbles.is_error() && text(&babbles).contains("`babbles`"),
-        "{}",
-        text(&babbles)
-    );
+    fails_saying(&dies.expect("a result"), "`dies`");
+    fails_saying(&hangs.expect("a result"), "`hangs` did not answer");
+    fails_saying(&babbles.expect("a result"), "`babbles`");
     assert_eq!(
         text(&echo.expect("echo")),
         "still here",
@@ -180,14 +135,7 @@ async fn faulty_upstreams_fail_clearly_and_alone() {
     assert!(back, "the upstream that died was restarted");
 
     agg.shutdown().await;
-    let mut remaining = leftovers();
-    for _ in 0..25 {
-        if remaining == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        remaining = leftovers();
-    }
+    let remaining = settle_marked(MARKER, 0).await;
     assert_eq!(remaining, 0, "no child process is left behind");
 }
 
@@ -204,39 +152,18 @@ impl ServerHandler for Named {
         _: &RequestContext,
         _: PaginatedRequestParams,
     ) -> Result<ListToolsResult, mcp_types::ErrorObject> {
-        let mut tools = vec![Tool::new(self.0, json!({"type": "object"}))];
+        let mut tools = vec![object_tool(self.0)];
         if self.0.contains('.') {
-            tools.push(Tool::new(
-                self.0.replace('.', "_"),
-                json!({"type": "object"}),
-            ));
+            tools.push(object_tool(self.0.replace('.', "_")));
         }
-        Ok(ListToolsResult {
-            tools,
-            ..Default::default()
-        })
+        listing(tools)
     }
     async fn call_tool(
         &self,
         _: &RequestContext,
         _: CallToolRequestParams,
     ) -> Result<Outcome<CallToolResult>, mcp_types::ErrorObject> {
-        Ok(Outcome::Complete(CallToolResult {
-            content: vec![ContentBlock::text("ok")],
-            ..Default::default()
-        }))
-    }
-}
-
-fn in_process(key: &str, handler: impl ServerHandler) -> UpstreamConfig {
-    UpstreamConfig {
-        key: key.into(),
-        namespace: None,
-        trusted: false,
-        transport: UpstreamTransport::InProcess(Server::new(handler)),
-        revision: None,
-        tools: Default::default(),
-        session: Default::default(),
+        text_outcome("ok")
     }
 }
 
@@ -304,15 +231,7 @@ async fn merged_lists_page_deterministically_and_stale_cursors_are_refused() {
         page_size: 3,
         ..Default::default()
     };
-    let notes = UpstreamConfig {
-        key: "notes".into(),
-        namespace: None,
-        trusted: false,
-        transport: UpstreamTransport::InProcess(Server::new(mcp_examples::notes_tools())),
-        revision: None,
-        tools: Default::default(),
-        session: Default::default(),
-    };
+    let notes = in_process("notes", mcp_examples::notes_tools());
     let agg = Aggregator::start(vec![notes, healthy()], options)
         .await
         .expect("start");
@@ -389,10 +308,7 @@ impl ServerHandler for Patient {
         _: &RequestContext,
         _: PaginatedRequestParams,
     ) -> Result<ListToolsResult, mcp_types::ErrorObject> {
-        Ok(ListToolsResult {
-            tools: vec![Tool::new("wait", json!({"type": "object"}))],
-            ..Default::default()
-        })
+        listing([object_tool("wait")])
     }
     async fn call_tool(
         &self,
@@ -444,35 +360,26 @@ async fn a_host_cancelling_a_call_cancels_it_upstream() {
 
 /// A stdio server with `lookup` (idempotent) and `order` (no annotations). It records every
 /// call in the file named by argv[1] and dies on the first call of each tool.
-const FLAKY: &str = r#"
-import json, sys
-log = sys.argv[1]
-def send(obj):
-    sys.stdout.write(json.dumps(obj) + "\n"); sys.stdout.flush()
-for line in sys.stdin:
-    msg = json.loads(line)
-    i, m = msg.get("id"), msg.get("method")
-    if i is None:
-        continue
-    if m == "initialize":
-        send({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": "2025-06-18",
-              "capabilities": {"tools": {}}, "serverInfo": {"name": "flaky", "version": "1"}}})
-    elif m == "tools/list":
-        send({"jsonrpc": "2.0", "id": i, "result": {"tools": [
-            {"name": "lookup", "inputSchema": {"type": "object"}, "annotations": {"idempotentHint": True, "destructiveHint": False}},
-            {"name": "order", "inputSchema": {"type": "object"}}]}})
-    elif m == "tools/call":
-        name = msg["params"]["name"]
-        with open(log, "a+") as f:
-            f.seek(0)
-            before = f.read().split()
-            f.write(name + "\n")
-        if name not in before:
-            sys.exit(3)
-        send({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": "ok " + name}]}})
-    else:
-        send({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": "Method not found"}})
-"#;
+fn flaky_script() -> String {
+    python_upstream(
+        "flaky",
+        "log = sys.argv[1]",
+        json!([
+            {"name": "lookup", "inputSchema": {"type": "object"}, "annotations": {"idempotentHint": true, "destructiveHint": false}},
+            {"name": "order", "inputSchema": {"type": "object"}},
+        ]),
+        r#"
+name = msg["params"]["name"]
+with open(log, "a+") as f:
+    f.seek(0)
+    before = f.read().split()
+    f.write(name + "\n")
+if name not in before:
+    sys.exit(3)
+send({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": "ok " + name}]}})
+"#,
+    )
+}
 
 #[tokio::test]
 async fn only_idempotent_calls_are_retried_after_a_dropped_connection() {
@@ -496,9 +403,9 @@ async fn idempotent_retry(session: SessionMode) {
                 "python3",
                 [
                     "-c".to_owned(),
-                    FLAKY.to_owned(),
+                    flaky_script(),
                     log.display().to_string(),
-                    "mcp-proxy-fault-test-marker".to_owned(),
+                    MARKER.to_owned(),
                 ],
             )),
         )
@@ -522,11 +429,7 @@ async fn idempotent_retry(session: SessionMode) {
     let order = call(&agg, "flaky__order", json!({}))
         .await
         .expect("a result");
-    assert!(
-        order.is_error() && text(&order).contains("`flaky`"),
-        "{}",
-        text(&order)
-    );
+    fails_saying(&order, "`flaky`");
     assert_eq!(calls("order"), 1, "a non-idempotent call is never repeated");
 
     if shared {
@@ -577,13 +480,7 @@ impl ServerHandler for Growing {
         _: PaginatedRequestParams,
     ) -> Result<ListToolsResult, mcp_types::ErrorObject> {
         let names = self.0.lock().map(|n| n.clone()).unwrap_or_default();
-        Ok(ListToolsResult {
-            tools: names
-                .into_iter()
-                .map(|n| Tool::new(n, json!({"type": "object"})))
-                .collect(),
-            ..Default::default()
-        })
+        listing(names.into_iter().map(object_tool))
     }
     async fn call_tool(
         &self,
@@ -597,10 +494,7 @@ impl ServerHandler for Growing {
             }
             ctx.list_changed(mcp_server::ListChanged::Tools);
         }
-        Ok(Outcome::Complete(CallToolResult {
-            content: vec![ContentBlock::text(format!("ran {}", p.name))],
-            ..Default::default()
-        }))
+        text_outcome(format!("ran {}", p.name))
     }
 }
 

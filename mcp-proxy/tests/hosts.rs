@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_client::{Client, ClientError, ClientHandler, ClientOptions, EraChoice, StdioCommand};
+use mcp_client::{Client, ClientError, ClientHandler, EraChoice, StdioCommand};
 use mcp_proxy::{
     Aggregator, AggregatorOptions, PerHostLimits, SessionMode, UpstreamConfig, UpstreamTransport,
 };
@@ -17,6 +17,7 @@ use mcp_types::{ErrorObject, Revision};
 use serde_json::{json, Map, Value};
 
 mod common;
+use common::python::python_upstream;
 use common::*;
 
 /// The upstream: `ask {who, delay_ms}` waits, then asks its client a question naming
@@ -41,13 +42,7 @@ impl ServerHandler for Upstream {
         _: &RequestContext,
         _: PaginatedRequestParams,
     ) -> Result<ListToolsResult, ErrorObject> {
-        Ok(ListToolsResult {
-            tools: ["ask", "chatty", "slow"]
-                .into_iter()
-                .map(|n| Tool::new(n, json!({"type": "object"})))
-                .collect(),
-            ..Default::default()
-        })
+        listing(["ask", "chatty", "slow"].map(object_tool))
     }
 
     async fn call_tool(
@@ -56,17 +51,11 @@ impl ServerHandler for Upstream {
         p: CallToolRequestParams,
     ) -> Result<Outcome<CallToolResult>, ErrorObject> {
         let who = arg(&p, "who").and_then(Value::as_str).unwrap_or("?");
-        let done = |text: String| {
-            Ok(Outcome::Complete(CallToolResult {
-                content: vec![ContentBlock::text(text)],
-                ..Default::default()
-            }))
-        };
         match p.name.as_str() {
             "ask" => {
                 if let Some(a) = ctx.input_response("q") {
                     let name = a.pointer("/content/name").and_then(Value::as_str);
-                    return done(format!("{who} answered by {}", name.unwrap_or("nobody")));
+                    return text_outcome(format!("{who} answered by {}", name.unwrap_or("nobody")));
                 }
                 let ms = arg(&p, "delay_ms").and_then(Value::as_u64).unwrap_or(0);
                 tokio::time::sleep(Duration::from_millis(ms)).await;
@@ -91,12 +80,12 @@ impl ServerHandler for Upstream {
                         .await;
                     tokio::time::sleep(Duration::from_millis(1)).await;
                 }
-                done("done".into())
+                text_outcome("done")
             }
             _ => {
                 let ms = arg(&p, "ms").and_then(Value::as_u64).unwrap_or(0);
                 tokio::time::sleep(Duration::from_millis(ms)).await;
-                done("slept".into())
+                text_outcome("slept")
             }
         }
     }
@@ -106,8 +95,23 @@ fn upstream(session: SessionMode) -> UpstreamConfig {
     UpstreamConfig {
         revision: Some(Revision::V2025_06_18),
         session,
-        ..UpstreamConfig::new("up", UpstreamTransport::InProcess(Server::new(Upstream)))
+        ..in_process("up", Upstream)
     }
+}
+
+/// A gateway in front of the one upstream, shared by its hosts as `session` says.
+async fn gateway(session: SessionMode) -> Aggregator {
+    Aggregator::start(vec![upstream(session)], Default::default())
+        .await
+        .expect("start")
+}
+
+/// The hosts go, then the gateway.
+async fn leave(agg: Aggregator, hosts: [Client; 2]) {
+    for h in hosts {
+        h.close().await;
+    }
+    agg.shutdown().await;
 }
 
 /// A host that answers every question with its own name and records what reached it.
@@ -161,20 +165,11 @@ impl ClientHandler for Recorder {
     }
 }
 
-fn host_options(era: EraChoice) -> ClientOptions {
-    ClientOptions {
-        era,
-        capabilities: ClientCapabilities {
-            elicitation: Some(Map::new()),
-            ..Default::default()
-        },
-        ..Default::default()
-    }
-}
-
 async fn call(client: &Client, tool: &str, args: Value) -> Result<String, String> {
-    let args = args.as_object().cloned().unwrap_or_default();
-    match client.call_tool(&format!("up__{tool}"), args).await {
+    match client
+        .call_tool(&format!("up__{tool}"), arguments(args))
+        .await
+    {
         Ok(r) if r.result.is_error() => Err(text(&r.result)),
         Ok(r) => Ok(text(&r.result)),
         Err(ClientError::Server(e)) => Err(e.message),
@@ -194,6 +189,33 @@ async fn ask_both(
     )
 }
 
+/// `rounds` rounds of [`ask_both`]: each host hears its own answer, every round.
+async fn each_answered_in_turn(a: &Client, b: &Client, rounds: u64) {
+    for round in 0..rounds {
+        let (ra, rb) = ask_both(a, b, round).await;
+        assert_eq!(ra.as_deref(), Ok("A answered by A"), "round {round}");
+        assert_eq!(rb.as_deref(), Ok("B answered by B"), "round {round}");
+    }
+}
+
+/// Hosts A and B each call `chatty` for `n` lines at once; both calls finish.
+async fn chat_both(a: &Client, b: &Client, n: u64) {
+    let (ra, rb) = tokio::join!(
+        call(a, "chatty", json!({"who": "A", "n": n})),
+        call(b, "chatty", json!({"who": "B", "n": n})),
+    );
+    assert_eq!((ra.as_deref(), rb.as_deref()), (Ok("done"), Ok("done")));
+}
+
+/// Every question and log line that reached host A or B was its own.
+fn each_heard_only_its_own(a: &Recorder, b: &Recorder) {
+    assert!(a.questions().iter().all(|q| q == "question for A"));
+    assert!(b.questions().iter().all(|q| q == "question for B"));
+    let (la, lb) = (a.logs(), b.logs());
+    assert!(la.iter().all(|l| l.starts_with("A:")), "{la:?}");
+    assert!(lb.iter().all(|l| l.starts_with("B:")), "{lb:?}");
+}
+
 /// A small deterministic spread of delays, so that rounds interleave differently.
 fn delay(round: u64, salt: u64) -> u64 {
     (round.wrapping_mul(2_654_435_761).wrapping_add(salt * 97)) % 7
@@ -201,23 +223,17 @@ fn delay(round: u64, salt: u64) -> u64 {
 
 #[tokio::test]
 async fn per_host_sessions_deliver_every_question_to_its_own_host() {
-    let agg = Aggregator::start(vec![upstream(SessionMode::default())], Default::default())
-        .await
-        .expect("start");
+    let agg = gateway(SessionMode::default()).await;
     let (a, b) = (Recorder::new("A"), Recorder::new("B"));
     let host_a = host(
         &agg,
         a.clone(),
-        host_options(EraChoice::Legacy(Revision::V2025_06_18)),
+        eliciting(EraChoice::Legacy(Revision::V2025_06_18)),
     )
     .await;
-    let host_b = host(&agg, b.clone(), host_options(EraChoice::Modern)).await;
+    let host_b = host(&agg, b.clone(), eliciting(EraChoice::Modern)).await;
     let rounds = 100;
-    for round in 0..rounds {
-        let (ra, rb) = ask_both(&host_a, &host_b, round).await;
-        assert_eq!(ra.as_deref(), Ok("A answered by A"), "round {round}");
-        assert_eq!(rb.as_deref(), Ok("B answered by B"), "round {round}");
-    }
+    each_answered_in_turn(&host_a, &host_b, rounds).await;
     // A question that arrives while the other host's plain call is in flight.
     let (ra, rb) = tokio::join!(
         call(&host_a, "ask", json!({"who": "A", "delay_ms": 100})),
@@ -235,51 +251,37 @@ async fn per_host_sessions_deliver_every_question_to_its_own_host() {
         1,
         "one upstream session per host"
     );
-    host_a.close().await;
-    host_b.close().await;
-    agg.shutdown().await;
+    leave(agg, [host_a, host_b]).await;
 }
 
 #[tokio::test]
 async fn per_host_sessions_deliver_every_log_line_to_its_own_host() {
-    let agg = Aggregator::start(vec![upstream(SessionMode::default())], Default::default())
-        .await
-        .expect("start");
+    let agg = gateway(SessionMode::default()).await;
     let (a, b) = (Recorder::new("A"), Recorder::new("B"));
-    let era = |r| host_options(EraChoice::Legacy(r));
+    let era = |r| eliciting(EraChoice::Legacy(r));
     let host_a = host(&agg, a.clone(), era(Revision::V2025_06_18)).await;
     let host_b = host(&agg, b.clone(), era(Revision::V2025_03_26)).await;
     for _ in 0..5 {
-        let (ra, rb) = tokio::join!(
-            call(&host_a, "chatty", json!({"who": "A", "n": 20})),
-            call(&host_b, "chatty", json!({"who": "B", "n": 20})),
-        );
-        assert_eq!((ra.as_deref(), rb.as_deref()), (Ok("done"), Ok("done")));
+        chat_both(&host_a, &host_b, 20).await;
     }
     // Notifications may trail the answer by a moment.
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let (la, lb) = (a.logs(), b.logs());
-    assert!(la.iter().all(|l| l.starts_with("A:")), "{la:?}");
-    assert!(lb.iter().all(|l| l.starts_with("B:")), "{lb:?}");
+    each_heard_only_its_own(&a, &b);
     assert_eq!(
-        (la.len(), lb.len()),
+        (a.logs().len(), b.logs().len()),
         (100, 100),
         "every line reaches its host"
     );
-    host_a.close().await;
-    host_b.close().await;
-    agg.shutdown().await;
+    leave(agg, [host_a, host_b]).await;
 }
 
 #[tokio::test]
 async fn a_shared_connection_refuses_what_it_cannot_attribute() {
-    let agg = Aggregator::start(vec![upstream(SessionMode::Shared)], Default::default())
-        .await
-        .expect("start");
+    let agg = gateway(SessionMode::Shared).await;
     let (a, b) = (Recorder::new("A"), Recorder::new("B"));
-    let legacy = host_options(EraChoice::Legacy(Revision::V2025_06_18));
+    let legacy = eliciting(EraChoice::Legacy(Revision::V2025_06_18));
     let host_a = host(&agg, a.clone(), legacy.clone()).await;
-    let host_b = host(&agg, b.clone(), host_options(EraChoice::Modern)).await;
+    let host_b = host(&agg, b.clone(), eliciting(EraChoice::Modern)).await;
 
     // One call in flight: its question is its own.
     let alone = call(&host_a, "ask", json!({"who": "A"})).await;
@@ -308,34 +310,15 @@ async fn a_shared_connection_refuses_what_it_cannot_attribute() {
             "{rb:?}"
         );
     }
-    let (ra, rb) = tokio::join!(
-        call(&host_a, "chatty", json!({"who": "A", "n": 30})),
-        call(&host_b, "chatty", json!({"who": "B", "n": 30})),
-    );
-    assert_eq!((ra.as_deref(), rb.as_deref()), (Ok("done"), Ok("done")));
+    chat_both(&host_a, &host_b, 30).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(a.questions().iter().all(|q| q == "question for A"));
-    assert!(b.questions().iter().all(|q| q == "question for B"));
-    assert!(
-        a.logs().iter().all(|l| l.starts_with("A:")),
-        "{:?}",
-        a.logs()
-    );
-    assert!(
-        b.logs().iter().all(|l| l.starts_with("B:")),
-        "{:?}",
-        b.logs()
-    );
-    host_a.close().await;
-    host_b.close().await;
-    agg.shutdown().await;
+    each_heard_only_its_own(&a, &b);
+    leave(agg, [host_a, host_b]).await;
 }
 
 #[tokio::test]
 async fn http_hosts_each_in_a_session_of_their_own_hear_only_their_own_questions() {
-    let agg = Aggregator::start(vec![upstream(SessionMode::default())], Default::default())
-        .await
-        .expect("start");
+    let agg = gateway(SessionMode::default()).await;
     let (addr, _serving) = mcp_server::http::bind(
         "127.0.0.1:0".parse().expect("addr"),
         Server::new(agg.clone()),
@@ -347,7 +330,7 @@ async fn http_hosts_each_in_a_session_of_their_own_hear_only_their_own_questions
     let connect = |r: Recorder, era| {
         let url = url.clone();
         async move {
-            mcp_client::connect_http(mcp_client::http::HttpConfig::new(url), r, host_options(era))
+            mcp_client::connect_http(mcp_client::http::HttpConfig::new(url), r, eliciting(era))
                 .await
                 .expect("an HTTP host connects")
         }
@@ -356,73 +339,28 @@ async fn http_hosts_each_in_a_session_of_their_own_hear_only_their_own_questions
     // Two legacy HTTP sessions, each a host of its own.
     let host_a = connect(a.clone(), EraChoice::Legacy(Revision::V2025_06_18)).await;
     let host_b = connect(b.clone(), EraChoice::Legacy(Revision::V2025_11_25)).await;
-    for round in 0..50 {
-        let (ra, rb) = ask_both(&host_a, &host_b, round).await;
-        assert_eq!(ra.as_deref(), Ok("A answered by A"), "round {round}");
-        assert_eq!(rb.as_deref(), Ok("B answered by B"), "round {round}");
-    }
-    let (ra, rb) = tokio::join!(
-        call(&host_a, "chatty", json!({"who": "A", "n": 20})),
-        call(&host_b, "chatty", json!({"who": "B", "n": 20})),
-    );
-    assert_eq!((ra.as_deref(), rb.as_deref()), (Ok("done"), Ok("done")));
+    each_answered_in_turn(&host_a, &host_b, 50).await;
+    chat_both(&host_a, &host_b, 20).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(a.questions().iter().all(|q| q == "question for A"));
-    assert!(b.questions().iter().all(|q| q == "question for B"));
-    assert!(
-        a.logs().iter().all(|l| l.starts_with("A:")),
-        "{:?}",
-        a.logs()
-    );
-    assert!(
-        b.logs().iter().all(|l| l.starts_with("B:")),
-        "{:?}",
-        b.logs()
-    );
+    each_heard_only_its_own(&a, &b);
     assert_eq!((a.logs().len(), b.logs().len()), (20, 20));
-    host_a.close().await;
-    host_b.close().await;
-    agg.shutdown().await;
+    leave(agg, [host_a, host_b]).await;
 }
 
-/// A legacy stdio upstream that answers `initialize`, lists `who`, and answers a call with
-/// its own process id.
-const PIDS: &str = r#"
-import json, os, sys
-def send(obj):
-    sys.stdout.write(json.dumps(obj) + "\n"); sys.stdout.flush()
-for line in sys.stdin:
-    msg = json.loads(line)
-    i, m = msg.get("id"), msg.get("method")
-    if i is None:
-        continue
-    if m == "initialize":
-        send({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": "2025-06-18",
-              "capabilities": {"tools": {}}, "serverInfo": {"name": "pids", "version": "1"}}})
-    elif m == "tools/list":
-        send({"jsonrpc": "2.0", "id": i, "result": {"tools": [{"name": "who", "inputSchema": {"type": "object"}}]}})
-    elif m == "tools/call":
-        send({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": str(os.getpid())}]}})
-    else:
-        send({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": "Method not found"}})
-"#;
+/// A legacy stdio upstream that lists `who` and answers a call with its own process id.
+fn pids_script() -> String {
+    python_upstream(
+        "pids",
+        "import os",
+        json!([object_tool("who")]),
+        r#"send({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": str(os.getpid())}]}})"#,
+    )
+}
 
 const MARKER: &str = "mcp-proxy-hosts-test-marker";
 
-fn processes() -> usize {
-    processes_marked(MARKER)
-}
-
 async fn settle(want: usize) -> usize {
-    let mut n = processes();
-    for _ in 0..50 {
-        if n == want {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        n = processes();
-    }
-    n
+    settle_marked(MARKER, want).await
 }
 
 #[tokio::test]
@@ -432,7 +370,7 @@ async fn a_stdio_upstream_runs_one_process_per_host_capped_and_reaped() {
         session: SessionMode::PerHost(limits),
         ..UpstreamConfig::new(
             "pids",
-            UpstreamTransport::Stdio(StdioCommand::new("python3", ["-c", PIDS, MARKER])),
+            UpstreamTransport::Stdio(StdioCommand::new("python3", ["-c", &pids_script(), MARKER])),
         )
     };
     let agg = Aggregator::start(vec![pids], AggregatorOptions::default())
@@ -443,7 +381,7 @@ async fn a_stdio_upstream_runs_one_process_per_host_capped_and_reaped() {
         1,
         "the connection opened at start, for the catalog"
     );
-    let opts = || host_options(EraChoice::Legacy(Revision::V2025_06_18));
+    let opts = || eliciting(EraChoice::Legacy(Revision::V2025_06_18));
     let (h1, h2, h3) = (
         host(&agg, Recorder::new("1"), opts()).await,
         host(&agg, Recorder::new("2"), opts()).await,

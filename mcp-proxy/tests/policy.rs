@@ -4,10 +4,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use mcp_client::{Client, ClientError, ClientHandler, ClientOptions, EraChoice, NoHandler};
+use mcp_client::{Client, ClientError, ClientHandler, EraChoice, NoHandler};
 use mcp_proxy::policy::{AskHost, Confirm, Confirmation, Surface, ToolFilter, Verdict};
-use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport};
-use mcp_server::{Outcome, RequestContext, Server, ServerHandler};
+use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig};
+use mcp_server::{Outcome, RequestContext, ServerHandler};
 use mcp_types::protocol::*;
 use mcp_types::{ErrorObject, Revision};
 use serde_json::{json, Map, Value};
@@ -33,23 +33,14 @@ impl ServerHandler for Shop {
             json!({"name": "reader", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}),
             json!({"name": "secret", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}),
         ];
-        Ok(ListToolsResult {
-            tools: tools
-                .into_iter()
-                .map(|t| serde_json::from_value(t).expect("tool"))
-                .collect(),
-            ..Default::default()
-        })
+        listing(tools.map(|t| serde_json::from_value(t).expect("tool")))
     }
     async fn call_tool(
         &self,
         _: &RequestContext,
         p: CallToolRequestParams,
     ) -> Result<Outcome<CallToolResult>, ErrorObject> {
-        Ok(Outcome::Complete(CallToolResult {
-            content: vec![ContentBlock::text(format!("ran {}", p.name))],
-            ..Default::default()
-        }))
+        text_outcome(format!("ran {}", p.name))
     }
 }
 
@@ -57,13 +48,13 @@ fn shop(trusted: bool, tools: ToolFilter) -> UpstreamConfig {
     UpstreamConfig {
         trusted,
         tools,
-        ..UpstreamConfig::new("shop", UpstreamTransport::InProcess(Server::new(Shop)))
+        ..in_process("shop", Shop)
     }
 }
 
 async fn call(client: &Client, name: &str, args: Value) -> Result<CallToolResult, ClientError> {
     client
-        .call_tool(name, args.as_object().cloned().unwrap_or_default())
+        .call_tool(name, arguments(args))
         .await
         .map(|c| c.result)
 }
@@ -198,17 +189,6 @@ impl ClientHandler for User {
     }
 }
 
-fn eliciting(era: EraChoice) -> ClientOptions {
-    ClientOptions {
-        era,
-        capabilities: ClientCapabilities {
-            elicitation: Some(Map::new()),
-            ..Default::default()
-        },
-        ..Default::default()
-    }
-}
-
 #[tokio::test]
 async fn confirm_destructive_asks_the_hosts_user_in_either_era() {
     let options = AggregatorOptions {
@@ -260,10 +240,7 @@ async fn the_dispatcher_surface_lists_three_tools_and_reaches_every_upstream_too
         allow: None,
         deny: vec!["secret".into()],
     };
-    let notes = UpstreamConfig::new(
-        "notes",
-        UpstreamTransport::InProcess(Server::new(mcp_examples::notes_tools())),
-    );
+    let notes = in_process("notes", mcp_examples::notes_tools());
     let agg = Aggregator::start(vec![notes, shop(true, filter)], options)
         .await
         .expect("start");

@@ -6,9 +6,9 @@ mod common;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use common::{host, text, tools_only};
-use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport};
-use mcp_server::{Outcome, RequestContext, Server, ServerHandler};
+use common::{host, in_process, listing, object_tool, text, text_outcome, tools_only};
+use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig};
+use mcp_server::{Outcome, RequestContext, ServerHandler};
 use mcp_types::protocol::*;
 use serde_json::{json, Map};
 
@@ -25,13 +25,7 @@ impl ServerHandler for Slow {
         _: &RequestContext,
         _: PaginatedRequestParams,
     ) -> Result<ListToolsResult, mcp_types::ErrorObject> {
-        Ok(ListToolsResult {
-            tools: vec![
-                Tool::new("wait", json!({"type": "object"})),
-                Tool::new("now", json!({"type": "object"})),
-            ],
-            ..Default::default()
-        })
+        listing(["wait", "now"].map(object_tool))
     }
     async fn call_tool(
         &self,
@@ -47,16 +41,12 @@ impl ServerHandler for Slow {
                 .unwrap_or(300);
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }
-        Ok(Outcome::Complete(CallToolResult {
-            content: vec![ContentBlock::text(p.name)],
-            ..Default::default()
-        }))
+        text_outcome(p.name)
     }
 }
 
 fn slow(options: AggregatorOptions) -> (Vec<UpstreamConfig>, AggregatorOptions) {
-    let up = UpstreamConfig::new("slow", UpstreamTransport::InProcess(Server::new(Slow)));
-    (vec![up], options)
+    (vec![in_process("slow", Slow)], options)
 }
 
 #[test]

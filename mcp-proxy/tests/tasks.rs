@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use mcp_client::{CallOptions, Client, ClientError, ClientOptions, EraChoice, NoHandler};
-use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport};
-use mcp_server::{Outcome, RequestContext, Server, ServerHandler};
+use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig};
+use mcp_server::{Outcome, RequestContext, ServerHandler};
 use mcp_types::protocol::*;
 use mcp_types::{codes, ErrorObject, Revision};
 use serde_json::{json, Map, Value};
@@ -123,16 +123,13 @@ impl ServerHandler for Jobs {
         _ctx: &RequestContext,
         _p: PaginatedRequestParams,
     ) -> Result<ListToolsResult, ErrorObject> {
-        Ok(ListToolsResult {
-            tools: vec![
-                tool("build", Some(TaskSupport::Required)),
-                tool("quick", Some(TaskSupport::Optional)),
-                tool("plain", None),
-                tool("ask", Some(TaskSupport::Required)),
-                tool("ask_twice", Some(TaskSupport::Required)),
-            ],
-            ..Default::default()
-        })
+        listing([
+            tool("build", Some(TaskSupport::Required)),
+            tool("quick", Some(TaskSupport::Optional)),
+            tool("plain", None),
+            tool("ask", Some(TaskSupport::Required)),
+            tool("ask_twice", Some(TaskSupport::Required)),
+        ])
     }
 
     async fn call_tool(
@@ -283,10 +280,7 @@ async fn gateway() -> Aggregator {
 async fn gateway_to(revision: Revision) -> Aggregator {
     let jobs = UpstreamConfig {
         revision: Some(revision),
-        ..UpstreamConfig::new(
-            "jobs",
-            UpstreamTransport::InProcess(Server::new(Jobs::default())),
-        )
+        ..in_process("jobs", Jobs::default())
     };
     Aggregator::start(vec![jobs], AggregatorOptions::default())
         .await
@@ -695,10 +689,7 @@ async fn a_task_s_later_questions_get_new_keys_and_stray_answers_are_ignored() {
 async fn task_capabilities_are_declared_only_where_a_host_can_reach_a_task() {
     let echo = UpstreamConfig {
         revision: Some(Revision::V2025_11_25),
-        ..UpstreamConfig::new(
-            "echo",
-            UpstreamTransport::InProcess(Server::new(mcp_examples::echo_tools())),
-        )
+        ..in_process("echo", mcp_examples::echo_tools())
     };
     let agg = Aggregator::start(vec![echo], AggregatorOptions::default())
         .await

@@ -1,11 +1,16 @@
-//! What the Aggregator tests share: a host connected in memory, and reading results.
+//! What the Aggregator tests share: a host connected in memory, the pieces their
+//! upstreams are made of (in-process or a Python script on stdio), and reading results.
 
 #![allow(dead_code)]
 
-use mcp_client::{Client, ClientHandler, ClientOptions};
-use mcp_proxy::Aggregator;
-use mcp_server::Server;
+use mcp_client::{Client, ClientHandler, ClientOptions, EraChoice};
+use mcp_proxy::{Aggregator, UpstreamConfig, UpstreamTransport};
+use mcp_server::{Outcome, Server, ServerHandler};
 use mcp_types::protocol::*;
+use mcp_types::ErrorObject;
+use serde_json::{json, Map, Value};
+
+pub mod python;
 
 /// A host (our client, with `handler` and `options`) connected to `agg` in memory.
 pub async fn host<H: ClientHandler>(
@@ -32,6 +37,49 @@ pub fn text(r: &CallToolResult) -> String {
         .collect()
 }
 
+/// A host of `era` that can answer the questions a tool asks (elicitation).
+pub fn eliciting(era: EraChoice) -> ClientOptions {
+    ClientOptions {
+        era,
+        capabilities: ClientCapabilities {
+            elicitation: Some(Map::new()),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// The upstream `key`, served in process by `handler`, with the defaults.
+pub fn in_process(key: &str, handler: impl ServerHandler) -> UpstreamConfig {
+    UpstreamConfig::new(key, UpstreamTransport::InProcess(Server::new(handler)))
+}
+
+/// A tool that takes any object.
+pub fn object_tool(name: impl Into<String>) -> Tool {
+    Tool::new(name, json!({"type": "object"}))
+}
+
+/// `tools/list` with `tools`, on one page.
+pub fn listing(tools: impl IntoIterator<Item = Tool>) -> Result<ListToolsResult, ErrorObject> {
+    Ok(ListToolsResult {
+        tools: tools.into_iter().collect(),
+        ..Default::default()
+    })
+}
+
+/// A call's result that is one text block.
+pub fn text_outcome(text: impl Into<String>) -> Result<Outcome<CallToolResult>, ErrorObject> {
+    Ok(Outcome::Complete(CallToolResult {
+        content: vec![ContentBlock::text(text)],
+        ..Default::default()
+    }))
+}
+
+/// The object in `args`; anything else is no arguments.
+pub fn arguments(args: Value) -> Map<String, Value> {
+    args.as_object().cloned().unwrap_or_default()
+}
+
 /// A server that offers tools and nothing else.
 pub fn tools_only() -> ServerCapabilities {
     ServerCapabilities {
@@ -47,4 +95,18 @@ pub fn processes_marked(marker: &str) -> usize {
         .output()
         .expect("pgrep");
     String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+/// How many processes have `marker` on their command line once that is `want`, or after
+/// five seconds: processes start and end a moment after what caused it.
+pub async fn settle_marked(marker: &str, want: usize) -> usize {
+    let mut n = processes_marked(marker);
+    for _ in 0..50 {
+        if n == want {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        n = processes_marked(marker);
+    }
+    n
 }
