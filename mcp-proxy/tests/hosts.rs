@@ -76,7 +76,9 @@ impl ServerHandler for Upstream {
             "chatty" => {
                 let n = arg(&p, "n").and_then(Value::as_u64).unwrap_or(1);
                 for k in 0..n {
-                    ctx.log(LoggingLevel::Info, None, json!(format!("{who}:{k}")))
+                    let line = format!("{who}:{k}");
+                    ctx.log(LoggingLevel::Info, None, json!(line)).await;
+                    ctx.progress((k + 1) as f64, Some(n as f64), Some(&line))
                         .await;
                     tokio::time::sleep(Duration::from_millis(1)).await;
                 }
@@ -198,13 +200,44 @@ async fn each_answered_in_turn(a: &Client, b: &Client, rounds: u64) {
     }
 }
 
-/// Hosts A and B each call `chatty` for `n` lines at once; both calls finish.
+/// Hosts A and B each call `chatty` for `n` lines at once, asking for progress; both
+/// calls finish, and each host hears all `n` of its own progress notifications and none
+/// of the other's.
 async fn chat_both(a: &Client, b: &Client, n: u64) {
-    let (ra, rb) = tokio::join!(
-        call(a, "chatty", json!({"who": "A", "n": n})),
-        call(b, "chatty", json!({"who": "B", "n": n})),
-    );
+    let chat = |client: &Client, who: &'static str| {
+        let client = client.clone();
+        async move {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            let opts = mcp_client::CallOptions {
+                progress: Some(tx),
+                ..Default::default()
+            };
+            let out = client
+                .call_tool_with("up__chatty", arguments(json!({"who": who, "n": n})), &opts)
+                .await
+                .map(|r| text(&r.result))
+                .map_err(|e| e.to_string());
+            drop(opts);
+            // Notifications may trail the answer by a moment.
+            let mut heard = Vec::new();
+            while (heard.len() as u64) < n {
+                match tokio::time::timeout(Duration::from_secs(2), rx.recv()).await {
+                    Ok(Some(p)) => heard.push(p.message.unwrap_or_default()),
+                    _ => break,
+                }
+            }
+            (out, heard)
+        }
+    };
+    let ((ra, pa), (rb, pb)) = tokio::join!(chat(a, "A"), chat(b, "B"));
     assert_eq!((ra.as_deref(), rb.as_deref()), (Ok("done"), Ok("done")));
+    assert!(pa.iter().all(|m| m.starts_with("A:")), "{pa:?}");
+    assert!(pb.iter().all(|m| m.starts_with("B:")), "{pb:?}");
+    assert_eq!(
+        (pa.len() as u64, pb.len() as u64),
+        (n, n),
+        "every progress notification reaches its host"
+    );
 }
 
 /// Every question and log line that reached host A or B was its own.
