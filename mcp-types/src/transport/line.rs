@@ -419,11 +419,7 @@ mod tests {
         t.send(frame(r#"{"jsonrpc":"2.0","method":"n"}"#))
             .await
             .expect("send");
-        t.close().await;
-        let mut out = String::new();
-        tokio::io::AsyncReadExt::read_to_string(&mut server, &mut out)
-            .await
-            .expect("read");
+        let out = written(&t, &mut server).await;
         assert_eq!(
             out,
             "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{  \"b\": [1.50, 123456789012345678901234567890],  \"a\": \"x y\" }}\n{\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n"
@@ -452,14 +448,26 @@ mod tests {
                 .await
                 .expect("send");
         }
-        t.close().await;
-        let mut out = String::new();
-        tokio::io::AsyncReadExt::read_to_string(&mut server, &mut out)
-            .await
-            .expect("read");
+        let out = written(&t, &mut server).await;
         assert_eq!(out.lines().count(), 50);
         let n = writes.load(std::sync::atomic::Ordering::SeqCst);
         assert!(n <= 2, "50 queued frames took {n} writes");
+    }
+
+    /// Everything `t` wrote to the other end of its stream, once closed.
+    async fn written<W>(
+        t: &LineTransport<tokio::io::BufReader<tokio::io::Empty>, W>,
+        server: &mut tokio::io::DuplexStream,
+    ) -> String
+    where
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        t.close().await;
+        let mut out = String::new();
+        tokio::io::AsyncReadExt::read_to_string(server, &mut out)
+            .await
+            .expect("read");
+        out
     }
 
     struct CountingWriter<W> {
