@@ -359,7 +359,7 @@ impl Aggregator {
         params: Value,
         tidy: impl FnOnce(&mut T),
     ) -> Result<Outcome<T>, ErrorObject> {
-        let key = &self.inner.upstreams[i].config.key;
+        let key = self.upstream_key(i);
         let v = self
             .upstream_call(i, method_name, params, ctx)
             .await

@@ -216,6 +216,11 @@ impl Aggregator {
             .collect()
     }
 
+    /// The configuration key of upstream `i`, which names it in errors and logs.
+    pub(super) fn upstream_key(&self, i: usize) -> &str {
+        &self.inner.upstreams[i].config.key
+    }
+
     fn changed(&self, what: ListChanged) {
         let f = self.inner.on_change.lock().ok().and_then(|g| g.clone());
         if let Some(f) = f {

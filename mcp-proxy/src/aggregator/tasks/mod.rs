@@ -64,13 +64,6 @@ impl Aggregator {
         self.inner.tasks.get(id).ok_or_else(|| unknown_task(id))
     }
 
-    /// The route of a host's task, with its upstream's index and key (for errors).
-    fn route_task_keyed(&self, id: &str) -> Result<(Route, usize, String), ErrorObject> {
-        let route = self.route_task(id)?;
-        let i = route.upstream;
-        Ok((route, i, self.inner.upstreams[i].config.key.clone()))
-    }
-
     /// One plain request about a task to its upstream, for the host of `ctx`.
     async fn task_call(
         &self,
@@ -243,7 +236,8 @@ impl Aggregator {
         ctx: &RequestContext,
         gateway_id: &str,
     ) -> Result<Task, ErrorObject> {
-        let (route, i, key) = self.route_task_keyed(gateway_id)?;
+        let route = self.route_task(gateway_id)?;
+        let (i, key) = (route.upstream, self.upstream_key(route.upstream));
         let v = self
             .task_request(
                 ctx,
@@ -252,7 +246,7 @@ impl Aggregator {
                 json!({"taskId": route.upstream_id}),
             )
             .await?;
-        let mut task: Task = decode(&key, v)?;
+        let mut task: Task = decode(key, v)?;
         let upstream_rev = self.task_client(i)?.revision();
         if features::has_tasks_extension(ctx.revision())
             && !features::has_tasks_extension(upstream_rev)
@@ -271,7 +265,7 @@ impl Aggregator {
                                 Ok(v) => Ok(v),
                                 Err(ClientError::Server(e)) => Err(e),
                                 // Not the task's outcome: the host asks again later.
-                                Err(e) => return Err(upstream_error(&key, e)),
+                                Err(e) => return Err(upstream_error(key, e)),
                             }
                         }
                     };
@@ -303,7 +297,8 @@ impl Aggregator {
         ctx: &RequestContext,
         gateway_id: &str,
     ) -> Result<Outcome<Value>, ErrorObject> {
-        let (route, i, key) = self.route_task_keyed(gateway_id)?;
+        let route = self.route_task(gateway_id)?;
+        let (i, key) = (route.upstream, self.upstream_key(route.upstream));
         if features::has_tasks_extension(self.task_client(i)?.revision()) {
             return Err(ErrorObject::new(
                 codes::INVALID_PARAMS,
@@ -318,8 +313,8 @@ impl Aggregator {
                 ctx,
             )
             .await
-            .map_err(|e| upstream_error(&key, e))?;
-        if let Some(ir) = input_required(&key, &v)? {
+            .map_err(|e| upstream_error(key, e))?;
+        if let Some(ir) = input_required(key, &v)? {
             return Ok(Outcome::InputRequired(ir));
         }
         if let Value::Object(o) = &mut v {
@@ -335,7 +330,8 @@ impl Aggregator {
         ctx: &RequestContext,
         gateway_id: &str,
     ) -> Result<Task, ErrorObject> {
-        let (route, i, key) = self.route_task_keyed(gateway_id)?;
+        let route = self.route_task(gateway_id)?;
+        let (i, key) = (route.upstream, self.upstream_key(route.upstream));
         let params = json!({"taskId": route.upstream_id});
         let v = match self.task_call(ctx, i, method::TASKS_CANCEL, params).await {
             Ok(v) => v,
@@ -347,12 +343,12 @@ impl Aggregator {
             {
                 return self.relay_get_task(ctx, gateway_id).await;
             }
-            Err(e) => return Err(upstream_error(&key, e)),
+            Err(e) => return Err(upstream_error(key, e)),
         };
         if v.get("taskId").is_none() {
             return self.relay_get_task(ctx, gateway_id).await;
         }
-        let mut task: Task = decode(&key, v)?;
+        let mut task: Task = decode(key, v)?;
         task.task_id = gateway_id.to_owned();
         strip_hop_meta(&mut task.meta);
         Ok(task)
