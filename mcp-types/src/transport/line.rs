@@ -346,11 +346,8 @@ where
 
 #[cfg(test)]
 mod tests {
+    use super::super::testing::frame;
     use super::*;
-
-    fn frame(s: &str) -> Frame {
-        Frame::parse(s.as_bytes()).expect("frame")
-    }
 
     #[tokio::test]
     async fn lines_bad_json_and_oversized_messages_keep_the_stream_working() {
