@@ -35,4 +35,4 @@ pub mod sessions;
 pub use aggregator::{
     Aggregator, AggregatorOptions, StartError, UpstreamConfig, UpstreamStatus, UpstreamTransport,
 };
-pub use sessions::{PerHostLimits, SessionMode};
+pub use sessions::{bridged_capabilities, start_capabilities, PerHostLimits, SessionMode};

@@ -3,9 +3,10 @@
 //! Legacy JSON-RPC cannot say which call an upstream's request or log line belongs to;
 //! the protocol's own answer is one session per client. In [`SessionMode::PerHost`] each
 //! host session ([`mcp_server::HostSession`]: a stdio connection, a legacy HTTP session)
-//! has an upstream session to itself. The first host to arrive takes the connection the
-//! gateway opened at start (which lists the catalog), so a gateway serving one host, as on
-//! stdio, runs no second copy of each upstream; every later host gets a session of its own
+//! has an upstream session to itself. The first host to arrive whose capabilities are
+//! those the connection opened at start declared ([`start_capabilities`]) takes that
+//! connection (which lists the catalog), so a gateway serving one such host, as on stdio,
+//! runs no second copy of each upstream; every other host gets a session of its own
 //! (a process for a stdio upstream, a new `Mcp-Session-Id` for an HTTP one), opened at its
 //! first request there with exactly that host's capabilities, capped, and closed when the
 //! host goes or after it has been idle. The first host's connection is never handed to
@@ -18,9 +19,41 @@ use std::time::{Duration, Instant};
 
 use mcp_client::Client;
 use mcp_server::{HostSession, HostSessionId};
+use mcp_types::protocol::{ClientCapabilities, ListChangedCapability};
+use serde_json::Map;
 use tokio::sync::OnceCell;
 
 use crate::bridge::Calls;
+
+/// What a legacy upstream hears of a host's capabilities at the handshake of that host's
+/// session: the requests the gateway relays to a host (sampling, elicitation, roots), as
+/// the host declared them. `roots.listChanged` is left out: the gateway does not pass a
+/// host's root changes on.
+pub fn bridged_capabilities(host: &ClientCapabilities) -> ClientCapabilities {
+    ClientCapabilities {
+        sampling: host.sampling.clone(),
+        elicitation: host.elicitation.clone(),
+        roots: host
+            .roots
+            .as_ref()
+            .map(|_| ListChangedCapability::default()),
+        ..Default::default()
+    }
+}
+
+/// What the connection to a legacy upstream opened at start, before any host, declares:
+/// everything the gateway can relay. A request on it reaches a host only if that host
+/// declared the capability. In [`SessionMode::PerHost`] the first host whose
+/// [`bridged_capabilities`] are exactly these takes that connection; any other host has a
+/// session of its own, so the upstream is never told a host can do what it cannot.
+pub fn start_capabilities() -> ClientCapabilities {
+    ClientCapabilities {
+        sampling: Some(Map::new()),
+        elicitation: Some(Map::new()),
+        roots: Some(ListChangedCapability::default()),
+        ..Default::default()
+    }
+}
 
 /// How hosts share an upstream.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -123,9 +156,13 @@ impl HostLinks {
     }
 
     /// Whether `host` is the first host, whose requests go on the connection opened at
-    /// start (the first to ask becomes it).
-    pub(crate) fn is_first(&self, host: HostSessionId) -> bool {
-        *self.first.get_or_init(|| host) == host
+    /// start: the first to ask whose capabilities are the ones that connection declared
+    /// (`fits`) becomes it.
+    pub(crate) fn is_first(&self, host: HostSessionId, fits: bool) -> bool {
+        match self.first.get() {
+            Some(first) => *first == host,
+            None => fits && *self.first.get_or_init(|| host) == host,
+        }
     }
 
     /// The open session of `host`, if it has one now (no waiting).

@@ -42,7 +42,7 @@ impl ServerHandler for Upstream {
         _: &RequestContext,
         _: PaginatedRequestParams,
     ) -> Result<ListToolsResult, ErrorObject> {
-        listing(["ask", "chatty", "slow"].map(object_tool))
+        listing(["ask", "chatty", "slow", "caps", "roots"].map(object_tool))
     }
 
     async fn call_tool(
@@ -83,6 +83,28 @@ impl ServerHandler for Upstream {
                     tokio::time::sleep(Duration::from_millis(1)).await;
                 }
                 text_outcome("done")
+            }
+            "caps" => {
+                let c = ctx.client_capabilities();
+                text_outcome(format!(
+                    "elicitation={} sampling={} roots={}",
+                    c.elicitation.is_some(),
+                    c.sampling.is_some(),
+                    c.roots.is_some()
+                ))
+            }
+            "roots" => {
+                if let Some(a) = ctx.input_response("r") {
+                    let uri = a.pointer("/roots/0/uri").and_then(Value::as_str);
+                    return text_outcome(uri.unwrap_or("no roots").to_owned());
+                }
+                let mut requests = Map::new();
+                requests.insert("r".into(), json!({"method": "roots/list", "params": {}}));
+                Ok(Outcome::InputRequired(InputRequiredResult {
+                    input_requests: Some(requests),
+                    request_state: Some(who.into()),
+                    ..Default::default()
+                }))
             }
             _ => {
                 let ms = arg(&p, "ms").and_then(Value::as_u64).unwrap_or(0);
@@ -152,6 +174,16 @@ impl ClientHandler for Recorder {
         Ok(ElicitResult {
             action: ElicitAction::Accept,
             content: Some(content),
+            ..Default::default()
+        })
+    }
+
+    async fn list_roots(&self) -> Result<ListRootsResult, ErrorObject> {
+        Ok(ListRootsResult {
+            roots: vec![Root {
+                uri: format!("file:///{}", self.name),
+                ..Default::default()
+            }],
             ..Default::default()
         })
     }
@@ -263,7 +295,7 @@ async fn per_host_sessions_deliver_every_question_to_its_own_host() {
     let host_a = host(
         &agg,
         a.clone(),
-        eliciting(EraChoice::Legacy(Revision::V2025_06_18)),
+        answering_all(EraChoice::Legacy(Revision::V2025_06_18)),
     )
     .await;
     let host_b = host(&agg, b.clone(), eliciting(EraChoice::Modern)).await;
@@ -307,6 +339,57 @@ async fn per_host_sessions_deliver_every_log_line_to_its_own_host() {
         (100, 100),
         "every line reaches its host"
     );
+    leave(agg, [host_a, host_b]).await;
+}
+
+#[tokio::test]
+async fn per_host_sessions_hear_each_hosts_own_capabilities_and_roots() {
+    let agg = gateway(SessionMode::default()).await;
+    let (a, b) = (Recorder::new("A"), Recorder::new("B"));
+    let host_a = host(
+        &agg,
+        a.clone(),
+        eliciting(EraChoice::Legacy(Revision::V2025_06_18)),
+    )
+    .await;
+    let mut with_roots = eliciting(EraChoice::Legacy(Revision::V2025_11_25));
+    with_roots.capabilities.roots = Some(Default::default());
+    let host_b = host(&agg, b.clone(), with_roots).await;
+    assert_eq!(
+        call(&host_a, "caps", json!({})).await.as_deref(),
+        Ok("elicitation=true sampling=false roots=false")
+    );
+    assert_eq!(
+        call(&host_b, "caps", json!({})).await.as_deref(),
+        Ok("elicitation=true sampling=false roots=true")
+    );
+    // The first host declared less than the connection opened at start: it has a session
+    // of its own, as B does.
+    assert_eq!(agg.status()[0].host_sessions, 2);
+    // The upstream's roots/list during B's call is answered by B, and by nobody for A.
+    assert_eq!(
+        call(&host_b, "roots", json!({"who": "B"})).await.as_deref(),
+        Ok("file:///B")
+    );
+    assert!(call(&host_a, "roots", json!({"who": "A"})).await.is_err());
+    // A host that declares everything the gateway relays takes that connection.
+    let c = Recorder::new("C");
+    let host_c = host(
+        &agg,
+        c.clone(),
+        answering_all(EraChoice::Legacy(Revision::V2025_06_18)),
+    )
+    .await;
+    assert_eq!(
+        call(&host_c, "caps", json!({})).await.as_deref(),
+        Ok("elicitation=true sampling=true roots=true")
+    );
+    assert_eq!(
+        call(&host_c, "roots", json!({"who": "C"})).await.as_deref(),
+        Ok("file:///C")
+    );
+    assert_eq!(agg.status()[0].host_sessions, 2);
+    host_c.close().await;
     leave(agg, [host_a, host_b]).await;
 }
 
@@ -419,8 +502,9 @@ async fn a_stdio_upstream_runs_one_process_per_host_capped_and_reaped() {
         "the connection opened at start, for the catalog"
     );
     let opts = || eliciting(EraChoice::Legacy(Revision::V2025_06_18));
+    let first = answering_all(EraChoice::Legacy(Revision::V2025_06_18));
     let (h1, h2, h3) = (
-        host(&agg, Recorder::new("1"), opts()).await,
+        host(&agg, Recorder::new("1"), first).await,
         host(&agg, Recorder::new("2"), opts()).await,
         host(&agg, Recorder::new("3"), opts()).await,
     );

@@ -6,18 +6,17 @@ use std::sync::Arc;
 use mcp_client::{ClientError, EraChoice};
 use mcp_revisions::features;
 use mcp_server::{HostSession, RequestContext};
-use mcp_types::protocol::ClientCapabilities;
 
 use super::Aggregator;
 use crate::bridge::Calls;
-use crate::sessions::{HostLinks, Link};
+use crate::sessions::{bridged_capabilities, start_capabilities, HostLinks, Link};
 
 impl Aggregator {
     /// The per-host sessions of upstream `i` and the host of `ctx`, when that host's
     /// requests go on a session opened for it: the upstream keeps sessions per host, speaks
     /// a legacy revision (a 2026 one carries everything per request), the request came in
-    /// a host session, and that host is not the first one (which has the connection opened
-    /// at start).
+    /// a host session, and that host is not the first one whose capabilities are those the
+    /// connection opened at start declared (that host has it).
     fn per_host<'a>(
         &'a self,
         i: usize,
@@ -29,7 +28,8 @@ impl Aggregator {
         let legacy = u
             .client()
             .is_some_and(|c| !features::per_request_meta(c.revision()));
-        (legacy && !links.is_first(host.id())).then_some((links, host))
+        let fits = bridged_capabilities(ctx.client_capabilities()) == start_capabilities();
+        (legacy && !links.is_first(host.id(), fits)).then_some((links, host))
     }
 
     /// The connection for `ctx`'s requests to upstream `i` if it is open now; `None` when
@@ -61,12 +61,7 @@ impl Aggregator {
             });
         };
         let era = EraChoice::Legacy(shared.revision());
-        let declared = ctx.client_capabilities();
-        let capabilities = ClientCapabilities {
-            sampling: declared.sampling.clone(),
-            elicitation: declared.elicitation.clone(),
-            ..Default::default()
-        };
+        let capabilities = bridged_capabilities(ctx.client_capabilities());
         links
             .get_or_open(&u.config.key, host, || async {
                 let calls = Arc::new(Calls::default());

@@ -9,12 +9,11 @@ use std::time::Duration;
 use mcp_client::{ChildTransport, Client, ClientError, ClientOptions, EraChoice};
 use mcp_types::protocol::*;
 use mcp_types::transport::memory_pair;
-use serde_json::Map;
 
 use super::catalog::Listing;
 use super::{Aggregator, UpstreamConfig, UpstreamStatus, UpstreamTransport};
 use crate::bridge::{Bridge, Calls};
-use crate::sessions::{HostLinks, SessionMode};
+use crate::sessions::{start_capabilities, HostLinks, SessionMode};
 
 pub(super) struct Upstream {
     pub(super) config: UpstreamConfig,
@@ -98,12 +97,8 @@ impl Aggregator {
         };
         // A legacy upstream learns these once, at `initialize`: declare what the gateway
         // can bridge; each request is then checked against the host of the call.
-        let capabilities = ClientCapabilities {
-            sampling: Some(Map::new()),
-            elicitation: Some(Map::new()),
-            ..Default::default()
-        };
-        self.open(u, u.calls.clone(), capabilities, era).await
+        self.open(u, u.calls.clone(), start_capabilities(), era)
+            .await
     }
 
     /// A connection to `u` declaring `capabilities`, its requests routed among `calls`.

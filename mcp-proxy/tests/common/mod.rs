@@ -49,6 +49,17 @@ pub fn eliciting(era: EraChoice) -> ClientOptions {
     }
 }
 
+/// A host of `era` that declares everything the gateway relays to a host
+/// ([`mcp_proxy::start_capabilities`]): the first such host takes the upstream connection
+/// the gateway opened at start.
+pub fn answering_all(era: EraChoice) -> ClientOptions {
+    ClientOptions {
+        era,
+        capabilities: mcp_proxy::start_capabilities(),
+        ..Default::default()
+    }
+}
+
 /// The upstream `key`, served in process by `handler`, with the defaults.
 pub fn in_process(key: &str, handler: impl ServerHandler) -> UpstreamConfig {
     UpstreamConfig::new(key, UpstreamTransport::InProcess(Server::new(handler)))
