@@ -29,6 +29,15 @@ pub const TASKS_EXTENSION: RevisionSet = RevisionSet::parse("....X");
 /// Revisions whose HTTP transport is Streamable HTTP (2024-11-05 had HTTP+SSE).
 pub const STREAMABLE_HTTP: RevisionSet = RevisionSet::parse(".XXXX");
 
+/// Revisions whose connections take JSON-RPC batches: 2025-03-26 requires receiving
+/// them, 2024-11-05 inherits them from JSON-RPC 2.0, and 2025-06-18 removed them.
+pub const JSON_RPC_BATCHES: RevisionSet = RevisionSet::parse("XX...");
+
+/// Whether a connection of `revision` takes JSON-RPC batches.
+pub fn json_rpc_batches(revision: Revision) -> bool {
+    JSON_RPC_BATCHES.contains(revision)
+}
+
 /// Whether every request of `revision` carries its own version and capabilities.
 pub fn per_request_meta(revision: Revision) -> bool {
     PER_REQUEST_META.contains(revision)

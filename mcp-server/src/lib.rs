@@ -49,6 +49,9 @@ pub struct ServerOptions {
     pub client_request_timeout: Duration,
     /// Most input rounds bridged for a legacy client before giving up.
     pub max_input_rounds: usize,
+    /// Most messages in one JSON-RPC batch, where the client's revision has batches
+    /// (default [`mcp_types::rpc::DEFAULT_MAX_BATCH_MESSAGES`]); a longer one is refused.
+    pub max_batch_messages: usize,
 }
 
 impl Default for ServerOptions {
@@ -65,6 +68,7 @@ impl Default for ServerOptions {
             list_cache_scope: CacheScope::Private,
             client_request_timeout: Duration::from_secs(300),
             max_input_rounds: 8,
+            max_batch_messages: mcp_types::rpc::DEFAULT_MAX_BATCH_MESSAGES,
         }
     }
 }

@@ -321,6 +321,19 @@ impl Inbound for Session {
         self.call_now(peer, req)
     }
 
+    fn batch(&self, len: usize) -> Result<(), ErrorObject> {
+        let refused = |why: String| Err(ErrorObject::new(codes::INVALID_REQUEST, why));
+        match self.legacy_state().map(|s| s.revision) {
+            Some(r) if features::json_rpc_batches(r) => {
+                mcp_types::rpc::check_batch_len(len, self.shared.options.max_batch_messages)
+            }
+            Some(r) => refused(format!("MCP {r} has no JSON-RPC batches")),
+            None => refused(
+                "a JSON-RPC batch cannot come before `initialize` (and 2026-07-28 has none)".into(),
+            ),
+        }
+    }
+
     async fn closed(&self, _reason: &mcp_types::transport::CloseReason) {
         if let Some(host) = &self.host {
             host.session().end();

@@ -8,8 +8,10 @@
 //! the read loop ([`Peer::request_then`]: no task, for a relay). When the transport closes,
 //! every request still waiting fails with the reason.
 
+mod batch;
 mod pending;
 
+pub use batch::{check_batch_len, DEFAULT_MAX_BATCH_MESSAGES};
 pub use pending::{Answer, Then};
 
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -58,6 +60,13 @@ pub trait Inbound: Send + Sync + 'static {
 
     /// Takes a notification. Runs on the read loop: keep it short.
     async fn notification(&self, peer: &Peer, notification: Notification);
+
+    /// Whether a batch of `len` messages is taken: `Err` gives the error every request in
+    /// it is answered with (none is served). Default: batches of at most
+    /// [`DEFAULT_MAX_BATCH_MESSAGES`].
+    fn batch(&self, len: usize) -> Result<(), ErrorObject> {
+        check_batch_len(len, DEFAULT_MAX_BATCH_MESSAGES)
+    }
 
     /// The connection closed. Requests still being handled may stop (default: nothing).
     async fn closed(&self, _reason: &CloseReason) {}
@@ -369,37 +378,6 @@ impl Peer {
                 }
             },
         }
-    }
-
-    async fn take_batch(&self, msgs: Vec<Message>, inbound: &Arc<dyn Inbound>) {
-        let mut requests = Vec::new();
-        for msg in msgs {
-            match msg {
-                Message::Request(r) => requests.push(r),
-                other => Box::pin(self.take(other, inbound)).await,
-            }
-        }
-        if requests.is_empty() {
-            return;
-        }
-        let peer = self.clone();
-        let inbound = inbound.clone();
-        tokio::spawn(async move {
-            let mut answers = Vec::with_capacity(requests.len());
-            let handles: Vec<_> = requests
-                .into_iter()
-                .map(|r| {
-                    let (peer, inbound) = (peer.clone(), inbound.clone());
-                    tokio::spawn(async move { inbound.request(&peer, r).await })
-                })
-                .collect();
-            for h in handles {
-                if let Ok(a) = h.await {
-                    answers.push(a);
-                }
-            }
-            let _ = peer.shared.transport.send(Frame::Batch(answers)).await;
-        });
     }
 }
 
