@@ -125,6 +125,8 @@ pub(crate) struct Calls {
     slots: Mutex<Vec<Slot>>,
     /// Woken when a call enters, for a task's request waiting for its task's call.
     entered: Notify,
+    /// Whether hosts hold resource subscriptions on this connection (it is not idle then).
+    held: std::sync::atomic::AtomicBool,
 }
 
 /// Removes a call's slot when the call ends.
@@ -154,6 +156,16 @@ impl Calls {
         let inbox = Arc::new(Inbox::default());
         let guard = self.enter_sink(caps, task, inbox.clone());
         (guard, inbox)
+    }
+
+    /// Marks whether hosts hold resource subscriptions on this connection.
+    pub(crate) fn hold(&self, held: bool) {
+        self.held.store(held, Ordering::SeqCst);
+    }
+
+    /// Whether hosts hold resource subscriptions on this connection.
+    pub(crate) fn is_held(&self) -> bool {
+        self.held.load(Ordering::SeqCst)
     }
 
     /// How many host calls are in flight here.

@@ -318,7 +318,11 @@ impl HostLinks {
         let Some(e) = entries.get(&host).filter(|e| Arc::ptr_eq(&e.link, cell)) else {
             return false;
         };
-        let busy = e.link.get().is_some_and(|l| l.calls.in_flight() > 0);
+        // Calls in flight, or subscriptions held, keep it.
+        let busy = e
+            .link
+            .get()
+            .is_some_and(|l| l.calls.in_flight() > 0 || l.calls.is_held());
         let gone = e
             .link
             .get()

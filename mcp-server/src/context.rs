@@ -23,13 +23,29 @@ impl Notifier {
     /// The params of a notification in the client's revision; `None` when that revision
     /// cannot carry it.
     fn params(&self, method_name: &str, params: Value) -> Option<Box<serde_json::value::RawValue>> {
-        match Translator::canonical_to(self.revision).params(method_name, params) {
-            Ok(p) => serde_json::value::to_raw_value(&p).ok(),
+        match self.translated(method_name, params) {
+            Ok(p) => Some(p),
             Err(e) => {
                 tracing::debug!(method = method_name, revision = %self.revision, "notification not sent: {e}");
                 None
             }
         }
+    }
+
+    /// The params of a notification in the client's revision, or why they cannot be.
+    pub(crate) fn translated(
+        &self,
+        method_name: &str,
+        params: Value,
+    ) -> Result<Box<RawValue>, crate::NotifyError> {
+        let p = Translator::canonical_to(self.revision)
+            .params(method_name, params)
+            .map_err(|e| crate::NotifyError::NotInRevision {
+                method: method_name.to_owned(),
+                revision: self.revision,
+                reason: e.to_string(),
+            })?;
+        serde_json::value::to_raw_value(&p).map_err(|e| crate::NotifyError::Encode(e.to_string()))
     }
 
     /// [`Notifier::notify`] without waiting (see [`Peer::send_now`]).
@@ -75,6 +91,8 @@ pub struct RequestContext {
     pub(crate) host: Option<crate::HostSession>,
     pub(crate) notifier: Notifier,
     pub(crate) cancelled: Arc<Cancellation>,
+    /// The `subscriptions/listen` stream this context subscribes for, if it does.
+    pub(crate) listen: Option<crate::Subscriber>,
 }
 
 /// The cancelled state of one in-flight request, awaitable, with an optional action to
@@ -151,6 +169,22 @@ impl RequestContext {
     /// session); `None` for a 2026-07-28 request over HTTP, which stands alone.
     pub fn host_session(&self) -> Option<&crate::HostSession> {
         self.host.as_ref()
+    }
+
+    /// Where notifications outside any request reach this client
+    /// ([`crate::Subscriber`]): for a legacy request its host session; for the
+    /// `resources/subscribe` calls a 2026-07-28 `subscriptions/listen` makes of the handler,
+    /// that stream; `None` otherwise (a 2026-07-28 request has nowhere to send to after it
+    /// is answered but a listen stream).
+    pub fn subscriber(&self) -> Option<crate::Subscriber> {
+        if let Some(s) = &self.listen {
+            return Some(s.clone());
+        }
+        if features::per_request_meta(self.revision) {
+            return None;
+        }
+        let host = self.host.clone()?;
+        Some(crate::Subscriber::session(host, self.notifier.clone()))
     }
 
     /// The revision this request is served in.

@@ -15,6 +15,7 @@ mod context;
 mod handler;
 mod host;
 pub mod http;
+mod notify;
 mod session;
 pub mod tools;
 
@@ -30,6 +31,7 @@ use mcp_types::rpc::Peer;
 pub use mcp_types::schema as validation;
 use mcp_types::transport::{CloseReason, LineTransport, Transport};
 use mcp_types::Revision;
+pub use notify::{NotifyError, Subscriber, SubscriberId};
 pub use tools::{NoArgs, ToolError, ToolRegistry};
 
 /// How a [`Server`] presents itself and what it accepts.

@@ -28,6 +28,11 @@ impl ServerHandler for Aggregator {
             prompts: lc(),
             resources: Some(ResourcesCapability {
                 list_changed: Some(true),
+                // Honoured where some upstream can (`resources/subscribe` for a legacy
+                // host, `resourceSubscriptions` on a 2026 host's listen stream).
+                subscribe: (0..self.inner.upstreams.len())
+                    .any(|i| self.subscribes(i))
+                    .then_some(true),
                 ..Default::default()
             }),
             completions: Some(Map::new()),
@@ -268,28 +273,15 @@ impl ServerHandler for Aggregator {
         .await
     }
 
+    /// Kept in the subscription table (`aggregator/subscriptions.rs`); the owning
+    /// upstream's `notifications/resources/updated` then reach exactly its subscribers.
     async fn subscribe(
         &self,
         ctx: &RequestContext,
         p: ResourceRequestParams,
         subscribe: bool,
     ) -> Result<(), ErrorObject> {
-        let i = self.owner_of_resource(&p.uri)?;
-        let legacy_upstream = self.inner.upstreams[i]
-            .client()
-            .is_some_and(|c| c.revision().era() == mcp_types::Era::Legacy);
-        if legacy_upstream {
-            let m = if subscribe {
-                method::RESOURCES_SUBSCRIBE
-            } else {
-                method::RESOURCES_UNSUBSCRIBE
-            };
-            let key = self.inner.upstreams[i].config.key.clone();
-            self.upstream_call(i, m, json!({"uri": p.uri}), ctx)
-                .await
-                .map_err(|e| upstream_error(&key, e))?;
-        }
-        Ok(())
+        self.resource_subscription(ctx, p.uri, subscribe).await
     }
 
     async fn complete(
@@ -339,7 +331,7 @@ impl ServerHandler for Aggregator {
 
 impl Aggregator {
     /// The upstream that listed resource `uri`, or the error a host gets for an unknown one.
-    fn owner_of_resource(&self, uri: &str) -> Result<usize, ErrorObject> {
+    pub(super) fn owner_of_resource(&self, uri: &str) -> Result<usize, ErrorObject> {
         self.inner.catalog.resource_owner(uri).ok_or_else(|| {
             ErrorObject::new(
                 codes::RESOURCE_NOT_FOUND,

@@ -32,6 +32,7 @@ mod handler;
 mod links;
 mod options;
 mod pool;
+mod subscriptions;
 mod tasks;
 
 use catalog::{Catalog, Member};
@@ -55,6 +56,8 @@ struct Inner {
     parked: Mutex<HashMap<String, Flight>>,
     /// Upstream tasks shown to hosts, by gateway task id.
     tasks: tasks::TaskTable,
+    /// Which host subscriber subscribed to which resource on which upstream connection.
+    subscriptions: Arc<subscriptions::Subscriptions>,
 }
 
 /// Upstream MCP servers composed into one server. Cheap to clone.
@@ -136,6 +139,7 @@ impl Aggregator {
             })
             .collect();
         let catalog = Catalog::new(members, options.namespacing.clone(), options.page_size);
+        let max_subscriptions = options.max_subscriptions;
         let upstreams = sorted
             .into_iter()
             .zip(namespaces)
@@ -149,6 +153,7 @@ impl Aggregator {
             stopped: AtomicBool::new(false),
             parked: Mutex::new(HashMap::new()),
             tasks: tasks::TaskTable::default(),
+            subscriptions: Arc::new(subscriptions::Subscriptions::new(max_subscriptions)),
         });
         let agg = Aggregator { inner };
         let starts: Vec<_> = (0..agg.inner.upstreams.len())

@@ -90,6 +90,9 @@ pub struct AggregatorOptions {
     /// Longest a legacy upstream's request (sampling, elicitation) handed to a host waits
     /// for the host's answer; after it the upstream gets an error and the call is cancelled.
     pub input_timeout: Duration,
+    /// Most resource subscriptions one host session (or 2026-07-28 listen stream) may hold
+    /// through the gateway; one more is refused with `-32600` saying so.
+    pub max_subscriptions: usize,
 }
 
 impl std::fmt::Debug for AggregatorOptions {
@@ -102,6 +105,7 @@ impl std::fmt::Debug for AggregatorOptions {
             .field("confirm", &self.confirm.is_some())
             .field("surface", &self.surface)
             .field("input_timeout", &self.input_timeout)
+            .field("max_subscriptions", &self.max_subscriptions)
             .finish_non_exhaustive()
     }
 }
@@ -117,6 +121,7 @@ impl Default for AggregatorOptions {
             confirm: None,
             surface: Surface::Direct,
             input_timeout: Duration::from_secs(300),
+            max_subscriptions: 256,
         }
     }
 }

@@ -1,7 +1,9 @@
 //! What flows besides a request's answer: input requests bridged for legacy clients,
-//! the 2026-07-28 `subscriptions/listen` stream, and list changes for legacy sessions.
+//! the 2026-07-28 `subscriptions/listen` stream (its resource subscriptions included), and list changes for legacy sessions.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use mcp_revisions::{features, Translator};
 use mcp_types::protocol::*;
@@ -11,7 +13,8 @@ use serde_json::{json, Map, Value};
 
 use super::{internal, Session};
 use crate::context::Notifier;
-use crate::{Outcome, RequestContext};
+use crate::host::HostSession;
+use crate::{Outcome, RequestContext, Subscriber};
 
 /// The client capability an input request needs.
 fn capability_for(method_name: &str) -> Option<&'static str> {
@@ -33,7 +36,13 @@ fn has_capability(caps: &ClientCapabilities, key: &str) -> bool {
 }
 
 impl Session {
-    /// client asked for, each tagged with the subscription id, until the client goes away.
+    /// `subscriptions/listen` (2026-07-28): acknowledges what the server honours of what the
+    /// client asked for, then sends the list changes and resource updates it asked for,
+    /// each tagged with the subscription id, until the client cancels or goes away. The
+    /// `resourceSubscriptions` are made of the handler as `subscribe` calls whose
+    /// [`RequestContext::subscriber`] is this stream (only where the handler declares
+    /// `resources.subscribe`; a URI it refuses is left out of the acknowledgement), and
+    /// unmade when the stream ends.
     pub(super) async fn listen(
         &self,
         id: &RequestId,
@@ -41,6 +50,19 @@ impl Session {
         ctx: RequestContext,
     ) -> Result<Value, ErrorObject> {
         let tag = json!({ meta::SUBSCRIPTION_ID: id });
+        let open = Arc::new(AtomicBool::new(false));
+        // The stream's own life: ended (its guard dropped) when this returns.
+        let (life, _ends) = HostSession::start();
+        let mut sub_ctx = ctx.clone();
+        sub_ctx.listen = Some(Subscriber::listen(
+            life,
+            ctx.notifier.clone(),
+            tag.clone(),
+            open.clone(),
+        ));
+        let subscribed = self
+            .subscribe_all(&sub_ctx, filter.resource_subscriptions.clone())
+            .await;
         let caps = self.handler.capabilities();
         let granted = SubscriptionFilter {
             tools_list_changed: filter.tools_list_changed.filter(|_| caps.tools.is_some()),
@@ -50,45 +72,58 @@ impl Session {
             resources_list_changed: filter
                 .resources_list_changed
                 .filter(|_| caps.resources.is_some()),
-            resource_subscriptions: None,
+            resource_subscriptions: (!subscribed.is_empty()).then(|| subscribed.clone()),
             ..Default::default()
         };
-        let mut changes = self.shared.changes.subscribe();
+        let changes = self.shared.changes.subscribe();
         let ack = json!({"notifications": granted, "_meta": tag});
-        if !ctx
+        if ctx
             .notifier
             .notify(method::SUBSCRIPTIONS_ACKNOWLEDGED, ack)
             .await
         {
-            return Ok(json!({"_meta": tag}));
+            open.store(true, Ordering::SeqCst);
+            relay_changes(changes, &granted, &ctx, &tag).await;
         }
-        let wants = |c: crate::ListChanged| match c {
-            crate::ListChanged::Tools => granted.tools_list_changed == Some(true),
-            crate::ListChanged::Prompts => granted.prompts_list_changed == Some(true),
-            crate::ListChanged::Resources => granted.resources_list_changed == Some(true),
-        };
-        loop {
-            let change = tokio::select! {
-                c = changes.recv() => c,
-                // The stream's end is only seen on a send: probe now and then.
-                () = tokio::time::sleep(std::time::Duration::from_secs(1)) => {
-                    if ctx.notifier.peer.close_reason().is_some() {
-                        break;
-                    }
-                    continue;
-                }
+        for uri in subscribed {
+            let p = ResourceRequestParams {
+                uri,
+                ..Default::default()
             };
-            match change {
-                Ok(c) if wants(c) => {
-                    if !ctx.notifier.notify(c.method(), json!({"_meta": tag})).await {
-                        break;
-                    }
-                }
-                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+            if let Err(e) = self.handler.subscribe(&sub_ctx, p, false).await {
+                tracing::debug!(
+                    "unsubscribing at the end of a listen stream failed: {}",
+                    e.message
+                );
             }
         }
         Ok(json!({"_meta": tag}))
+    }
+
+    /// The URIs of `uris` the handler subscribed `ctx`'s stream to, when it declares
+    /// `resources.subscribe`.
+    async fn subscribe_all(&self, ctx: &RequestContext, uris: Option<Vec<String>>) -> Vec<String> {
+        let declared = self
+            .handler
+            .capabilities()
+            .resources
+            .and_then(|r| r.subscribe)
+            == Some(true);
+        let mut subscribed = Vec::new();
+        for uri in uris.filter(|_| declared).unwrap_or_default() {
+            if subscribed.contains(&uri) {
+                continue;
+            }
+            let p = ResourceRequestParams {
+                uri: uri.clone(),
+                ..Default::default()
+            };
+            match self.handler.subscribe(ctx, p, true).await {
+                Ok(()) => subscribed.push(uri),
+                Err(e) => tracing::debug!(uri, "resource subscription refused: {}", e.message),
+            }
+        }
+        subscribed
     }
 
     /// Legacy sessions hear about list changes as plain notifications.
@@ -220,5 +255,42 @@ impl Session {
             answers.insert(key, serde_json::from_str(answer.get()).map_err(internal)?);
         }
         Ok(answers)
+    }
+}
+
+/// The list changes `granted` asks for, sent on a listen stream tagged with `tag`, until the
+/// client cancels the stream or goes away.
+async fn relay_changes(
+    mut changes: tokio::sync::broadcast::Receiver<crate::ListChanged>,
+    granted: &SubscriptionFilter,
+    ctx: &RequestContext,
+    tag: &Value,
+) {
+    let wants = |c: crate::ListChanged| match c {
+        crate::ListChanged::Tools => granted.tools_list_changed == Some(true),
+        crate::ListChanged::Prompts => granted.prompts_list_changed == Some(true),
+        crate::ListChanged::Resources => granted.resources_list_changed == Some(true),
+    };
+    loop {
+        let change = tokio::select! {
+            c = changes.recv() => c,
+            () = ctx.cancelled() => break,
+            // The stream's end is only seen on a send: probe now and then.
+            () = tokio::time::sleep(std::time::Duration::from_secs(1)) => {
+                if ctx.notifier.peer.close_reason().is_some() {
+                    break;
+                }
+                continue;
+            }
+        };
+        match change {
+            Ok(c) if wants(c) => {
+                if !ctx.notifier.notify(c.method(), json!({"_meta": tag})).await {
+                    break;
+                }
+            }
+            Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+        }
     }
 }

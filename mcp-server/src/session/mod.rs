@@ -243,6 +243,7 @@ impl Session {
                 changes: self.shared.changes.clone(),
             },
             cancelled,
+            listen: None,
         }
     }
 
