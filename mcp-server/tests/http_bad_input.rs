@@ -9,10 +9,7 @@ use mcp_server::Server;
 use serde_json::{json, Value};
 
 fn endpoint(max_body: usize) -> StreamableHttp {
-    let options = HttpOptions {
-        max_body_bytes: max_body,
-        ..Default::default()
-    };
+    let options = HttpOptions::default().max_body_bytes(max_body);
     StreamableHttp::new(Server::new(mcp_examples::echo_tools()), options)
 }
 

@@ -3,8 +3,9 @@
 //! loop: each POST hands its messages over directly, and what the session sends goes
 //! through the [`Router`] to the POST it belongs to (or the GET stream).
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Response, StatusCode};
@@ -19,8 +20,36 @@ use tokio::sync::{mpsc, oneshot};
 use super::reply::{
     empty, frame_body, json, keep_alive, respond, rpc_error, sse, HttpBody, KEEP_ALIVE,
 };
-use super::routing::{Decision, Mode, Router};
+use super::routing::{Decision, Mode, ReplayLimits, Router, RouterEntries};
+use super::HttpOptions;
 use crate::Server;
+
+/// Whether a session is in use: POSTs waiting for their answers and SSE bodies open,
+/// and when the last of them ended.
+struct Activity {
+    busy: AtomicUsize,
+    since: Mutex<Instant>,
+}
+
+/// One use of a session, for as long as it lasts (a POST awaiting its answers, an SSE
+/// body): the session is not idle while one is held.
+struct Busy(Arc<Activity>);
+
+impl Busy {
+    fn new(activity: &Arc<Activity>) -> Busy {
+        activity.busy.fetch_add(1, Ordering::SeqCst);
+        Busy(activity.clone())
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        if let Ok(mut since) = self.0.since.lock() {
+            *since = Instant::now();
+        }
+        self.0.busy.fetch_sub(1, Ordering::SeqCst);
+    }
+}
 
 /// One legacy session: the server's session object, its peer, and the router its
 /// messages go through.
@@ -29,23 +58,90 @@ pub(super) struct LegacySession {
     peer: Peer,
     router: Arc<Router>,
     keep_alive: Duration,
+    max_in_flight: usize,
+    activity: Arc<Activity>,
 }
 
 impl LegacySession {
-    pub(super) fn start(server: &Server, replay_events: usize, keep_alive: Duration) -> Self {
-        let router = Arc::new(Router::new(replay_events));
+    pub(super) fn start(server: &Server, o: &HttpOptions) -> Self {
+        let router = Arc::new(Router::new(ReplayLimits {
+            events: o.replay_events,
+            bytes: o.replay_bytes,
+        }));
         LegacySession {
             inbound: server.host_session(),
             peer: Peer::detached(router.clone()),
             router,
-            keep_alive,
+            keep_alive: o.keep_alive,
+            max_in_flight: o.max_in_flight_per_session,
+            activity: Arc::new(Activity {
+                busy: AtomicUsize::new(0),
+                since: Mutex::new(Instant::now()),
+            }),
         }
+    }
+
+    /// How long the session has been idle: nothing running, nothing open (`None` while
+    /// something is).
+    pub(super) fn idle_for(&self) -> Option<Duration> {
+        if self.activity.busy.load(Ordering::SeqCst) > 0 {
+            return None;
+        }
+        self.activity.since.lock().ok().map(|t| t.elapsed())
+    }
+
+    /// What its router holds now.
+    pub(super) fn entries(&self) -> RouterEntries {
+        self.router.entries()
+    }
+
+    /// Opens a POST's stream in the router, unless the session has too many requests
+    /// unanswered already.
+    fn open(
+        &self,
+        requests: &[(RequestId, Option<String>)],
+        mode: Mode,
+    ) -> Result<(), Box<Response<HttpBody>>> {
+        self.router
+            .open_post(requests, mode, self.max_in_flight)
+            .map_err(|_| Box::new(self.too_many(requests)))
+    }
+
+    fn too_many(&self, requests: &[(RequestId, Option<String>)]) -> Response<HttpBody> {
+        let why = format!(
+            "Too many requests in flight: this session may have {} unanswered at once",
+            self.max_in_flight
+        );
+        tracing::warn!("refused: {why}");
+        if let [(id, _)] = requests {
+            return rpc_error(
+                StatusCode::TOO_MANY_REQUESTS,
+                Some(id.clone()),
+                SERVER_BUSY,
+                why,
+            );
+        }
+        let errors = requests
+            .iter()
+            .map(|(id, _)| {
+                Message::Error(mcp_types::ErrorResponse::new(
+                    Some(id.clone()),
+                    mcp_types::ErrorObject::new(SERVER_BUSY, why.clone()),
+                ))
+            })
+            .collect();
+        respond(
+            StatusCode::TOO_MANY_REQUESTS,
+            frame_body(&Frame::Batch(errors)),
+            Some("application/json"),
+        )
     }
 
     /// One POST: its messages go to the session, and the answers to its requests come
     /// back as JSON (when the client takes no stream, or when a lone answer comes first)
     /// or as an SSE stream.
     pub(super) async fn post(&self, frame: Frame, sse_ok: bool) -> Response<HttpBody> {
+        let _busy = Busy::new(&self.activity);
         let single = matches!(frame, Frame::Single(_));
         let requests: Vec<(RequestId, Option<String>)> = match &frame {
             Frame::Single(m) => request_of(m).into_iter().collect(),
@@ -58,8 +154,9 @@ impl LegacySession {
         }
         if !sse_ok {
             let (tx, rx) = oneshot::channel();
-            self.router
-                .open_post(&requests, Mode::Json(Vec::new(), Some(tx)));
+            if let Err(r) = self.open(&requests, Mode::Json(Vec::new(), Some(tx))) {
+                return *r;
+            }
             self.peer.deliver(frame, &self.inbound).await;
             return match rx.await {
                 Ok(mut answers) if answers.len() == 1 && single => {
@@ -75,12 +172,16 @@ impl LegacySession {
         }
         if !single || requests.len() != 1 {
             let (tx, rx) = mpsc::channel(256);
-            self.router.open_post(&requests, Mode::Sse(Some(tx)));
+            if let Err(r) = self.open(&requests, Mode::Sse(Some(tx))) {
+                return *r;
+            }
             self.peer.deliver(frame, &self.inbound).await;
             return self.stream(rx);
         }
         let (tx, rx) = oneshot::channel();
-        self.router.open_post(&requests, Mode::Undecided(tx));
+        if let Err(r) = self.open(&requests, Mode::Undecided(tx)) {
+            return *r;
+        }
         self.peer.deliver(frame, &self.inbound).await;
         match rx.await {
             Ok(Decision::Json(m)) => json(StatusCode::OK, &m),
@@ -106,10 +207,15 @@ impl LegacySession {
         sse(Events {
             rx,
             keep_alive: keep_alive(self.keep_alive),
+            _busy: Busy::new(&self.activity),
         }
         .boxed_unsync())
     }
 }
+
+/// The JSON-RPC error code of a request refused because the session has too many in
+/// flight (implementation-defined server error range).
+pub(super) const SERVER_BUSY: i64 = -32000;
 
 fn ended() -> Response<HttpBody> {
     rpc_error(
@@ -144,6 +250,7 @@ fn request_of(m: &Message) -> Option<(RequestId, Option<String>)> {
 struct Events {
     rx: mpsc::Receiver<Bytes>,
     keep_alive: tokio::time::Interval,
+    _busy: Busy,
 }
 
 impl Body for Events {

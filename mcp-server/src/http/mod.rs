@@ -18,26 +18,33 @@
 //!
 //! [`StreamableHttp`] is a hyper service, so it mounts in any hyper (or axum) server;
 //! [`serve`] runs one on a listener, with `TCP_NODELAY` on every connection. Host and
-//! Origin are checked against allow-lists that default to loopback (DNS rebinding), and
-//! bodies are capped.
+//! Origin are checked against allow-lists that default to loopback (DNS rebinding).
+//!
+//! Everything a client can make the endpoint hold is bounded, the bounds in
+//! [`HttpOptions`]: body size and the time it takes to arrive; legacy sessions in number
+//! and in idle time (an expired one ends as a `DELETE` would, and its id gets `404`);
+//! each session's requests in flight and its replay log; and, in [`serve`], connections
+//! in number, in the time their headers take and in idle time. A POST's stream and its
+//! routing entries go once its last answer is given.
 
 mod checks;
+mod conn;
 mod exchange;
 mod legacy;
 mod modern;
+mod options;
 mod reply;
 mod routing;
+mod sessions;
 
 use std::collections::hash_map::RandomState;
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::hash::BuildHasher;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{header, HeaderMap, Method, Request, Response, StatusCode};
@@ -49,46 +56,14 @@ use mcp_types::{codes, headers, Frame, Message, Revision};
 
 use crate::Server;
 use checks::{accepts_sse, allowed, header_str, host_of};
+pub use conn::serve;
 use legacy::LegacySession;
+pub use options::HttpOptions;
 pub use reply::HttpBody;
 use reply::{empty, respond, rpc_error};
-
-/// How the HTTP endpoint behaves.
-#[derive(Debug, Clone)]
-pub struct HttpOptions {
-    /// The endpoint path (default `/mcp`).
-    pub path: String,
-    /// Host names accepted in `Host` (any port). Default: loopback names only.
-    pub allowed_hosts: Vec<String>,
-    /// Host names accepted in `Origin` (any scheme and port), when the header is present.
-    /// Default: loopback names only.
-    pub allowed_origins: Vec<String>,
-    /// Largest request body (default 4 MiB); larger is `413`.
-    pub max_body_bytes: usize,
-    /// How often an idle SSE stream gets a keep-alive comment (default 15 s).
-    pub keep_alive: Duration,
-    /// Events kept per stream for `Last-Event-ID` replay (default 256).
-    pub replay_events: usize,
-}
-
-fn loopback() -> Vec<String> {
-    ["localhost", "127.0.0.1", "[::1]", "::1"]
-        .map(String::from)
-        .to_vec()
-}
-
-impl Default for HttpOptions {
-    fn default() -> Self {
-        HttpOptions {
-            path: "/mcp".into(),
-            allowed_hosts: loopback(),
-            allowed_origins: loopback(),
-            max_body_bytes: 4 * 1024 * 1024,
-            keep_alive: Duration::from_secs(15),
-            replay_events: 256,
-        }
-    }
-}
+#[doc(hidden)]
+pub use routing::RouterEntries;
+use sessions::Sessions;
 
 /// A Streamable HTTP endpoint around a [`Server`]. Cheap to clone.
 #[derive(Clone)]
@@ -99,7 +74,7 @@ pub struct StreamableHttp {
 struct Inner {
     server: Server,
     options: HttpOptions,
-    sessions: Mutex<HashMap<String, Arc<LegacySession>>>,
+    sessions: Arc<Sessions>,
     ids: RandomState,
     counter: AtomicU64,
 }
@@ -119,8 +94,8 @@ impl StreamableHttp {
         StreamableHttp {
             inner: Arc::new(Inner {
                 server,
+                sessions: Sessions::new(options.max_sessions, options.session_idle_timeout),
                 options,
-                sessions: Mutex::new(HashMap::new()),
                 ids: RandomState::new(),
                 counter: AtomicU64::new(1),
             }),
@@ -129,7 +104,19 @@ impl StreamableHttp {
 
     /// Legacy sessions open now.
     pub fn session_count(&self) -> usize {
-        self.inner.sessions.lock().map(|s| s.len()).unwrap_or(0)
+        self.inner.sessions.len()
+    }
+
+    /// Its options.
+    pub fn options(&self) -> &HttpOptions {
+        &self.inner.options
+    }
+
+    /// What the routers of all open legacy sessions hold now, summed: streams, requests
+    /// waiting, replay. For tests that look for per-call growth; not a stable API.
+    #[doc(hidden)]
+    pub fn retained_entries(&self) -> RouterEntries {
+        self.inner.sessions.entries()
     }
 
     /// Answers one HTTP request.
@@ -157,7 +144,7 @@ impl StreamableHttp {
         }
         match *req.method() {
             Method::POST => self.post(req).await,
-            Method::GET => self.get(req.headers()),
+            Method::GET => self.get(req.headers()).await,
             Method::DELETE => self.delete(req.headers()).await,
             _ => respond(StatusCode::METHOD_NOT_ALLOWED, empty(), None),
         }
@@ -170,7 +157,17 @@ impl StreamableHttp {
     {
         let (parts, body) = req.into_parts();
         let limit = self.inner.options.max_body_bytes;
-        let bytes = match Limited::new(body, limit).collect().await {
+        let read = Limited::new(body, limit).collect();
+        let Ok(read) = tokio::time::timeout(self.inner.options.body_read_timeout, read).await
+        else {
+            return rpc_error(
+                StatusCode::REQUEST_TIMEOUT,
+                None,
+                codes::INVALID_REQUEST,
+                "Request body too slow",
+            );
+        };
+        let bytes = match read {
             Ok(c) => c.to_bytes(),
             Err(e)
                 if e.downcast_ref::<http_body_util::LengthLimitError>()
@@ -211,12 +208,7 @@ impl StreamableHttp {
     }
 
     async fn post_in_session(&self, id: &str, frame: Frame, h: &HeaderMap) -> Response<HttpBody> {
-        let session = self
-            .inner
-            .sessions
-            .lock()
-            .ok()
-            .and_then(|s| s.get(id).cloned());
+        let session = self.inner.sessions.get(id).await;
         let Some(session) = session else {
             return not_found();
         };
@@ -246,20 +238,40 @@ impl StreamableHttp {
             );
         }
         let id = self.new_session_id();
-        let o = &self.inner.options;
         let session = Arc::new(LegacySession::start(
             &self.inner.server,
-            o.replay_events,
-            o.keep_alive,
+            &self.inner.options,
         ));
-        if let Ok(mut s) = self.inner.sessions.lock() {
-            s.insert(id.clone(), session.clone());
+        let added = self
+            .inner
+            .sessions
+            .insert(id.clone(), session.clone())
+            .await;
+        if added.is_err() {
+            return self.full(&frame);
         }
         let mut r = session.post(frame, accepts_sse(h)).await;
         if let Ok(v) = header::HeaderValue::from_str(&id) {
             r.headers_mut().insert(headers::SESSION_ID, v);
         }
         r
+    }
+
+    /// The answer to an `initialize` when every session is taken (see
+    /// [`HttpOptions::max_sessions`]).
+    fn full(&self, frame: &Frame) -> Response<HttpBody> {
+        let max = self.inner.options.max_sessions;
+        tracing::warn!(max, "refused initialize: session limit reached");
+        let id = match frame {
+            Frame::Single(Message::Request(r)) => Some(r.id.clone()),
+            _ => None,
+        };
+        rpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            id,
+            legacy::SERVER_BUSY,
+            format!("Server busy: all {max} sessions are in use; try again later"),
+        )
     }
 
     fn new_session_id(&self) -> String {
@@ -269,7 +281,10 @@ impl StreamableHttp {
         format!("{a:016x}{b:016x}")
     }
 
-    fn session_of(&self, h: &HeaderMap) -> Result<Arc<LegacySession>, Box<Response<HttpBody>>> {
+    async fn session_of(
+        &self,
+        h: &HeaderMap,
+    ) -> Result<Arc<LegacySession>, Box<Response<HttpBody>>> {
         let Some(id) = header_str(h, headers::SESSION_ID) else {
             return Err(Box::new(
                 if header_str(h, headers::PROTOCOL_VERSION)
@@ -288,14 +303,13 @@ impl StreamableHttp {
         };
         self.inner
             .sessions
-            .lock()
-            .ok()
-            .and_then(|s| s.get(id).cloned())
+            .get(id)
+            .await
             .ok_or_else(|| Box::new(not_found()))
     }
 
-    fn get(&self, h: &HeaderMap) -> Response<HttpBody> {
-        let session = match self.session_of(h) {
+    async fn get(&self, h: &HeaderMap) -> Response<HttpBody> {
+        let session = match self.session_of(h).await {
             Ok(s) => s,
             Err(r) => return *r,
         };
@@ -311,15 +325,12 @@ impl StreamableHttp {
     }
 
     async fn delete(&self, h: &HeaderMap) -> Response<HttpBody> {
-        let session = match self.session_of(h) {
+        let session = match self.session_of(h).await {
             Ok(s) => s,
             Err(r) => return *r,
         };
-        if let (Ok(mut s), Some(id)) = (
-            self.inner.sessions.lock(),
-            header_str(h, headers::SESSION_ID),
-        ) {
-            s.remove(id);
+        if let Some(id) = header_str(h, headers::SESSION_ID) {
+            self.inner.sessions.remove(id);
         }
         session.end().await;
         respond(StatusCode::OK, empty(), None)
@@ -365,28 +376,6 @@ where
     fn call(&self, req: Request<B>) -> Self::Future {
         let this = self.clone();
         Box::pin(async move { Ok(this.handle(req).await) })
-    }
-}
-
-/// Serves `http` on `listener` (HTTP/1.1) until the listener fails. Every accepted
-/// connection has `TCP_NODELAY`: an answer written in more than one piece must not wait
-/// for the client's delayed acknowledgement of the first.
-pub async fn serve(listener: tokio::net::TcpListener, http: StreamableHttp) -> std::io::Result<()> {
-    loop {
-        let (stream, peer) = listener.accept().await?;
-        if let Err(e) = stream.set_nodelay(true) {
-            tracing::debug!(%peer, "cannot set TCP_NODELAY: {e}");
-        }
-        let service = http.clone();
-        tokio::spawn(async move {
-            let io = hyper_util::rt::TokioIo::new(stream);
-            if let Err(e) = hyper::server::conn::http1::Builder::new()
-                .serve_connection(io, service)
-                .await
-            {
-                tracing::debug!(%peer, "connection ended: {e}");
-            }
-        });
     }
 }
 

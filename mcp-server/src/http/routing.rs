@@ -20,9 +20,6 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use super::exchange::until_closed;
 use super::reply::sse_event;
 
-/// Streams whose answers are all given are kept this many, newest, for replay.
-const FINISHED_KEPT: usize = 16;
-
 /// Server messages held for a GET stream that is not there yet, at most.
 const PARKED_MAX: usize = 256;
 
@@ -45,14 +42,48 @@ pub(super) enum Decision {
     Sse(mpsc::Receiver<Bytes>),
 }
 
-/// One POST's (or the GET's) messages.
+/// One POST's (or the GET's) messages, while it is open: a POST's goes when its last
+/// answer is given, the GET's when another GET replaces it.
 struct Stream {
-    /// SSE events, for `Last-Event-ID` replay.
-    events: VecDeque<(u64, Bytes)>,
     next_seq: u64,
     mode: Mode,
     /// Requests of this POST still unanswered.
     pending: usize,
+}
+
+/// The session's SSE events for `Last-Event-ID` replay, of all its streams, oldest
+/// first, bounded in events and bytes.
+#[derive(Default)]
+struct Replay {
+    /// (stream, sequence number in it, the event).
+    events: VecDeque<(u64, u64, Bytes)>,
+    bytes: usize,
+}
+
+impl Replay {
+    fn keep(&mut self, stream: u64, seq: u64, event: Bytes, limits: ReplayLimits) {
+        self.bytes += event.len();
+        self.events.push_back((stream, seq, event));
+        while self.events.len() > limits.events || self.bytes > limits.bytes {
+            let Some((_, _, old)) = self.events.pop_front() else {
+                break;
+            };
+            self.bytes -= old.len();
+        }
+    }
+
+    fn holds(&self, stream: u64) -> bool {
+        self.events.iter().any(|(s, _, _)| *s == stream)
+    }
+}
+
+/// How much replay a session keeps.
+#[derive(Clone, Copy)]
+pub(super) struct ReplayLimits {
+    /// Events, at most.
+    pub(super) events: usize,
+    /// Bytes of events, at most.
+    pub(super) bytes: usize,
 }
 
 #[derive(Default)]
@@ -62,8 +93,7 @@ struct Routing {
     progress: HashMap<String, u64>,
     open_posts: Vec<u64>,
     get_stream: Option<u64>,
-    /// Finished SSE streams kept for replay, oldest first.
-    finished: VecDeque<u64>,
+    replay: Replay,
     /// Server-initiated messages with nowhere to go yet, for the next GET stream.
     parked: Vec<Message>,
 }
@@ -72,32 +102,58 @@ struct Routing {
 pub(super) struct Router {
     routing: Mutex<Routing>,
     next_stream: AtomicU64,
-    replay_events: usize,
+    limits: ReplayLimits,
     closed: Mutex<Option<CloseReason>>,
     shut: Notify,
+}
+
+/// What a router holds now, entry by entry (for tests that look for growth).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RouterEntries {
+    /// Open streams (POSTs not fully answered, and the GET stream).
+    pub streams: usize,
+    /// Requests not answered yet.
+    pub waiting: usize,
+    /// Progress tokens of requests not answered yet.
+    pub progress: usize,
+    /// Events kept for replay.
+    pub replay_events: usize,
+    /// Bytes of the events kept for replay.
+    pub replay_bytes: usize,
+    /// Messages held for the next GET stream.
+    pub parked: usize,
 }
 
 /// The stream channel's room, in events.
 const STREAM_ROOM: usize = 256;
 
 impl Router {
-    pub(super) fn new(replay_events: usize) -> Router {
+    pub(super) fn new(limits: ReplayLimits) -> Router {
         Router {
             routing: Mutex::new(Routing::default()),
             next_stream: AtomicU64::new(1),
-            replay_events,
+            limits,
             closed: Mutex::new(None),
             shut: Notify::new(),
         }
     }
 
     /// Opens the stream of a POST carrying `requests` (their ids, and their progress
-    /// tokens as JSON text).
-    pub(super) fn open_post(&self, requests: &[(RequestId, Option<String>)], mode: Mode) {
+    /// tokens as JSON text), unless that would leave more than `max_in_flight` requests
+    /// unanswered: then nothing is opened, and `mode` is given back.
+    pub(super) fn open_post(
+        &self,
+        requests: &[(RequestId, Option<String>)],
+        mode: Mode,
+        max_in_flight: usize,
+    ) -> Result<(), Mode> {
         let stream_id = self.next_stream.fetch_add(1, Ordering::Relaxed);
         let Ok(mut r) = self.routing.lock() else {
-            return;
+            return Err(mode);
         };
+        if r.waiting.len() + requests.len() > max_in_flight {
+            return Err(mode);
+        }
         for (id, token) in requests {
             r.waiting.insert(id.clone(), stream_id);
             if let Some(t) = token {
@@ -108,12 +164,27 @@ impl Router {
         r.streams.insert(
             stream_id,
             Stream {
-                events: VecDeque::new(),
                 next_seq: 0,
                 mode,
                 pending: requests.len(),
             },
         );
+        Ok(())
+    }
+
+    /// What it holds now.
+    pub(super) fn entries(&self) -> RouterEntries {
+        let Ok(r) = self.routing.lock() else {
+            return RouterEntries::default();
+        };
+        RouterEntries {
+            streams: r.streams.len(),
+            waiting: r.waiting.len(),
+            progress: r.progress.len(),
+            replay_events: r.replay.events.len(),
+            replay_bytes: r.replay.bytes,
+            parked: r.parked.len(),
+        }
     }
 
     fn push(&self, r: &mut Routing, stream_id: u64, msg: Message) {
@@ -149,46 +220,31 @@ impl Router {
             Mode::Sse(_) => {}
         }
         stream.next_seq += 1;
-        let event = sse_event(Some(&format!("{stream_id}-{}", stream.next_seq)), &msg);
-        stream.events.push_back((stream.next_seq, event.clone()));
-        while stream.events.len() > self.replay_events {
-            stream.events.pop_front();
-        }
+        let seq = stream.next_seq;
+        let event = sse_event(Some(&format!("{stream_id}-{seq}")), &msg);
         if let Mode::Sse(sink) = &mut stream.mode {
             // A full or closed sink: the client resumes with Last-Event-ID from the log.
-            if sink.as_ref().is_some_and(|s| s.try_send(event).is_err()) {
+            if sink
+                .as_ref()
+                .is_some_and(|s| s.try_send(event.clone()).is_err())
+            {
                 *sink = None;
             }
         }
+        r.replay.keep(stream_id, seq, event, self.limits);
     }
 
-    /// A POST's last answer is given: its stream ends, and is kept for replay only if it
-    /// was a stream.
+    /// A POST's last answer is given: its stream ends (its events stay in the replay log
+    /// while it has room), and nothing of it is kept but them.
     fn finish(&self, r: &mut Routing, stream_id: u64) {
         r.open_posts.retain(|s| *s != stream_id);
         r.progress.retain(|_, s| *s != stream_id);
-        let Some(stream) = r.streams.get_mut(&stream_id) else {
-            return;
-        };
-        match &mut stream.mode {
-            Mode::Json(answers, tx) => {
-                if let Some(tx) = tx.take() {
-                    let _ = tx.send(std::mem::take(answers));
-                }
-                r.streams.remove(&stream_id);
-            }
-            Mode::Sse(sink) if !stream.events.is_empty() => {
-                *sink = None;
-                r.finished.push_back(stream_id);
-                while r.finished.len() > FINISHED_KEPT {
-                    if let Some(old) = r.finished.pop_front() {
-                        r.streams.remove(&old);
-                    }
-                }
-            }
-            _ => {
-                r.streams.remove(&stream_id);
-            }
+        if let Some(Stream {
+            mode: Mode::Json(answers, Some(tx)),
+            ..
+        }) = r.streams.remove(&stream_id)
+        {
+            let _ = tx.send(answers);
         }
     }
 
@@ -245,15 +301,18 @@ impl Router {
             Some((s.parse::<u64>().ok()?, q.parse::<u64>().ok()?))
         });
         if let Some((stream_id, seq)) = resume {
-            let live = r.open_posts.contains(&stream_id) || r.get_stream == Some(stream_id);
-            if let Some(stream) = r.streams.get_mut(&stream_id) {
-                for (_, e) in stream.events.iter().filter(|(s, _)| *s > seq) {
+            let live = r.streams.contains_key(&stream_id);
+            if live || r.replay.holds(stream_id) {
+                let missed = r.replay.events.iter();
+                for (_, _, e) in missed.filter(|(s, q, _)| *s == stream_id && *q > seq) {
                     if tx.try_send(e.clone()).is_err() {
                         break;
                     }
                 }
-                if live {
-                    stream.mode = Mode::Sse(Some(tx));
+                if let Some(stream) = r.streams.get_mut(&stream_id) {
+                    if matches!(stream.mode, Mode::Sse(_)) {
+                        stream.mode = Mode::Sse(Some(tx));
+                    }
                 }
                 return;
             }
@@ -262,13 +321,15 @@ impl Router {
         r.streams.insert(
             stream_id,
             Stream {
-                events: VecDeque::new(),
                 next_seq: 0,
                 mode: Mode::Sse(Some(tx)),
                 pending: 0,
             },
         );
-        r.get_stream = Some(stream_id);
+        // The GET stream it replaces goes; its events stay for replay while they fit.
+        if let Some(old) = r.get_stream.replace(stream_id) {
+            r.streams.remove(&old);
+        }
         for m in std::mem::take(&mut r.parked) {
             self.push(&mut r, stream_id, m);
         }

@@ -1,0 +1,168 @@
+//! [`HttpOptions`]: what the endpoint accepts and every bound it keeps, in one place.
+
+use std::time::Duration;
+
+/// How the HTTP endpoint behaves, and the bounds that keep one client (or many) from
+/// holding memory, file descriptors or tasks without end.
+///
+/// Built from [`HttpOptions::default`] with the setters, each named after its field:
+///
+/// ```
+/// # use std::time::Duration;
+/// let o = mcp_server::http::HttpOptions::default()
+///     .max_sessions(100)
+///     .session_idle_timeout(Duration::from_secs(60));
+/// assert_eq!(o.max_sessions, 100);
+/// ```
+///
+/// Sessions, requests and replay:
+///
+/// | field | default | past it |
+/// | --- | --- | --- |
+/// | `max_body_bytes` | 4 MiB | `413` |
+/// | `body_read_timeout` | 30 s | `408` (the body came too slowly) |
+/// | `session_idle_timeout` | 10 min | the session ends; its id gets `404`, so the client initialises again |
+/// | `max_sessions` | 1024 | `503` with a JSON-RPC error to a new `initialize` |
+/// | `max_in_flight_per_session` | 64 | `429` with a JSON-RPC error to the POST |
+/// | `replay_events` / `replay_bytes` | 256 / 1 MiB per session | the oldest events are forgotten |
+///
+/// Connections (used by [`super::serve`]):
+///
+/// | field | default | past it |
+/// | --- | --- | --- |
+/// | `header_read_timeout` | 10 s | the connection is closed |
+/// | `idle_timeout` | 60 s | the connection is closed |
+/// | `max_connections` | 512 | new connections wait in the listen backlog |
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HttpOptions {
+    /// The endpoint path (default `/mcp`).
+    pub path: String,
+    /// Host names accepted in `Host` (any port). Default: loopback names only.
+    pub allowed_hosts: Vec<String>,
+    /// Host names accepted in `Origin` (any scheme and port), when the header is present.
+    /// Default: loopback names only.
+    pub allowed_origins: Vec<String>,
+    /// Largest request body (default 4 MiB); larger is `413`.
+    pub max_body_bytes: usize,
+    /// How long a request body may take to arrive once its headers have (default 30 s);
+    /// slower is `408`. Bounds a client that trickles a body to hold a request open.
+    pub body_read_timeout: Duration,
+    /// How often an idle SSE stream gets a keep-alive comment (default 15 s).
+    pub keep_alive: Duration,
+    /// SSE events a legacy session keeps for `Last-Event-ID` replay, across all its
+    /// streams, newest kept (default 256).
+    pub replay_events: usize,
+    /// The most bytes of SSE events a legacy session keeps for replay (default 1 MiB);
+    /// the oldest go first.
+    pub replay_bytes: usize,
+    /// A legacy session with no request running and no stream open for this long ends
+    /// (default 10 minutes): the handler sees it end as it would a `DELETE`, and its id
+    /// gets `404`, which tells the client to initialise again (spec, Session Management).
+    pub session_idle_timeout: Duration,
+    /// The most legacy sessions open at once (default 1024). An `initialize` past it is
+    /// refused with `503 Service Unavailable` and a JSON-RPC error: the server is full
+    /// for now, not the client wrong (a `4xx` would say so), and sessions free up as
+    /// their clients delete them or they expire. Sessions already open are never evicted
+    /// to make room: a client in the middle of its work keeps its session.
+    pub max_sessions: usize,
+    /// The most requests one legacy session may have unanswered at once (default 64). A
+    /// POST that would go past it is refused whole with `429 Too Many Requests` and a
+    /// JSON-RPC error for each of its requests; nothing is queued.
+    pub max_in_flight_per_session: usize,
+    /// The whole request head must arrive within this long of the connection being
+    /// ready for it: opened, or done with the previous response (default 10 s).
+    /// Closes a client that sends its headers slowly (slowloris) and, since hyper starts
+    /// counting when a keep-alive connection waits for its next request, one that keeps
+    /// an idle connection open.
+    pub header_read_timeout: Duration,
+    /// A connection on which no byte moves for this long is closed (default 60 s) when
+    /// no request is being served on it, or when its response is waiting for the client
+    /// to read. A request the server is still working on (a long tool call) keeps it.
+    pub idle_timeout: Duration,
+    /// The most connections served at once (default 512). Past it, [`super::serve`]
+    /// stops accepting: new connections wait in the kernel's listen backlog (and are
+    /// refused by the kernel once it is full) until one closes. Keep it below the
+    /// process's file descriptor limit, with room for what else the process opens.
+    pub max_connections: usize,
+}
+
+fn loopback() -> Vec<String> {
+    ["localhost", "127.0.0.1", "[::1]", "::1"]
+        .map(String::from)
+        .to_vec()
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            path: "/mcp".into(),
+            allowed_hosts: loopback(),
+            allowed_origins: loopback(),
+            max_body_bytes: 4 * 1024 * 1024,
+            body_read_timeout: Duration::from_secs(30),
+            keep_alive: Duration::from_secs(15),
+            replay_events: 256,
+            replay_bytes: 1024 * 1024,
+            session_idle_timeout: Duration::from_secs(600),
+            max_sessions: 1024,
+            max_in_flight_per_session: 64,
+            header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            max_connections: 512,
+        }
+    }
+}
+
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {
+        impl HttpOptions {
+            $(
+                $(#[$doc])*
+                #[must_use]
+                pub fn $name(mut self, value: $ty) -> Self {
+                    self.$name = value;
+                    self
+                }
+            )*
+        }
+    };
+}
+
+impl HttpOptions {
+    /// Sets [`HttpOptions::path`].
+    #[must_use]
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+}
+
+setters! {
+    /// Sets [`HttpOptions::allowed_hosts`].
+    allowed_hosts: Vec<String>;
+    /// Sets [`HttpOptions::allowed_origins`].
+    allowed_origins: Vec<String>;
+    /// Sets [`HttpOptions::max_body_bytes`].
+    max_body_bytes: usize;
+    /// Sets [`HttpOptions::body_read_timeout`].
+    body_read_timeout: Duration;
+    /// Sets [`HttpOptions::keep_alive`].
+    keep_alive: Duration;
+    /// Sets [`HttpOptions::replay_events`].
+    replay_events: usize;
+    /// Sets [`HttpOptions::replay_bytes`].
+    replay_bytes: usize;
+    /// Sets [`HttpOptions::session_idle_timeout`].
+    session_idle_timeout: Duration;
+    /// Sets [`HttpOptions::max_sessions`].
+    max_sessions: usize;
+    /// Sets [`HttpOptions::max_in_flight_per_session`].
+    max_in_flight_per_session: usize;
+    /// Sets [`HttpOptions::header_read_timeout`].
+    header_read_timeout: Duration;
+    /// Sets [`HttpOptions::idle_timeout`].
+    idle_timeout: Duration;
+    /// Sets [`HttpOptions::max_connections`].
+    max_connections: usize;
+}

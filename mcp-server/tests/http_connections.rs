@@ -1,0 +1,268 @@
+//! The serving edge's connections are bounded: headers sent a byte at a time (slowloris)
+//! are cut off at the header timeout while other connections are served, an idle
+//! connection is closed, connections past the cap wait in the backlog until one closes,
+//! and running out of file descriptors does not end the server. Real sockets on
+//! 127.0.0.1; the last test runs this test binary again under `prlimit`.
+
+use std::io::{BufRead, BufReader as StdBufReader};
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mcp_server::http::{bind, HttpOptions};
+use mcp_server::{NoArgs, Outcome, Server};
+use mcp_types::protocol::{CallToolResult, ContentBlock};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+async fn start(options: HttpOptions) -> SocketAddr {
+    let mut tools = mcp_examples::echo_tools();
+    tools.tool(
+        "slow",
+        "Answers after 700 ms.",
+        |_: NoArgs, _ctx| async move {
+            tokio::time::sleep(Duration::from_millis(700)).await;
+            Ok(Outcome::Complete(CallToolResult {
+                content: vec![ContentBlock::text("late")],
+                ..Default::default()
+            }))
+        },
+    );
+    let server = Server::new(tools);
+    let (addr, _task) = bind("127.0.0.1:0".parse().expect("addr"), server, options)
+        .await
+        .expect("bind");
+    addr
+}
+
+fn post_text(addr: SocketAddr, body: &str, close: bool) -> String {
+    post_in(addr, body, close, "")
+}
+
+/// A POST with `extra` header lines (each ending in CRLF).
+fn post_in(addr: SocketAddr, body: &str, close: bool, extra: &str) -> String {
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: {}\r\n{}{extra}\r\n{body}",
+        body.len(),
+        if close { "Connection: close\r\n" } else { "" },
+    )
+}
+
+/// One response's head and body (`Content-Length` framing), read from `s`.
+async fn read_response(s: &mut TcpStream) -> (String, String) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = s.read(&mut chunk).await.expect("read");
+        assert!(
+            n > 0,
+            "closed before a response: {:?}",
+            String::from_utf8_lossy(&buf)
+        );
+        buf.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&buf).into_owned();
+        let Some((head, body)) = text.split_once("\r\n\r\n") else {
+            continue;
+        };
+        let len = head
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case("content-length")
+                    .then(|| v.trim().parse::<usize>().ok())?
+            })
+            .unwrap_or(0);
+        if body.len() >= len {
+            return (head.to_owned(), body[..len].to_owned());
+        }
+    }
+}
+
+/// An `initialize` on a fresh connection; its status line.
+async fn initialize_on_new_connection(addr: SocketAddr) -> String {
+    let mut s = TcpStream::connect(addr).await.expect("connect");
+    s.write_all(post_text(addr, INITIALIZE, true).as_bytes())
+        .await
+        .expect("write");
+    status(&read_response(&mut s).await.0)
+}
+
+fn status(head: &str) -> String {
+    head.lines().next().unwrap_or_default().to_owned()
+}
+
+/// Waits until the server closes `s` (a read of 0 or an error); how long that took.
+async fn closed_within(s: &mut TcpStream, limit: Duration) -> Duration {
+    let started = Instant::now();
+    let mut chunk = [0u8; 1024];
+    loop {
+        match tokio::time::timeout_at(
+            tokio::time::Instant::from_std(started + limit),
+            s.read(&mut chunk),
+        )
+        .await
+        {
+            Err(_) => panic!("still open after {limit:?}"),
+            Ok(Ok(0)) | Ok(Err(_)) => return started.elapsed(),
+            Ok(Ok(_)) => {}
+        }
+    }
+}
+
+#[tokio::test]
+async fn headers_sent_a_byte_at_a_time_are_cut_off_while_others_are_served() {
+    let addr = start(HttpOptions::default().header_read_timeout(Duration::from_millis(400))).await;
+    let mut slow = TcpStream::connect(addr).await.expect("connect");
+    let started = Instant::now();
+    let trickle = tokio::spawn(async move {
+        for b in post_text(addr, INITIALIZE, false).bytes() {
+            if slow.write_all(&[b]).await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if started.elapsed() > Duration::from_secs(3) {
+                break;
+            }
+        }
+        slow
+    });
+    // Meanwhile a normal call on its own connection is served.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(initialize_on_new_connection(addr).await, "HTTP/1.1 200 OK");
+    let mut slow = trickle.await.expect("joined");
+    let took = started.elapsed() + closed_within(&mut slow, Duration::from_millis(500)).await;
+    assert!(
+        took < Duration::from_millis(1500),
+        "a trickling client was cut off only after {took:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_idle_connection_is_closed_but_a_long_call_is_not() {
+    let options = HttpOptions::default().idle_timeout(Duration::from_millis(300));
+    let addr = start(options).await;
+    let mut s = TcpStream::connect(addr).await.expect("connect");
+    s.write_all(post_text(addr, INITIALIZE, false).as_bytes())
+        .await
+        .expect("write");
+    let (head, _) = read_response(&mut s).await;
+    assert_eq!(status(&head), "HTTP/1.1 200 OK");
+    let session = head
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp-session-id: "))
+        .expect("a session")
+        .to_owned();
+    // A call with nothing on the wire for longer than the idle timeout completes.
+    let call =
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{}}}"#;
+    let extra = format!("Mcp-Session-Id: {session}\r\n");
+    s.write_all(post_in(addr, call, false, &extra).as_bytes())
+        .await
+        .expect("write");
+    let (head, body) = read_response(&mut s).await;
+    assert_eq!(status(&head), "HTTP/1.1 200 OK");
+    assert!(body.contains("late"), "{body}");
+    // Kept alive, then idle: closed by the idle timeout (the header timeout is 10 s).
+    let took = closed_within(&mut s, Duration::from_secs(2)).await;
+    assert!(
+        took >= Duration::from_millis(250),
+        "closed too soon: {took:?}"
+    );
+}
+
+#[tokio::test]
+async fn connections_past_the_cap_wait_until_one_closes() {
+    let addr = start(HttpOptions::default().max_connections(2)).await;
+    let first = TcpStream::connect(addr).await.expect("connect");
+    let _second = TcpStream::connect(addr).await.expect("connect");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let third = tokio::spawn(initialize_on_new_connection(addr));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!third.is_finished(), "served past the cap");
+    drop(first);
+    let status = tokio::time::timeout(Duration::from_secs(2), third)
+        .await
+        .expect("served once a connection closed")
+        .expect("joined");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+}
+
+/// Set in the child process the last test starts.
+const CHILD: &str = "MCP_HTTP_BOUNDS_CHILD";
+
+/// In the child (under `prlimit`): serves on a port it prints, for a few seconds.
+#[tokio::test]
+#[ignore = "run by accept_errors_do_not_end_the_server, in a child process"]
+async fn serve_with_few_file_descriptors() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    mcp_examples::init_logging();
+    let addr = start(HttpOptions::default()).await;
+    println!("PORT {}", addr.port());
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    println!("STILL SERVING");
+}
+
+#[tokio::test]
+async fn accept_errors_do_not_end_the_server() {
+    let exe = std::env::current_exe().expect("the test binary");
+    let mut child = Command::new("prlimit")
+        .arg("--nofile=40:40")
+        .arg(exe)
+        .args([
+            "--exact",
+            "serve_with_few_file_descriptors",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(CHILD, "1")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("prlimit runs");
+    let mut out = StdBufReader::new(child.stdout.take().expect("stdout"));
+    let port = loop {
+        let mut line = String::new();
+        assert!(
+            out.read_line(&mut line).expect("read") > 0,
+            "the child ended"
+        );
+        if let Some(p) = line.trim().strip_prefix("PORT ") {
+            break p.parse::<u16>().expect("a port");
+        }
+    };
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    // More idle connections than the child has descriptors: it runs out while accepting.
+    let mut idle = Vec::new();
+    for _ in 0..60 {
+        idle.push(TcpStream::connect(addr).await.expect("connect (backlog)"));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        child.try_wait().expect("wait").is_none(),
+        "the server exited"
+    );
+    drop(idle);
+    // Once they close, a fresh connection is served.
+    let status = tokio::time::timeout(Duration::from_secs(3), initialize_on_new_connection(addr))
+        .await
+        .expect("served after the idle connections closed");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert!(
+        child.try_wait().expect("wait").is_none(),
+        "the server exited"
+    );
+    child.kill().expect("kill the child");
+    let _ = child.wait();
+    let mut log = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut log)
+        .expect("read stderr");
+    assert!(
+        log.contains("Too many open files"),
+        "the child never ran out of descriptors: {log}"
+    );
+}
