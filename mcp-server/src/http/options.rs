@@ -24,7 +24,7 @@ use std::time::Duration;
 /// | `session_idle_timeout` | 10 min | the session ends; its id gets `404`, so the client initialises again |
 /// | `max_sessions` | 1024 | `503` with a JSON-RPC error to a new `initialize` |
 /// | `max_in_flight_per_session` | 64 | `429` with a JSON-RPC error to the POST |
-/// | `replay_events` / `replay_bytes` | 256 / 1 MiB per session | the oldest events are forgotten |
+/// | `replay_events` / `replay_bytes` | 256 / 256 KiB per session | the oldest events are forgotten |
 ///
 /// Connections (used by [`super::serve`]):
 ///
@@ -53,8 +53,9 @@ pub struct HttpOptions {
     /// SSE events a legacy session keeps for `Last-Event-ID` replay, across all its
     /// streams, newest kept (default 256).
     pub replay_events: usize,
-    /// The most bytes of SSE events a legacy session keeps for replay (default 1 MiB);
-    /// the oldest go first.
+    /// The most bytes of SSE events a legacy session keeps for replay (default 256 KiB;
+    /// with `max_sessions` at its default, 256 MiB at most for all sessions); the oldest
+    /// go first.
     pub replay_bytes: usize,
     /// A legacy session with no request running and no stream open for this long ends
     /// (default 10 minutes): the handler sees it end as it would a `DELETE`, and its id
@@ -103,7 +104,7 @@ impl Default for HttpOptions {
             body_read_timeout: Duration::from_secs(30),
             keep_alive: Duration::from_secs(15),
             replay_events: 256,
-            replay_bytes: 1024 * 1024,
+            replay_bytes: 256 * 1024,
             session_idle_timeout: Duration::from_secs(600),
             max_sessions: 1024,
             max_in_flight_per_session: 64,
