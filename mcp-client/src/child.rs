@@ -147,4 +147,8 @@ impl Transport for ChildTransport {
     fn close_reason(&self) -> Option<CloseReason> {
         self.inner.close_reason()
     }
+
+    fn max_message_bytes(&self) -> Option<usize> {
+        self.inner.max_message_bytes()
+    }
 }

@@ -126,6 +126,16 @@ pub enum ClientError {
     /// There is no connection to send on, and none could be had (said why).
     #[error("{0}")]
     Unavailable(String),
+    /// The request is longer than the connection takes; it was not sent.
+    #[error(
+        "the request is about {bytes} bytes, over the {limit}-byte message limit of the connection"
+    )]
+    TooLarge {
+        /// Its length as written, at most this.
+        bytes: usize,
+        /// The connection's limit.
+        limit: usize,
+    },
 }
 
 impl From<RpcError> for ClientError {
@@ -134,6 +144,7 @@ impl From<RpcError> for ClientError {
             RpcError::Error(e) => ClientError::Server(e),
             RpcError::Closed(r) => ClientError::Closed(r),
             RpcError::Timeout(t) => ClientError::Timeout(t),
+            RpcError::TooLarge { bytes, limit } => ClientError::TooLarge { bytes, limit },
         }
     }
 }

@@ -192,7 +192,7 @@ impl Client {
                 drop(progress);
                 then(answer.map_err(ClientError::from))
             })
-            .map_err(|c| ClientError::Closed(c.0))?;
+            .map_err(ClientError::from)?;
         Ok(id)
     }
 

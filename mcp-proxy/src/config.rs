@@ -3,10 +3,12 @@
 //! revision spoken with that server; default: detect) and `allowTools`/`denyTools`
 //! (name patterns, `*` for any run; see [`ToolFilter`]), `session` (`"per-host"`, the
 //! default, or `"shared"`; see [`SessionMode`]) with `maxHostSessions` and
-//! `hostSessionIdleSeconds`, and a top-level `gateway`
-//! object: `separator`, `maxNameLength`, `confirmDestructive` (ask the host's user
-//! before a call to a tool that may be destructive; see [`crate::policy`]) and
-//! `surface` (`"direct"`, or `"dispatcher"` for three dispatcher tools).
+//! `hostSessionIdleSeconds`, `callTimeoutSeconds` (longest one call may take; default:
+//! the gateway's) and `maxMessageBytes` (longest stdio message each way; default 16 MiB),
+//! and a top-level `gateway` object: `separator`, `maxNameLength`, `confirmDestructive`
+//! (ask the host's user before a call to a tool that may be destructive; see
+//! [`crate::policy`]), `surface` (`"direct"`, or `"dispatcher"` for three dispatcher
+//! tools) and `callTimeoutSeconds` (default 120).
 //!
 //! ```json
 //! {"mcpServers": {
@@ -169,6 +171,17 @@ impl Fields<'_> {
         }
     }
 
+    /// A positive integer member, if present.
+    fn positive(&self, field: &str) -> Result<Option<u64>, Problem> {
+        match self.obj.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => match v.as_u64().filter(|n| *n >= 1) {
+                Some(n) => Ok(Some(n)),
+                None => Err(self.problem(field, "must be a positive integer")),
+            },
+        }
+    }
+
     fn flag(&self, field: &str) -> Result<bool, Problem> {
         match self.obj.get(field) {
             None | Some(Value::Null) => Ok(false),
@@ -207,6 +220,12 @@ fn server(key: &str, s: &Value) -> Result<UpstreamConfig, Problem> {
             deny: f.strings("denyTools")?,
         },
         session: session_mode(obj).map_err(|(field, problem)| f.problem(field, problem))?,
+        call_timeout: f
+            .positive("callTimeoutSeconds")?
+            .map(std::time::Duration::from_secs),
+        max_message_bytes: f
+            .positive("maxMessageBytes")?
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
     })
 }
 
@@ -267,6 +286,9 @@ fn gateway(g: &Value) -> Result<AggregatorOptions, Problem> {
             return Err(f.problem("surface", "must be \"direct\" or \"dispatcher\""));
         }
     };
+    if let Some(secs) = f.positive("callTimeoutSeconds")? {
+        options.call_timeout = std::time::Duration::from_secs(secs);
+    }
     options.namespacing = Arc::new(naming);
     Ok(options)
 }
@@ -290,6 +312,32 @@ mod tests {
         );
         assert!(ups[1].trusted && ups[1].namespace.as_deref() == Some("w"));
         assert_eq!(ups[0].tools, ToolFilter::default());
+    }
+
+    #[test]
+    fn timeouts_and_message_limits() {
+        let (ups, options) = parse(
+            r#"{"mcpServers": {"a": {"command": "x", "callTimeoutSeconds": 5, "maxMessageBytes": 4096},
+                               "b": {"command": "y"}},
+                "gateway": {"callTimeoutSeconds": 30}}"#,
+            "c.json",
+        )
+        .expect("valid");
+        assert_eq!(ups[0].call_timeout, Some(std::time::Duration::from_secs(5)));
+        assert_eq!(ups[0].max_message_bytes, Some(4096));
+        assert_eq!(
+            (ups[1].call_timeout, ups[1].max_message_bytes),
+            (None, None)
+        );
+        assert_eq!(options.call_timeout, std::time::Duration::from_secs(30));
+        for bad in [
+            r#"{"mcpServers": {"a": {"command": "x", "callTimeoutSeconds": 0}}}"#,
+            r#"{"mcpServers": {"a": {"command": "x", "maxMessageBytes": "big"}}}"#,
+            r#"{"mcpServers": {}, "gateway": {"callTimeoutSeconds": -1}}"#,
+        ] {
+            let e = parse(bad, "c.json").expect_err(bad);
+            assert!(e.problem.contains("positive integer"), "{bad}: {e}");
+        }
     }
 
     #[test]

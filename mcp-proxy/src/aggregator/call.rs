@@ -97,7 +97,7 @@ impl Aggregator {
                 return canonical(refusal);
             }
         }
-        let plan = self.task_plan(ctx, &name, tool)?;
+        let plan = self.task_plan(ctx, i, &name, tool)?;
         // TOOL-18: only a tool its trusted upstream calls idempotent is called again after
         // the connection dropped under it; anything else might act twice.
         let may_retry = u.config.trusted && tool.is_idempotent();
@@ -140,6 +140,7 @@ impl Aggregator {
     pub(super) fn task_plan(
         &self,
         ctx: &RequestContext,
+        i: usize,
         name: &str,
         tool: &Tool,
     ) -> Result<TaskPlan, ErrorObject> {
@@ -161,7 +162,7 @@ impl Aggregator {
             Some(t) => Some(t),
             None if host_takes_task => None,
             None => Some(serde_json::Number::from(
-                self.inner.options.call_timeout.as_millis() as u64,
+                self.call_timeout(i).as_millis() as u64
             )),
         };
         Ok(TaskPlan {

@@ -86,7 +86,7 @@ impl Aggregator {
         if let Ok(mut s) = fast.slot.lock() {
             *s = Some(slot);
         }
-        let timeout = Some(self.inner.options.call_timeout);
+        let timeout = Some(self.call_timeout(p.i));
         let answered = fast.clone();
         match fast
             .client
@@ -131,7 +131,7 @@ impl Aggregator {
         if gated {
             return None;
         }
-        let plan = self.task_plan(ctx, &name, tool).ok()?;
+        let plan = self.task_plan(ctx, i, &name, tool).ok()?;
         if plan.as_task {
             return None;
         }

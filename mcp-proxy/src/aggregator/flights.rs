@@ -57,7 +57,7 @@ impl Aggregator {
             Some(state) => self.resume(state, method_name, ctx)?,
             None => {
                 let link = self.link(i, ctx).await?;
-                self.launch(link, method_name, params, ctx)
+                self.launch(i, link, method_name, params, ctx)
             }
         };
         self.drive(flight, ctx).await
@@ -103,6 +103,7 @@ impl Aggregator {
     /// Sends a request on `link` as a flight for the host of `ctx` to drive.
     pub(super) fn launch(
         &self,
+        i: usize,
         link: crate::sessions::Link,
         method_name: &str,
         params: RawObject<'_>,
@@ -119,7 +120,7 @@ impl Aggregator {
         };
         let cancel = Arc::new(tokio::sync::Notify::new());
         let opts = CallOptions {
-            timeout: Some(self.inner.options.call_timeout),
+            timeout: Some(self.call_timeout(i)),
             progress: tx,
             return_input_required: true,
             cancel: Some(cancel.clone()),

@@ -51,6 +51,13 @@ pub struct UpstreamConfig {
     pub tools: ToolFilter,
     /// How hosts share it, if it speaks a legacy revision (default: a session per host).
     pub session: SessionMode,
+    /// Longest it may take to answer one call; default: [`AggregatorOptions::call_timeout`].
+    pub call_timeout: Option<Duration>,
+    /// Longest message exchanged with it over stdio, each way (default: the stdio
+    /// transport's 16 MiB). A call whose request would be longer fails at once, naming
+    /// the limit, instead of being refused by the upstream with an error that names no
+    /// request.
+    pub max_message_bytes: Option<usize>,
 }
 
 impl UpstreamConfig {
@@ -65,6 +72,8 @@ impl UpstreamConfig {
             revision: None,
             tools: ToolFilter::default(),
             session: SessionMode::default(),
+            call_timeout: None,
+            max_message_bytes: None,
         }
     }
 }

@@ -101,6 +101,12 @@ impl Aggregator {
             .await
     }
 
+    /// Longest upstream `i` may take to answer one call: its own limit, else the gateway's.
+    pub(super) fn call_timeout(&self, i: usize) -> std::time::Duration {
+        let own = self.inner.upstreams[i].config.call_timeout;
+        own.unwrap_or(self.inner.options.call_timeout)
+    }
+
     /// A connection to `u` declaring `capabilities`, its requests routed among `calls`.
     pub(super) async fn open(
         &self,
@@ -118,14 +124,21 @@ impl Aggregator {
         let options = ClientOptions {
             era,
             capabilities,
-            request_timeout: Some(self.inner.options.call_timeout),
+            request_timeout: Some(
+                config
+                    .call_timeout
+                    .unwrap_or(self.inner.options.call_timeout),
+            ),
             ..Default::default()
         };
         let connect = async {
             match &config.transport {
                 UpstreamTransport::Stdio(cmd) => {
-                    let t = ChildTransport::spawn(cmd)
+                    let mut t = ChildTransport::spawn(cmd)
                         .map_err(|e| format!("cannot start `{}`: {e}", cmd.command))?;
+                    if let Some(limit) = config.max_message_bytes {
+                        t = t.with_max_message_bytes(limit);
+                    }
                     Client::connect(t, bridge(), options)
                         .await
                         .map_err(|e| e.to_string())

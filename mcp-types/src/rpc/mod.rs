@@ -26,7 +26,7 @@ use tokio::sync::oneshot;
 use crate::jsonrpc::{ErrorResponse, Frame, Message, Notification, Request, RequestId, Response};
 use crate::protocol::method;
 use crate::transport::{CloseReason, Closed, Incoming, Transport, TrySendError};
-use crate::ErrorObject;
+use crate::{codes, ErrorObject};
 use pending::Pending;
 
 /// Why a request this side sent got no result.
@@ -41,7 +41,20 @@ pub enum RpcError {
     /// No answer in time; a `notifications/cancelled` was sent.
     #[error("no answer within {0:?}; the request was cancelled")]
     Timeout(Duration),
+    /// The request is longer than the transport takes (see
+    /// [`Transport::max_message_bytes`]); it was not sent.
+    #[error("the request is about {bytes} bytes, over the {limit}-byte message limit")]
+    TooLarge {
+        /// Its length as written, at most this.
+        bytes: usize,
+        /// The transport's limit.
+        limit: usize,
+    },
 }
+
+/// What the envelope around a request's params takes at most, a newline included:
+/// `{"jsonrpc":"2.0","id":<20 digits>,"method":"","params":}`.
+const REQUEST_ENVELOPE_BYTES: usize = 66;
 
 /// Handles what the other side sends.
 #[async_trait]
@@ -177,6 +190,7 @@ impl Peer {
         if let Some(reason) = self.close_reason() {
             return Err(RpcError::Closed(reason));
         }
+        self.fits(method_name, params.as_deref())?;
         let rx = self.shared.pending.wait(id.clone());
         let msg = Message::Request(Request {
             id: id.clone(),
@@ -220,10 +234,11 @@ impl Peer {
         params: Option<Box<RawValue>>,
         timeout: Option<Duration>,
         then: impl FnOnce(Answer) + Send + 'static,
-    ) -> Result<(), Closed> {
+    ) -> Result<(), RpcError> {
         if let Some(reason) = self.close_reason() {
-            return Err(Closed(reason));
+            return Err(RpcError::Closed(reason));
         }
+        self.fits(method_name, params.as_deref())?;
         if self
             .shared
             .pending
@@ -245,7 +260,22 @@ impl Peer {
             params,
             extra: Default::default(),
         });
-        self.send_now(msg).inspect_err(|_| self.forget(&id))
+        self.send_now(msg)
+            .inspect_err(|_| self.forget(&id))
+            .map_err(|Closed(reason)| RpcError::Closed(reason))
+    }
+
+    /// `Ok` when a request fits the transport's message limit.
+    fn fits(&self, method_name: &str, params: Option<&RawValue>) -> Result<(), RpcError> {
+        let Some(limit) = self.shared.transport.max_message_bytes() else {
+            return Ok(());
+        };
+        let bytes =
+            params.map_or(0, |p| p.get().len()) + method_name.len() + REQUEST_ENVELOPE_BYTES;
+        match bytes <= limit {
+            true => Ok(()),
+            false => Err(RpcError::TooLarge { bytes, limit }),
+        }
     }
 
     /// Takes back a request sent with [`Peer::request_then`]: its callback is dropped
@@ -330,6 +360,29 @@ impl Peer {
         self.shared.transport.close().await;
     }
 
+    /// An error answer whose id is `null`: the peer could not read something this side
+    /// sent. It fails the request it can be tied to (the only one waiting, or the one
+    /// written last when the peer says it could not read a message), so that request does
+    /// not wait for its timeout; anything else is only logged.
+    fn unaddressed_error(&self, error: ErrorObject) {
+        let unreadable = matches!(error.code, codes::PARSE_ERROR | codes::INVALID_REQUEST);
+        let last = RequestId::from(self.shared.next_id.load(Ordering::Relaxed) - 1);
+        let tied = self
+            .shared
+            .pending
+            .sole()
+            .or_else(|| (unreadable && self.shared.pending.contains(&last)).then_some(last));
+        match tied {
+            Some(id) => {
+                tracing::warn!(%id, code = error.code, message = %error.message, "peer reported an error without an id; it fails the request it is tied to");
+                self.resolve(&id, Err(error));
+            }
+            None => {
+                tracing::warn!(code = error.code, message = %error.message, "peer reported an error")
+            }
+        }
+    }
+
     fn resolve(&self, id: &RequestId, answer: Result<Box<RawValue>, ErrorObject>) {
         match self.shared.pending.take(id) {
             Some(waiter) => waiter.answer(answer),
@@ -373,9 +426,7 @@ impl Peer {
             Message::Response(r) => self.resolve(&r.id, Ok(r.result)),
             Message::Error(e) => match e.id {
                 Some(id) => self.resolve(&id, Err(e.error)),
-                None => {
-                    tracing::warn!(code = e.error.code, message = %e.error.message, "peer reported an error")
-                }
+                None => self.unaddressed_error(e.error),
             },
         }
     }

@@ -137,6 +137,20 @@ impl Pending {
         start
     }
 
+    /// The id of the one request waiting, when exactly one is.
+    pub(crate) fn sole(&self) -> Option<RequestId> {
+        let t = self.0.lock().ok()?;
+        match t.waiters.len() {
+            1 => t.waiters.keys().next().cloned(),
+            _ => None,
+        }
+    }
+
+    /// Whether a request `id` is waiting.
+    pub(crate) fn contains(&self, id: &RequestId) -> bool {
+        self.0.lock().is_ok_and(|t| t.waiters.contains_key(id))
+    }
+
     /// Takes the waiter of `id`, if any.
     pub(crate) fn take(&self, id: &RequestId) -> Option<Taken> {
         let mut t = self.0.lock().ok()?;

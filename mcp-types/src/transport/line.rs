@@ -316,6 +316,11 @@ where
         self.recv_frame().await
     }
 
+    /// The limit this side reads with: a stdio peer is taken to read with the same.
+    fn max_message_bytes(&self) -> Option<usize> {
+        Some(self.max_message_bytes)
+    }
+
     async fn close(&self) {
         self.closed.record(CloseReason::Closed);
         self.shutdown.notify_waiters();

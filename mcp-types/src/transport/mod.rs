@@ -112,6 +112,13 @@ pub trait Transport: Send + Sync + 'static {
 
     /// The tools the server listed, for a transport that mirrors their arguments.
     fn tools_listed(&self, _tools: &[crate::protocol::Tool]) {}
+
+    /// The longest message the other side is taken to accept: a request longer than this
+    /// fails at once ([`crate::rpc::RpcError::TooLarge`]) instead of being refused by the
+    /// peer with an error that names no request. `None` (the default): no known limit.
+    fn max_message_bytes(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// A pointer to a transport is that transport: every method goes to the one it points to,
@@ -140,6 +147,9 @@ macro_rules! forward_transport {
             }
             fn tools_listed(&self, tools: &[crate::protocol::Tool]) {
                 (**self).tools_listed(tools)
+            }
+            fn max_message_bytes(&self) -> Option<usize> {
+                (**self).max_message_bytes()
             }
         }
     )+};

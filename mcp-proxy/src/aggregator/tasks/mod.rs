@@ -81,7 +81,7 @@ impl Aggregator {
                 json!({mcp_types::meta::CLIENT_CAPABILITIES: with_tasks_extension(ctx)});
         }
         let opts = CallOptions {
-            timeout: Some(self.inner.options.call_timeout),
+            timeout: Some(self.call_timeout(i)),
             ..Default::default()
         };
         client.request(method_name, params, &opts).await
@@ -110,7 +110,7 @@ impl Aggregator {
         task_id: &str,
         ctx: &RequestContext,
     ) -> Result<Option<Task>, ClientError> {
-        let limit = self.inner.options.call_timeout;
+        let limit = self.call_timeout(i);
         let deadline = tokio::time::Instant::now() + limit;
         let mut said: Option<String> = None;
         loop {
@@ -374,7 +374,7 @@ impl Aggregator {
                         method: method::TASKS_RESULT.into(),
                         reason: e.to_string(),
                     })?;
-                    Ok(self.launch(link?, method::TASKS_RESULT, p, ctx))
+                    Ok(self.launch(route.upstream, link?, method::TASKS_RESULT, p, ctx))
                 });
             match launched {
                 Ok(flight) => {
