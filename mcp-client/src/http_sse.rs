@@ -5,11 +5,11 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::http::Connector;
 use async_trait::async_trait;
 use bytes::Bytes;
 use http::{header, HeaderValue, Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HyperClient;
 use mcp_types::transport::{
     send_without_waiting, CloseReason, Closed, Incoming, Transport, TrySendError,
@@ -19,8 +19,6 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::http::{HttpConfig, HttpError};
 use crate::sse::SseParser;
-
-type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
 
 /// A connection to a 2024-11-05 HTTP+SSE server.
 pub struct SseTransport {
@@ -49,13 +47,9 @@ impl SseTransport {
             .url
             .parse()
             .map_err(|_| HttpError::Url(config.url.clone()))?;
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_webpki_roots()
-            .https_or_http()
-            .enable_http1()
-            .build();
         let client: HyperClient<Connector, Full<Bytes>> =
-            HyperClient::builder(hyper_util::rt::TokioExecutor::new()).build(connector);
+            HyperClient::builder(hyper_util::rt::TokioExecutor::new())
+                .build(crate::http::connector());
         let mut req = Request::new(Full::new(Bytes::new()));
         *req.method_mut() = Method::GET;
         *req.uri_mut() = url.clone();

@@ -116,7 +116,11 @@ pub trait ServerHandler: Send + Sync + 'static {
             serde_json::from_str(params.to_cow().get()).map_err(|e| {
                 ErrorObject::new(
                     codes::INVALID_PARAMS,
-                    format!("Invalid params for {}: {e}", method::TOOLS_CALL),
+                    format!(
+                        "Invalid params for {}: {}",
+                        method::TOOLS_CALL,
+                        mcp_types::raw::read_error(&e)
+                    ),
                 )
             })?;
         Ok(match self.call_tool(ctx, p).await? {

@@ -105,3 +105,20 @@ async fn modern_requests_with_an_unsupported_version_get_32022() {
         "a legacy request before initialize is refused with a reason"
     );
 }
+
+#[tokio::test]
+async fn params_nested_past_the_limit_are_refused_naming_it_on_stdio() {
+    let deep = format!("{}{}", "[".repeat(126), "]".repeat(126));
+    let modern_call = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"hello","arguments":{{"x":{deep}}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+    );
+    let a = converse(&[modern_call], 1 << 20).await;
+    assert_eq!(code(&a[0]), -32602, "{}", a[0]);
+    assert!(
+        a[0]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("nest deeper than the limit of 128")),
+        "{}",
+        a[0]
+    );
+}

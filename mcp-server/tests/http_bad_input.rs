@@ -341,3 +341,94 @@ async fn legacy_sessions_are_required_validated_and_independent() {
     assert_eq!(a.status, StatusCode::OK);
     assert!(a.body.is_some_and(|b| b["id"] == 1));
 }
+
+#[tokio::test]
+async fn bodies_not_declared_json_are_415_and_unacceptable_answers_406() {
+    let http = endpoint(1 << 20);
+    let list = modern(1, "tools/list", json!({}));
+    let mirrored = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/list"),
+    ];
+    let with = |extra: &[(&'static str, &'static str)]| {
+        let mut h = mirrored.to_vec();
+        h.extend_from_slice(extra);
+        h
+    };
+    for (headers, status, why) in [
+        (
+            with(&[ACCEPT, ("content-type", "text/plain")]),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "text/plain body",
+        ),
+        (
+            with(&[
+                ACCEPT,
+                ("content-type", "application/x-www-form-urlencoded"),
+            ]),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "form body",
+        ),
+        (with(&[]), StatusCode::NOT_ACCEPTABLE, "no Accept"),
+        (
+            with(&[("accept", "text/html")]),
+            StatusCode::NOT_ACCEPTABLE,
+            "Accept: text/html",
+        ),
+    ] {
+        let a = send(&http, "POST", &headers, &list).await;
+        assert_eq!((a.status, code(&a)), (status, -32600), "{why}");
+    }
+    for (headers, why) in [
+        (
+            with(&[ACCEPT, ("content-type", "application/json; charset=utf-8")]),
+            "JSON with a charset",
+        ),
+        (
+            with(&[
+                ("accept", "application/json"),
+                ("content-type", "Application/JSON"),
+            ]),
+            "JSON only, any case",
+        ),
+        (with(&[("accept", "*/*")]), "anything, no Content-Type"),
+    ] {
+        let a = send(&http, "POST", &headers, &list).await;
+        assert_eq!(a.status, StatusCode::OK, "{why}");
+        assert!(
+            a.body
+                .as_ref()
+                .is_some_and(|b| b["result"]["tools"].is_array()),
+            "{why}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn params_nested_past_the_limit_are_refused_naming_it() {
+    let http = endpoint(1 << 20);
+    let deep = format!("{}{}", "[".repeat(126), "]".repeat(126));
+    let call = modern(
+        3,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "x"}}),
+    )
+    .replace(r#""text":"x""#, &format!(r#""text":{deep}"#));
+    let headers = [
+        ACCEPT,
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "echo"),
+    ];
+    let a = send(&http, "POST", &headers, &call).await;
+    let message = a
+        .body
+        .as_ref()
+        .and_then(|b| b["error"]["message"].as_str())
+        .unwrap_or_default();
+    assert_eq!(code(&a), -32602, "{:?}", a.body);
+    assert!(
+        message.contains("nest deeper than the limit of 128"),
+        "{message}"
+    );
+}

@@ -1,7 +1,7 @@
 //! What a request must show before it is served: an allowed Host and Origin, and for
 //! 2026-07-28 the mirrored headers that match its body.
 
-use http::{header, HeaderMap};
+use http::{header, HeaderMap, StatusCode};
 use mcp_types::raw::RawObject;
 use mcp_types::{codes, headers, meta, Request};
 
@@ -9,6 +9,49 @@ use crate::session::RequestMeta;
 
 pub(super) fn header_str<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
     h.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// The media types of a header's list (`a/b;q=1, c/d`), lowercased, parameters dropped.
+fn media_types(value: &str) -> impl Iterator<Item = String> + '_ {
+    value.split(',').map(|m| {
+        let essence = m.split(';').next().unwrap_or_default();
+        essence.trim().to_ascii_lowercase()
+    })
+}
+
+/// Why a POST cannot be served as it is declared: a body whose `Content-Type` is not
+/// JSON (415), or an `Accept` that allows neither `application/json` nor
+/// `text/event-stream` (406; the spec requires clients to list both, and a missing one
+/// allows nothing this endpoint sends). A body without `Content-Type` is read as JSON.
+pub(super) fn check_post_media(h: &HeaderMap) -> Result<(), (StatusCode, String)> {
+    if let Some(ct) = h.get(header::CONTENT_TYPE) {
+        let json = ct.to_str().is_ok_and(|v| {
+            media_types(v)
+                .next()
+                .is_some_and(|m| m == "application/json")
+        });
+        if !json {
+            return Err((
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                format!("Unsupported Media Type: Content-Type {ct:?} is not application/json"),
+            ));
+        }
+    }
+    let answers = [
+        "application/json",
+        "text/event-stream",
+        "application/*",
+        "*/*",
+    ];
+    let acceptable = header_str(h, header::ACCEPT.as_str())
+        .is_some_and(|a| media_types(a).any(|m| answers.contains(&m.as_str())));
+    if !acceptable {
+        return Err((
+            StatusCode::NOT_ACCEPTABLE,
+            "Not Acceptable: Accept must list application/json and text/event-stream".into(),
+        ));
+    }
+    Ok(())
 }
 
 pub(super) fn accepts_sse(h: &HeaderMap) -> bool {
@@ -45,11 +88,13 @@ pub(super) fn check_modern_headers(h: &HeaderMap, r: &Request) -> Result<(), (i6
     let Some(header_version) = header_str(h, headers::PROTOCOL_VERSION) else {
         return Err(mismatch("missing MCP-Protocol-Version header".into()));
     };
-    let params = r
-        .params
-        .as_deref()
-        .and_then(|p| RawObject::from_raw(p).ok())
-        .unwrap_or_default();
+    let params = match r.params.as_deref().map(RawObject::from_raw) {
+        Some(Err(e)) if mcp_types::raw::is_too_deep(&e) => {
+            return Err((codes::INVALID_PARAMS, mcp_types::raw::read_error(&e)))
+        }
+        Some(p) => p.unwrap_or_default(),
+        None => RawObject::new(),
+    };
     let envelope = RequestMeta::of(Some(&params));
     if envelope.protocol_version.is_none() {
         return Err(lacks(meta::PROTOCOL_VERSION));

@@ -55,7 +55,7 @@ use mcp_types::protocol::method;
 use mcp_types::{codes, headers, Frame, Message, Revision};
 
 use crate::Server;
-use checks::{accepts_sse, allowed, header_str, host_of};
+use checks::{accepts_sse, allowed, check_post_media, header_str, host_of};
 pub use conn::serve;
 use legacy::LegacySession;
 pub use options::HttpOptions;
@@ -143,7 +143,13 @@ impl StreamableHttp {
             }
         }
         match *req.method() {
-            Method::POST => self.post(req).await,
+            Method::POST => match check_post_media(req.headers()) {
+                Ok(()) => self.post(req).await,
+                Err((status, why)) => {
+                    tracing::info!(%status, "POST refused: {why}");
+                    rpc_error(status, None, codes::INVALID_REQUEST, why)
+                }
+            },
             Method::GET => self.get(req.headers()).await,
             Method::DELETE => self.delete(req.headers()).await,
             _ => respond(StatusCode::METHOD_NOT_ALLOWED, empty(), None),

@@ -23,7 +23,7 @@ use mcp_revisions::negotiate::{
 };
 use mcp_revisions::shapes::{self, Direction};
 use mcp_types::protocol::*;
-use mcp_types::raw::RawObject;
+use mcp_types::raw::{self, RawObject};
 use mcp_types::rpc::{Inbound, Peer};
 use mcp_types::{codes, ErrorObject, Message, Notification, Request, RequestId, Revision};
 use serde::de::DeserializeOwned;
@@ -73,7 +73,7 @@ fn decode<T: DeserializeOwned>(
     params: Option<&RawValue>,
 ) -> Result<T, ErrorObject> {
     serde_json::from_str(params.map_or("{}", RawValue::get))
-        .map_err(|e| invalid_params(method_name, e))
+        .map_err(|e| invalid_params(method_name, raw::read_error(&e)))
 }
 
 fn internal(e: impl std::fmt::Display) -> ErrorObject {
@@ -301,11 +301,18 @@ impl Inbound for Session {
             f.insert(req.id.clone(), cancelled.clone());
         }
         // Params are read one level deep, once; params that are not an object read as none
-        // here and get the typed decoder's error where a method needs them.
-        let params = req
-            .params
-            .as_deref()
-            .and_then(|p| RawObject::from_raw(p).ok());
+        // here and get the typed decoder's error where a method needs them. Params nested
+        // too deep to read are refused saying so, not read as if they had no `_meta`.
+        let params = match req.params.as_deref().map(RawObject::from_raw) {
+            Some(Err(e)) if raw::is_too_deep(&e) => {
+                let error = invalid_params(&req.method, raw::read_error(&e));
+                self.answered(&req.id);
+                let revision = self.revision_of(&RequestMeta::of(None));
+                return self.message(req.id, &req.method, revision, Err(error));
+            }
+            Some(p) => p.ok(),
+            None => None,
+        };
         let meta = RequestMeta::of(params.as_ref());
         let revision = self.revision_of(&meta);
         let out = self

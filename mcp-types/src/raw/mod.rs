@@ -93,6 +93,24 @@ impl fmt::Debug for RawObject<'_> {
 /// Why text could not be read as a [`RawObject`].
 pub type Error = serde_json::Error;
 
+/// How deep a value read as a [`RawObject`] (or decoded) may nest: serde_json's limit,
+/// which keeps a reader's stack bounded.
+pub const MAX_NESTING: usize = 128;
+
+/// Whether `e` is a value nested deeper than [`MAX_NESTING`].
+pub fn is_too_deep(e: &Error) -> bool {
+    e.to_string().starts_with("recursion limit exceeded")
+}
+
+/// What a peer is told when its params could not be read: for params nested deeper
+/// than [`MAX_NESTING`], the limit by name (serde_json says only "recursion limit").
+pub fn read_error(e: &Error) -> String {
+    match is_too_deep(e) {
+        true => format!("params nest deeper than the limit of {MAX_NESTING} levels"),
+        false => e.to_string(),
+    }
+}
+
 impl<'a> RawObject<'a> {
     /// An empty object.
     pub fn new() -> Self {
