@@ -184,19 +184,8 @@ async fn subscribe(host: &Client, uri: &str, on: bool) -> Result<(), ClientError
 
 /// The updates a host heard before the next one of END (which ends a round).
 async fn round(notes: &mut Receiver<TypedNotification>) -> Vec<String> {
-    let mut heard = Vec::new();
-    loop {
-        let note = tokio::time::timeout(Duration::from_secs(5), notes.recv())
-            .await
-            .expect("the round's END update arrives")
-            .expect("notifications");
-        if let TypedNotification::ResourceUpdated(p) = note {
-            if p.uri == END {
-                return heard;
-            }
-            heard.push(p.uri);
-        }
-    }
+    let heard = listened(notes).await;
+    heard.into_iter().map(|(uri, _)| uri).collect()
 }
 
 #[tokio::test]
@@ -375,7 +364,8 @@ async fn nothing_is_declared_or_subscribed_when_no_upstream_can() {
     agg.shutdown().await;
 }
 
-/// The 2026-07-28 host's listen stream's updates before the next END.
+/// The updates a host heard before the next END, each with the listen stream's
+/// `subscriptionId` it carried (a 2026-07-28 host's; `None` for a legacy host).
 async fn listened(notes: &mut Receiver<TypedNotification>) -> Vec<(String, Option<Value>)> {
     let mut heard = Vec::new();
     loop {
