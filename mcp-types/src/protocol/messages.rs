@@ -118,8 +118,14 @@ fn decode<T: DeserializeOwned>(
     })
 }
 
-fn raw_value(raw: Option<&RawValue>) -> Option<Value> {
-    raw.and_then(|r| serde_json::from_str(r.get()).ok())
+/// The params of a method this crate does not know, as a `Value`; an error (never `None`)
+/// when they do not read as one (a number beyond `f64`, say), so nothing is dropped unseen.
+fn raw_value(
+    what: &'static str,
+    method: &str,
+    raw: Option<&RawValue>,
+) -> Result<Option<Value>, DecodeError> {
+    raw.map(|r| decode(what, method, Some(r))).transpose()
 }
 
 macro_rules! typed_enum {
@@ -149,7 +155,7 @@ macro_rules! typed_enum {
             pub fn decode(method: &str, params: Option<&RawValue>) -> Result<Self, DecodeError> {
                 Ok(match method {
                     $( $($method)|+ => $name::$variant(decode($what, method, params)?), )*
-                    _ => $name::Other { method: method.to_owned(), params: raw_value(params) },
+                    _ => $name::Other { method: method.to_owned(), params: raw_value($what, method, params)? },
                 })
             }
 
@@ -406,6 +412,23 @@ mod tests {
             TypedResult::decode("vendor/thing", &r),
             Ok(TypedResult::Other(_))
         ));
+    }
+
+    #[test]
+    fn unknown_methods_keep_their_params_or_say_why_not() {
+        let p = raw(r#"{"x":[1,"a"]}"#);
+        assert_eq!(
+            TypedRequest::decode("vendor/thing", Some(&p)).expect("decodes"),
+            TypedRequest::Other {
+                method: "vendor/thing".into(),
+                params: Some(serde_json::json!({"x": [1, "a"]}))
+            }
+        );
+        // Found by the `typed` fuzz target: params no `Value` holds were dropped silently.
+        let p = raw(r#"{"x":1e400}"#);
+        let e = TypedRequest::decode("vendor/thing", Some(&p)).unwrap_err();
+        assert_eq!(e.method, "vendor/thing");
+        assert!(TypedNotification::decode("vendor/thing", Some(&p)).is_err());
     }
 
     #[test]
