@@ -28,6 +28,8 @@ mod aggregator;
 mod bridge;
 pub mod config;
 pub mod dispatcher;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod naming;
 pub mod policy;
 pub mod sessions;

@@ -30,6 +30,8 @@
 mod checks;
 mod conn;
 mod exchange;
+#[doc(hidden)]
+pub mod fuzzing;
 mod legacy;
 mod modern;
 mod options;
