@@ -8,14 +8,24 @@
 //! It runs on one thread unless `--threads N` asks for more: a relay spends its time
 //! moving small messages between sockets and pipes, where handing work between threads
 //! costs more CPU than it saves (measured in README.md).
+//!
+//! `SIGTERM` or `SIGINT` (and on stdio, stdin closing) stops it gracefully: no new
+//! requests, calls in flight finished for up to `--drain SECONDS` (10 by default), then
+//! every upstream closed (a stdio upstream: stdin closed, then `SIGTERM`, then `SIGKILL`
+//! to its process group, two seconds apart), and exit status 0.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport};
-use mcp_server::http::{bind, HttpOptions};
+use mcp_server::http::{bind_with_shutdown, HttpOptions};
 use mcp_server::{Server, ServerOptions};
 use mcp_types::protocol::Implementation;
+use mcp_types::transport::Transport;
+use tokio::signal::unix::{signal, Signal, SignalKind};
 
 fn usage() -> ! {
-    eprintln!("usage: gateway [--config FILE] [--http ADDR] [--threads N]");
+    eprintln!("usage: gateway [--config FILE] [--http ADDR] [--threads N] [--drain SECONDS]");
     std::process::exit(2)
 }
 
@@ -38,6 +48,8 @@ struct Args {
     config: Option<String>,
     http: Option<String>,
     threads: usize,
+    /// How long a graceful stop lets calls in flight finish.
+    drain: Duration,
 }
 
 fn args() -> Args {
@@ -46,6 +58,7 @@ fn args() -> Args {
         config: None,
         http: None,
         threads: 1,
+        drain: Duration::from_secs(10),
     };
     while let Some(a) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| usage());
@@ -53,6 +66,10 @@ fn args() -> Args {
             "--config" => out.config = Some(value()),
             "--http" => out.http = Some(value()),
             "--threads" => out.threads = value().parse().unwrap_or_else(|_| usage()),
+            "--drain" => {
+                let secs: f64 = value().parse().unwrap_or_else(|_| usage());
+                out.drain = Duration::try_from_secs_f64(secs).unwrap_or_else(|_| usage());
+            }
             _ => usage(),
         }
     }
@@ -71,43 +88,98 @@ fn main() {
             .enable_all()
             .build(),
     };
-    match runtime {
+    let code = match runtime {
+        // The runtime is dropped before exiting: whatever still holds an upstream lets go
+        // of it (a stdio upstream's process group is killed when its transport drops).
         Ok(rt) => rt.block_on(run(args)),
         Err(e) => {
             eprintln!("gateway: cannot start the runtime: {e}");
-            std::process::exit(1);
+            1
+        }
+    };
+    std::process::exit(code)
+}
+
+/// `SIGTERM` and `SIGINT`, listened to from the start: one arriving while upstreams
+/// start is taken once they have.
+struct StopSignals(Option<(Signal, Signal)>);
+
+impl StopSignals {
+    fn listen() -> StopSignals {
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(term), Ok(int)) => StopSignals(Some((term, int))),
+            (Err(e), _) | (_, Err(e)) => {
+                eprintln!("gateway: cannot listen for SIGTERM/SIGINT: {e}");
+                StopSignals(None)
+            }
+        }
+    }
+
+    /// The name of the first of them to arrive.
+    async fn next(&mut self) -> &'static str {
+        let Some((term, int)) = &mut self.0 else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
         }
     }
 }
 
-async fn run(args: Args) {
-    let Args { config, http, .. } = args;
+/// The gateway, to its exit status.
+async fn run(args: Args) -> i32 {
+    let signals = StopSignals::listen();
+    let Args {
+        config,
+        http,
+        drain,
+        ..
+    } = args;
     let (upstreams, options) = match &config {
         None => demo(),
-        Some(path) => {
-            let text = match std::fs::read_to_string(path) {
-                Ok(t) => t,
-                Err(e) => {
-                    eprintln!("gateway: cannot read {path}: {e}");
-                    std::process::exit(2);
-                }
-            };
-            match mcp_proxy::config::parse(&text, path) {
-                Ok(c) => c,
-                Err(e) => {
-                    eprintln!("gateway: {e}");
-                    std::process::exit(2);
-                }
+        Some(path) => match load(path) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("gateway: {e}");
+                return 2;
             }
-        }
+        },
     };
     let aggregator = match Aggregator::start(upstreams, options).await {
         Ok(a) => a,
         Err(e) => {
             eprintln!("gateway: {e}");
-            std::process::exit(2);
+            return 2;
         }
     };
+    let server = gateway_server(&aggregator);
+    let code = match http {
+        None => serve_stdio(server, &aggregator, signals, drain).await,
+        Some(addr) => match addr.parse() {
+            Ok(addr) => serve_http(addr, server, signals, drain).await,
+            Err(_) => {
+                eprintln!("gateway: `{addr}` is not an address (like 127.0.0.1:8080)");
+                2
+            }
+        },
+    };
+    aggregator.shutdown().await;
+    eprintln!("gateway: stopped");
+    code
+}
+
+/// The configuration file at `path`.
+fn load(path: &str) -> Result<(Vec<UpstreamConfig>, AggregatorOptions), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    mcp_proxy::config::parse(&text, path).map_err(|e| e.to_string())
+}
+
+/// The server in front of `aggregator`, its upstreams reported on stderr.
+fn gateway_server(aggregator: &Aggregator) -> Server {
     let server = Server::with_options(
         aggregator.clone(),
         ServerOptions {
@@ -137,28 +209,69 @@ async fn run(args: Args) {
         names.len(),
         names.join(", ")
     );
-    match http {
-        None => {
-            eprintln!("gateway: serving MCP on stdio (all revisions 2024-11-05 … 2026-07-28)");
-            let reason = server.serve(mcp_server::stdio()).await;
-            eprintln!("gateway: stdio closed: {reason}");
+    server
+}
+
+/// Serves on stdio until stdin closes or a stop signal comes; on a signal, the calls in
+/// flight get up to `drain` to be answered before stdio is closed.
+async fn serve_stdio(
+    server: Server,
+    aggregator: &Aggregator,
+    mut signals: StopSignals,
+    drain: Duration,
+) -> i32 {
+    eprintln!("gateway: serving MCP on stdio (all revisions 2024-11-05 … 2026-07-28)");
+    let stdio = Arc::new(mcp_server::stdio());
+    let serving = server.serve(stdio.clone());
+    tokio::pin!(serving);
+    tokio::select! {
+        reason = &mut serving => {
+            eprintln!("gateway: shutting down: stdin closed ({reason})");
+            return 0;
         }
-        Some(addr) => {
-            let Ok(addr) = addr.parse() else { usage() };
-            match bind(addr, server, HttpOptions::default()).await {
-                Ok((local, task)) => {
-                    eprintln!("gateway: serving MCP on http://{local}/mcp");
-                    println!("http://{local}/mcp");
-                    if let Ok(Err(e)) = task.await {
-                        eprintln!("gateway: {e}");
-                    }
+        why = signals.next() => eprintln!("gateway: shutting down: {why} received"),
+    }
+    // Answers go out on stdout while the calls finish; then stdio closes, flushed.
+    tokio::select! {
+        _ = &mut serving => return 0,
+        _ = aggregator.drain(drain) => {}
+    }
+    stdio.close().await;
+    let _ = tokio::time::timeout(Duration::from_secs(1), serving).await;
+    0
+}
+
+/// Serves Streamable HTTP at `addr` until a stop signal comes, then stops gracefully:
+/// no new connections, requests being served finished for up to `drain`.
+async fn serve_http(
+    addr: std::net::SocketAddr,
+    server: Server,
+    mut signals: StopSignals,
+    drain: Duration,
+) -> i32 {
+    let stop = async move {
+        let why = signals.next().await;
+        eprintln!("gateway: shutting down: {why} received");
+    };
+    match bind_with_shutdown(addr, server, HttpOptions::default(), stop, drain).await {
+        Ok((local, task)) => {
+            eprintln!("gateway: serving MCP on http://{local}/mcp");
+            println!("http://{local}/mcp");
+            match task.await {
+                Ok(Ok(())) => 0,
+                Ok(Err(e)) => {
+                    eprintln!("gateway: {e}");
+                    1
                 }
                 Err(e) => {
-                    eprintln!("gateway: cannot listen on {addr}: {e}");
-                    std::process::exit(1);
+                    eprintln!("gateway: the HTTP server failed: {e}");
+                    1
                 }
             }
         }
+        Err(e) => {
+            eprintln!("gateway: cannot listen on {addr}: {e}");
+            1
+        }
     }
-    aggregator.shutdown().await;
 }

@@ -17,7 +17,8 @@ use tokio::io::AsyncBufReadExt;
 
 mod common;
 use common::{
-    example, http_transport, interop_dir, run_json, server_everything_http, validate_all, Recording,
+    example, http_transport, interop_dir, run_json, server_everything_http, validate_all,
+    Recording, Stopped,
 };
 
 /// A host run to the end: what it printed.
@@ -230,7 +231,10 @@ fn check(seen: &Value, revision: Revision) {
     );
 }
 
-async fn http_gateway(config: &Path) -> (tokio::process::Child, String) {
+/// The gateway on Streamable HTTP, and its URL. Dropped, it is stopped with `SIGTERM` and
+/// waited for, so it closes its upstreams: killed outright it could not, and
+/// `server-everything` does not exit when its stdin closes once it has been used.
+async fn http_gateway(config: &Path) -> (Stopped, String) {
     let mut child = tokio::process::Command::new(example("gateway"))
         .args([
             "--config",
@@ -252,7 +256,7 @@ async fn http_gateway(config: &Path) -> (tokio::process::Child, String) {
     .expect("the gateway started")
     .expect("read")
     .expect("a URL");
-    (child, url)
+    (Stopped(child), url)
 }
 
 #[tokio::test]

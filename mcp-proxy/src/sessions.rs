@@ -14,6 +14,7 @@
 //! shared; so is every upstream for a lone 2026-07-28 HTTP request, which has no session.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -144,6 +145,8 @@ pub(crate) struct HostLinks {
     entries: Mutex<HashMap<HostSessionId, Entry>>,
     /// The host that took the connection opened at start.
     first: OnceLock<HostSessionId>,
+    /// Set by [`HostLinks::close_all`]: no session opens after it.
+    closed: AtomicBool,
 }
 
 impl HostLinks {
@@ -152,6 +155,7 @@ impl HostLinks {
             limits,
             entries: Mutex::new(HashMap::new()),
             first: OnceLock::new(),
+            closed: AtomicBool::new(false),
         }
     }
 
@@ -195,6 +199,12 @@ impl HostLinks {
             })
             .await;
         match link {
+            Ok(link) if self.closed.load(Ordering::SeqCst) => {
+                // Opened while the gateway shut down: closed, not kept.
+                self.forget(host.id(), &cell);
+                link.client.close().await;
+                Err(LinkError::Connect(SHUTTING_DOWN.into()))
+            }
             Ok(link) => {
                 if fresh {
                     self.watch(upstream.into(), host.clone(), cell.clone());
@@ -218,6 +228,9 @@ impl HostLinks {
             .entries
             .lock()
             .map_err(|_| LinkError::Connect("host sessions unavailable".into()))?;
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(LinkError::Connect(SHUTTING_DOWN.into()));
+        }
         if let Some(e) = entries.get_mut(&host) {
             let gone = e
                 .link
@@ -335,8 +348,22 @@ impl HostLinks {
         self.entries.lock().map(|e| e.len()).unwrap_or(0)
     }
 
-    /// Closes every host session.
+    /// How many host calls are in flight on the hosts' sessions.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.entries
+            .lock()
+            .map(|e| {
+                e.values()
+                    .filter_map(|e| e.link.get())
+                    .map(|l| l.calls.in_flight())
+                    .sum()
+            })
+            .unwrap_or(0)
+    }
+
+    /// Closes every host session, all at once, and opens none after.
     pub(crate) async fn close_all(&self) {
+        self.closed.store(true, Ordering::SeqCst);
         let links: Vec<Link> = self
             .entries
             .lock()
@@ -346,8 +373,13 @@ impl HostLinks {
                     .collect()
             })
             .unwrap_or_default();
+        let mut closing = tokio::task::JoinSet::new();
         for l in links {
-            l.client.close().await;
+            closing.spawn(async move { l.client.close().await });
         }
+        while closing.join_next().await.is_some() {}
     }
 }
+
+/// Why a host gets no session once the gateway is shutting down.
+const SHUTTING_DOWN: &str = "the gateway is shutting down";

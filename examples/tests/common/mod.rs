@@ -199,3 +199,25 @@ pub async fn server_everything_http(
 pub fn http_transport(url: &str) -> mcp_client::http::HttpTransport {
     mcp_client::http::HttpTransport::new(mcp_client::http::HttpConfig::new(url)).expect("transport")
 }
+
+/// A child process stopped with `SIGTERM` when dropped, and waited for (at most 15 s,
+/// then killed): a gateway stopped so closes its upstreams, where one killed outright
+/// leaves those that do not exit on stdin EOF running.
+pub struct Stopped(pub tokio::process::Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let Some(pid) = self.0.id() else { return };
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        while std::time::Instant::now() < deadline {
+            match self.0.try_wait() {
+                Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
+                _ => return,
+            }
+        }
+        let _ = self.0.start_kill();
+    }
+}

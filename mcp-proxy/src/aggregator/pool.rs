@@ -60,17 +60,65 @@ impl Upstream {
 }
 
 impl Aggregator {
-    /// Closes every upstream (children are killed) and stops restarting them.
+    /// Longest [`Aggregator::shutdown`] waits for the upstream connections to close:
+    /// enough for a stdio server that ignores both its stdin closing and `SIGTERM` (twice
+    /// [`ChildTransport::CLOSE_GRACE`]), and a second more for reaping it.
+    pub const SHUTDOWN_LIMIT: Duration = Duration::from_secs(5);
+
+    /// Stops restarting upstreams and closes every upstream connection, the one opened at
+    /// start and each host's own session alike, all at once, returning when they are
+    /// closed or after [`Aggregator::SHUTDOWN_LIMIT`]. A stdio upstream is closed as
+    /// [`ChildTransport`] closes: its stdin, then `SIGTERM` to its process group, then
+    /// `SIGKILL`, [`ChildTransport::CLOSE_GRACE`] apart; one still closing at the limit is
+    /// dropped, which sends its group `SIGKILL`. Calls still in flight fail; call
+    /// [`Aggregator::drain`] first to let them finish. Connections opened after this
+    /// are closed at once.
     pub async fn shutdown(&self) {
         self.inner.stopped.store(true, Ordering::SeqCst);
+        let mut closing = tokio::task::JoinSet::new();
         for u in &self.inner.upstreams {
             let client = u.client.write().ok().and_then(|mut c| c.take());
             if let Some(c) = client {
-                c.close().await;
+                closing.spawn(async move { c.close().await });
             }
             if let Some(links) = &u.links {
-                links.close_all().await;
+                let links = links.clone();
+                closing.spawn(async move { links.close_all().await });
             }
+        }
+        let all = async { while closing.join_next().await.is_some() {} };
+        if tokio::time::timeout(Self::SHUTDOWN_LIMIT, all)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "upstreams still closing after {:?}; dropping them",
+                Self::SHUTDOWN_LIMIT
+            );
+        }
+        closing.shutdown().await;
+    }
+
+    /// Waits until no host call is in flight on any upstream connection, at most `limit`;
+    /// whether none is. What a graceful stop calls once it takes no new requests, before
+    /// [`Aggregator::shutdown`].
+    pub async fn drain(&self, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let busy: usize = self
+                .inner
+                .upstreams
+                .iter()
+                .map(|u| u.calls.in_flight() + u.links.as_ref().map_or(0, |l| l.in_flight()))
+                .sum();
+            if busy == 0 {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                tracing::warn!(calls = busy, "calls still in flight after {limit:?}");
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 
@@ -182,6 +230,11 @@ impl Aggregator {
             Err(e) => Err(e),
         };
         match opened {
+            Ok((client, _)) if self.inner.stopped.load(Ordering::SeqCst) => {
+                // Shut down while it connected: it must not outlive the gateway.
+                client.close().await;
+                false
+            }
             Ok((client, listing)) => {
                 tracing::info!(upstream = %u.config.key, revision = %client.revision(), tools = listing.tools.len(), "upstream connected");
                 if let Ok(mut c) = u.client.write() {

@@ -1,9 +1,12 @@
 //! The accept loop and each connection's bounds: `TCP_NODELAY`, a cap on connections
 //! open at once (past it, new ones wait in the listen backlog), a header-read timeout
 //! (hyper's, with a tokio timer), an idle timeout, and accept errors (out of file
-//! descriptors, …) logged and waited out, never the end of the loop.
+//! descriptors, …) logged and waited out, never the end of the loop; and the graceful
+//! stop ([`serve_with_shutdown`]): no new connections, the requests being served
+//! finished, up to a drain timeout.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -17,7 +20,7 @@ use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use super::{HttpBody, StreamableHttp};
 
@@ -35,10 +38,65 @@ const BACKOFF_MAX: Duration = Duration::from_millis(500);
 /// in the kernel's listen backlog, costing no file descriptor. An accept error is logged
 /// and the loop goes on, after a pause (50 ms, doubling to 500 ms while errors follow
 /// each other) when the error is about the process (out of file descriptors or memory)
-/// rather than the one connection. It does not return.
+/// rather than the one connection. It does not return; [`serve_with_shutdown`] is the
+/// same with a graceful stop.
 pub async fn serve(listener: TcpListener, http: StreamableHttp) -> io::Result<()> {
-    let o = http.options();
-    let slots = Arc::new(Semaphore::new(o.max_connections.max(1)));
+    serve_with_shutdown(listener, http, std::future::pending::<()>(), Duration::MAX).await
+}
+
+/// [`serve`] until `shutdown` resolves, then a graceful stop: the listener is closed, so
+/// new connections are refused; each open connection finishes the request it is serving
+/// and closes once its response is written (an idle keep-alive connection closes at
+/// once); connections still open `drain` after the stop began (a response still being
+/// written, an SSE stream) are closed. Returns when every connection is closed.
+pub async fn serve_with_shutdown(
+    listener: TcpListener,
+    http: StreamableHttp,
+    shutdown: impl Future<Output = ()>,
+    drain: Duration,
+) -> io::Result<()> {
+    // At most `u32::MAX`, so the stop can take every slot back at once.
+    let cap = http.options().max_connections.clamp(1, MAX_SLOTS);
+    let slots = Arc::new(Semaphore::new(cap));
+    let (stop, stopping) = watch::channel(Stop::Serving);
+    tokio::select! {
+        () = accept_loop(listener, http, slots.clone(), stopping) => {}
+        () = shutdown => {}
+    }
+    // The listener went with the loop.
+    let _ = stop.send(Stop::Draining);
+    let all = u32::try_from(cap).unwrap_or(u32::MAX);
+    match tokio::time::timeout(drain, slots.acquire_many(all)).await {
+        Ok(_) => tracing::debug!("every connection drained"),
+        Err(_) => {
+            tracing::warn!("connections still open {drain:?} after the stop began; closing them");
+            let _ = stop.send(Stop::Now);
+            let _ = slots.acquire_many(all).await;
+        }
+    }
+    Ok(())
+}
+
+/// The most connections [`serve`] keeps open at once, whatever the options say.
+const MAX_SLOTS: usize = u32::MAX as usize;
+
+/// Where the server is in a graceful stop.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Stop {
+    Serving,
+    /// Finish what is being served, take nothing new.
+    Draining,
+    /// The drain timeout passed: close.
+    Now,
+}
+
+/// Accepts connections until dropped.
+async fn accept_loop(
+    listener: TcpListener,
+    http: StreamableHttp,
+    slots: Arc<Semaphore>,
+    stop: watch::Receiver<Stop>,
+) {
     let mut backoff = BACKOFF_MIN;
     loop {
         let Ok(slot) = slots.clone().acquire_owned().await else {
@@ -64,7 +122,8 @@ pub async fn serve(listener: TcpListener, http: StreamableHttp) -> io::Result<()
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(%peer, "cannot set TCP_NODELAY: {e}");
         }
-        tokio::spawn(connection(stream, peer, http.clone(), slot));
+        let stop = stop.clone();
+        tokio::spawn(connection(stream, peer, http.clone(), slot, stop));
     }
 }
 
@@ -80,13 +139,15 @@ fn per_connection(e: &io::Error) -> bool {
     )
 }
 
-/// Serves one connection until it ends, its header-read timeout passes, or it is idle
-/// for longer than the idle timeout. `slot` is its place under the connection cap.
+/// Serves one connection until it ends, its header-read timeout passes, it is idle for
+/// longer than the idle timeout, or the server stops (`stop`: gracefully, then at once).
+/// `slot` is its place under the connection cap.
 async fn connection(
     stream: TcpStream,
     peer: std::net::SocketAddr,
     http: StreamableHttp,
     slot: OwnedSemaphorePermit,
+    mut stop: watch::Receiver<Stop>,
 ) {
     let o = http.options();
     let (idle_timeout, header_timeout) = (o.idle_timeout, o.header_read_timeout);
@@ -111,7 +172,13 @@ async fn connection(
         .header_read_timeout(header_timeout)
         .serve_connection(io, service);
     tokio::pin!(conn);
+    let (mut draining, mut watching) = (false, true);
     loop {
+        if !draining && *stop.borrow_and_update() != Stop::Serving {
+            // Finish the response being written, then close.
+            conn.as_mut().graceful_shutdown();
+            draining = true;
+        }
         let deadline = tokio::time::Instant::from_std(state.last_progress() + idle_timeout);
         tokio::select! {
             ended = conn.as_mut() => {
@@ -126,6 +193,15 @@ async fn connection(
                     break;
                 }
             }
+            changed = stop.changed(), if watching => match changed {
+                // The server's future was dropped without a stop: serve on, as before.
+                Err(_) => watching = false,
+                Ok(()) if *stop.borrow() == Stop::Now => {
+                    tracing::debug!(%peer, "closing a connection still open at the drain timeout");
+                    break;
+                }
+                Ok(()) => {}
+            },
         }
     }
     drop(slot);

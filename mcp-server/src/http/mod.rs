@@ -58,7 +58,7 @@ use mcp_types::{codes, headers, Frame, Message, Revision};
 
 use crate::Server;
 use checks::{accepts_sse, allowed, check_post_media, header_str, host_of};
-pub use conn::serve;
+pub use conn::{serve, serve_with_shutdown};
 use legacy::LegacySession;
 pub use options::HttpOptions;
 pub use reply::HttpBody;
@@ -398,4 +398,23 @@ pub async fn bind(
     let local = listener.local_addr()?;
     let http = StreamableHttp::new(server, options);
     Ok((local, tokio::spawn(serve(listener, http))))
+}
+
+/// [`bind`] with a graceful stop: once `shutdown` resolves the serving task stops
+/// accepting, lets the requests being served finish for up to `drain`, and ends when
+/// every connection is closed (see [`serve_with_shutdown`]).
+pub async fn bind_with_shutdown(
+    addr: SocketAddr,
+    server: Server,
+    options: HttpOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    drain: std::time::Duration,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>)> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    let http = StreamableHttp::new(server, options);
+    Ok((
+        local,
+        tokio::spawn(serve_with_shutdown(listener, http, shutdown, drain)),
+    ))
 }
