@@ -341,7 +341,7 @@ impl<'a> RawObject<'a> {
             out.push_str(v.get());
         }
         out.push('}');
-        prewritten(&out)
+        prewritten(out)
     }
 
     /// The object with every member owned, free of the text it was read from.

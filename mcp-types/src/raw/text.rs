@@ -5,9 +5,9 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use serde::de::value::MapDeserializer;
 use serde::de::{SeqAccess, Visitor};
-use serde::ser::SerializeStruct;
-use serde::{Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 
 use super::{CowStr, Error};
@@ -59,12 +59,15 @@ pub fn is_array(raw: &RawValue) -> bool {
 /// must not miss one treats text holding `\u` or `\/` as containing everything (see
 /// [`has_key_escapes`]).
 pub fn may_contain_key(text: &str, key: &str) -> bool {
-    // Every quote is a candidate start: payloads are mostly long strings with few quotes,
-    // so this touches a handful of places after one SIMD pass.
+    // The name itself is searched (one SIMD pass: in most payloads it is not there at all),
+    // and each place it is found is checked for its quotes.
     let (hay, needle) = (text.as_bytes(), key.as_bytes());
-    memchr::memchr_iter(b'"', hay).any(|i| {
-        let end = i + 1 + needle.len();
-        hay.get(i + 1..end) == Some(needle) && hay.get(end) == Some(&b'"')
+    if needle.is_empty() {
+        return text.contains("\"\"");
+    }
+    memchr::memmem::find_iter(hay, needle).any(|i| {
+        let end = i + needle.len();
+        i > 0 && hay[i - 1] == b'"' && hay.get(end) == Some(&b'"')
     })
 }
 
@@ -177,27 +180,69 @@ pub fn append_member(object: &RawValue, key: &str, value: &RawValue) -> Option<B
     out.push(':');
     out.push_str(value.get());
     out.push('}');
-    Some(prewritten(&out))
+    Some(prewritten(out))
+}
+
+/// `object` without its first member, when that member is `"key":value` written exactly
+/// so (no white space, `value` as given), everything after it as it was: a cut without
+/// reading the object. `None` when the object does not begin that way.
+pub fn without_leading_member(object: &RawValue, key: &str, value: &str) -> Option<Box<RawValue>> {
+    let text = object.get();
+    let rest = text
+        .strip_prefix("{\"")?
+        .strip_prefix(key)?
+        .strip_prefix("\":")?
+        .strip_prefix(value)?;
+    if let Some(after) = rest.strip_prefix(',') {
+        let mut out = String::with_capacity(after.len() + 1);
+        out.push('{');
+        out.push_str(after);
+        return Some(prewritten(out));
+    }
+    rest.starts_with('}').then(|| prewritten("{}".to_owned()))
 }
 
 /// Text that is JSON by construction (written here from raw values and escaped strings),
-/// made a [`RawValue`] without being read again: checking it would cost a full scan.
-pub(crate) fn prewritten(text: &str) -> Box<RawValue> {
-    serde_json::value::to_raw_value(&Prewritten(text)).unwrap_or_else(|_| RawValue::NULL.to_owned())
+/// made a [`RawValue`] without being read again (checking it would cost a full scan) and
+/// without a copy: the string's buffer becomes the value's.
+pub(crate) fn prewritten(text: String) -> Box<RawValue> {
+    Box::<RawValue>::deserialize(Prewritten(text)).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
-/// Serializes as serde_json serializes a [`RawValue`]: its text goes out verbatim. That is
-/// serde_json's own protocol for raw values (the struct name it recognises), which no
-/// public constructor offers for text already known to be JSON. The test
-/// `prewritten_text_is_kept_verbatim` fails should serde_json ever change it.
-struct Prewritten<'a>(&'a str);
+/// Hands serde_json's raw value decoder a string as the value it decoded: a newtype
+/// struct of serde_json's private name holding a one-entry map, name to text. That is
+/// serde_json's own protocol for raw values, which no public constructor offers for text
+/// already known to be JSON. The test `prewritten_text_is_kept_verbatim` fails should
+/// serde_json ever change it.
+struct Prewritten(String);
 
-impl Serialize for Prewritten<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
-        let mut st = s.serialize_struct(RAW_VALUE_TOKEN, 1)?;
-        st.serialize_field(RAW_VALUE_TOKEN, self.0)?;
-        st.end()
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+impl<'de> Deserializer<'de> for Prewritten {
+    type Error = serde::de::value::Error;
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        if name != RAW_VALUE_TOKEN {
+            return Err(serde::de::Error::custom("not a raw value"));
+        }
+        visitor.visit_map(MapDeserializer::new(std::iter::once((
+            RAW_VALUE_TOKEN,
+            self.0,
+        ))))
+    }
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+        Err(serde::de::Error::custom("only a raw value"))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
     }
 }
 
@@ -208,13 +253,37 @@ mod tests {
     #[test]
     fn prewritten_text_is_kept_verbatim() {
         let text = r#"{"b":1.10000000000000000000001,"a":[true,null,"\u0041"]}"#;
-        let raw = prewritten(text);
+        let raw = prewritten(text.to_owned());
         assert_eq!(raw.get(), text);
         // And goes out verbatim inside other values.
         assert_eq!(
             serde_json::to_string(&[&*raw]).expect("json"),
             format!("[{text}]")
         );
+    }
+
+    #[test]
+    fn a_leading_member_is_cut_and_nothing_else_moves() {
+        let raw = |t: &str| RawValue::from_string(t.into()).expect("json");
+        let cut = |t: &str| without_leading_member(&raw(t), "resultType", r#""complete""#);
+        assert_eq!(
+            cut(r#"{"resultType":"complete","n":1.50,"z":{"b":1,"a":2}}"#)
+                .map(|r| r.get().to_owned()),
+            Some(r#"{"n":1.50,"z":{"b":1,"a":2}}"#.to_owned())
+        );
+        assert_eq!(
+            cut(r#"{"resultType":"complete"}"#).map(|r| r.get().to_owned()),
+            Some("{}".into())
+        );
+        for kept in [
+            r#"{"n":1,"resultType":"complete"}"#,
+            r#"{ "resultType":"complete","n":1}"#,
+            r#"{"resultType":"completed","n":1}"#,
+            r#"{"resultType":"task","n":1}"#,
+            r#"{"resultTypes":"complete"}"#,
+        ] {
+            assert!(cut(kept).is_none(), "{kept}");
+        }
     }
 
     #[test]
