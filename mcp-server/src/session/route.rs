@@ -49,18 +49,7 @@ impl Session {
         let h = &self.handler;
         let list = |p: Option<&RawValue>| decode::<PaginatedRequestParams>(m, p);
         match m {
-            method::DISCOVER => {
-                let options = &self.shared.options;
-                let mut versions = options.supported.clone();
-                versions.sort_unstable_by(|a, b| b.cmp(a));
-                let result = DiscoverResult {
-                    supported_versions: versions.iter().map(|r| r.as_str().to_owned()).collect(),
-                    capabilities: h.capabilities(),
-                    instructions: options.instructions.clone(),
-                    ..Default::default()
-                };
-                self.done(m, &ctx, &result)
-            }
+            method::DISCOVER => self.done(m, &ctx, &self.discover()),
             method::PING => self.done(m, &ctx, &json!({})),
             method::SUBSCRIPTIONS_LISTEN => {
                 let p: SubscriptionsListenRequestParams = decode(m, raw)?;
@@ -69,12 +58,7 @@ impl Session {
                 self.finish(m, revision, RawResult::canonical(&out)?)
             }
             method::LOGGING_SET_LEVEL => {
-                let p: SetLevelRequestParams = decode(m, raw)?;
-                if let Ok(mut g) = self.legacy.lock() {
-                    if let Some(s) = g.as_mut() {
-                        s.log_level = Some(p.level);
-                    }
-                }
+                self.set_level(decode::<SetLevelRequestParams>(m, raw)?.level);
                 self.done(m, &ctx, &json!({}))
             }
             method::TOOLS_LIST => self.done(m, &ctx, &h.list_tools(&ctx, list(raw)?).await?),
@@ -102,33 +86,74 @@ impl Session {
             | method::TASKS_RESULT => self.task_method(peer, m, raw, ctx).await,
             method::PROMPTS_GET => {
                 let p: GetPromptRequestParams = decode(m, raw)?;
-                let ctx = with_retry_input(ctx, p.input_responses.clone(), p.request_state.clone());
-                let revision = ctx.revision;
-                let out = self
-                    .with_input(peer, ctx, |ctx| {
-                        let (h, p) = (h.clone(), p.clone());
-                        async move { h.get_prompt(&ctx, p).await }
-                    })
-                    .await?;
-                self.finish(m, revision, typed(out)?)
+                let retry = (p.input_responses.clone(), p.request_state.clone());
+                let run = |h: Arc<dyn crate::ServerHandler>, ctx: RequestContext| {
+                    let p = p.clone();
+                    async move { h.get_prompt(&ctx, p).await }
+                };
+                self.with_rounds(peer, m, retry, ctx, run).await
             }
             method::RESOURCES_READ => {
                 let p: ResourceRequestParams = decode(m, raw)?;
-                let ctx = with_retry_input(ctx, p.input_responses.clone(), p.request_state.clone());
-                let revision = ctx.revision;
-                let out = self
-                    .with_input(peer, ctx, |ctx| {
-                        let (h, p) = (h.clone(), p.clone());
-                        async move { h.read_resource(&ctx, p).await }
-                    })
-                    .await?;
-                self.finish(m, revision, typed(out)?)
+                let retry = (p.input_responses.clone(), p.request_state.clone());
+                let run = |h: Arc<dyn crate::ServerHandler>, ctx: RequestContext| {
+                    let p = p.clone();
+                    async move { h.read_resource(&ctx, p).await }
+                };
+                self.with_rounds(peer, m, retry, ctx, run).await
             }
             other => Err(ErrorObject::new(
                 codes::METHOD_NOT_FOUND,
                 format!("Method not found: {other}"),
             )),
         }
+    }
+
+    /// The `server/discover` result: every revision served, newest first.
+    fn discover(&self) -> DiscoverResult {
+        let options = &self.shared.options;
+        let mut versions = options.supported.clone();
+        versions.sort_unstable_by(|a, b| b.cmp(a));
+        DiscoverResult {
+            supported_versions: versions.iter().map(|r| r.as_str().to_owned()).collect(),
+            capabilities: self.handler.capabilities(),
+            instructions: options.instructions.clone(),
+            ..Default::default()
+        }
+    }
+
+    /// `logging/setLevel` of a legacy session: kept for the session's requests.
+    fn set_level(&self, level: LoggingLevel) {
+        if let Ok(mut g) = self.legacy.lock() {
+            if let Some(s) = g.as_mut() {
+                s.log_level = Some(level);
+            }
+        }
+    }
+
+    /// A request whose handler may ask for input (`prompts/get`, `resources/read`): its
+    /// retry's answers and state go into the context, and the rounds run as the client's
+    /// revision has them.
+    async fn with_rounds<T, F, Fut>(
+        &self,
+        peer: &Peer,
+        m: &str,
+        retry: (Option<Map<String, Value>>, Option<String>),
+        ctx: RequestContext,
+        run: F,
+    ) -> Answer
+    where
+        T: Serialize,
+        F: Fn(Arc<dyn crate::ServerHandler>, RequestContext) -> Fut,
+        Fut: std::future::Future<Output = Result<Outcome<T>, ErrorObject>>,
+    {
+        let ctx = with_retry_input(ctx, retry.0, retry.1);
+        let revision = ctx.revision;
+        let h = &self.handler;
+        let out = self
+            .with_input(peer, ctx, |ctx| run(h.clone(), ctx))
+            .await?;
+        self.finish(m, revision, typed(out)?)
     }
 
     /// `tools/call`: the params go to the handler raw; only the members the session acts
