@@ -54,6 +54,10 @@ pub struct ServerOptions {
     /// Most messages in one JSON-RPC batch, where the client's revision has batches
     /// (default [`mcp_types::rpc::DEFAULT_MAX_BATCH_MESSAGES`]); a longer one is refused.
     pub max_batch_messages: usize,
+    /// Most requests of one connection (a stdio host, a legacy HTTP session) served at
+    /// once (default [`mcp_types::rpc::DEFAULT_MAX_IN_FLIGHT`]); one more is answered at
+    /// once with `-32000` (server busy), never queued.
+    pub max_in_flight_requests: usize,
 }
 
 impl Default for ServerOptions {
@@ -71,6 +75,7 @@ impl Default for ServerOptions {
             client_request_timeout: Duration::from_secs(300),
             max_input_rounds: 8,
             max_batch_messages: mcp_types::rpc::DEFAULT_MAX_BATCH_MESSAGES,
+            max_in_flight_requests: mcp_types::rpc::DEFAULT_MAX_IN_FLIGHT,
         }
     }
 }

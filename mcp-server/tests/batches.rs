@@ -1,5 +1,6 @@
-//! JSON-RPC batches: taken only where the client's revision has them, bounded in count,
-//! and served a few requests at a time.
+//! How much one connection can make the server hold: JSON-RPC batches, taken only where
+//! the client's revision has them, bounded in count and served a few requests at a time;
+//! and requests in flight, bounded per connection.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -19,6 +20,16 @@ struct Gauge {
 }
 
 fn server(gauge: Arc<Gauge>, max_batch_messages: usize) -> Server {
+    server_with(
+        gauge,
+        ServerOptions {
+            max_batch_messages,
+            ..Default::default()
+        },
+    )
+}
+
+fn server_with(gauge: Arc<Gauge>, options: ServerOptions) -> Server {
     let mut tools = ToolRegistry::new();
     tools.tool("slow", "Takes a while.", move |_: NoArgs, _ctx| {
         let gauge = gauge.clone();
@@ -33,13 +44,7 @@ fn server(gauge: Arc<Gauge>, max_batch_messages: usize) -> Server {
             }))
         }
     });
-    Server::with_options(
-        tools,
-        ServerOptions {
-            max_batch_messages,
-            ..Default::default()
-        },
-    )
+    Server::with_options(tools, options)
 }
 
 fn init(version: &str) -> Vec<String> {
@@ -143,4 +148,60 @@ async fn a_batch_is_served_a_few_requests_at_a_time_in_order() {
         (2..=8).contains(&most),
         "served concurrently but bounded: {most} at once"
     );
+}
+
+/// On one connection: initializes (2025-06-18) and waits for the answer, then, wave by
+/// wave, writes every line of a wave at once and reads as many answers back.
+async fn pipelined(server: Server, waves: &[&[String]]) -> Vec<Vec<Value>> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let (client, end) = tokio::io::duplex(1 << 20);
+    let (sr, sw) = tokio::io::split(end);
+    let transport = mcp_types::transport::LineTransport::new(BufReader::new(sr), sw);
+    tokio::spawn(async move { server.serve(transport).await });
+    let (cr, mut cw) = tokio::io::split(client);
+    let mut out = BufReader::new(cr).lines();
+    let mut next = async || {
+        let line = tokio::time::timeout(Duration::from_secs(5), out.next_line())
+            .await
+            .expect("an answer")
+            .expect("read")
+            .expect("a line");
+        serde_json::from_str::<Value>(&line).expect("json")
+    };
+    let init = init("2025-06-18").join("\n") + "\n";
+    cw.write_all(init.as_bytes()).await.expect("write");
+    assert_eq!(next().await["result"]["protocolVersion"], "2025-06-18");
+    let mut answers = Vec::new();
+    for lines in waves {
+        let all: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        cw.write_all(all.as_bytes()).await.expect("write");
+        let mut got = Vec::new();
+        while got.len() < lines.len() {
+            got.push(next().await);
+        }
+        answers.push(got);
+    }
+    answers
+}
+
+#[tokio::test]
+async fn requests_past_the_in_flight_bound_are_refused_at_once_and_the_rest_served() {
+    let gauge = Arc::new(Gauge::default());
+    let options = ServerOptions {
+        max_in_flight_requests: 4,
+        ..Default::default()
+    };
+    let calls: Vec<String> = (1..=10).map(|id| call(id).to_string()).collect();
+    let waves = pipelined(server_with(gauge.clone(), options), &[&calls, &calls[..4]]).await;
+    let a = &waves[0];
+    let busy = a.iter().filter(|r| r["error"]["code"] == -32000).count();
+    let done = a
+        .iter()
+        .filter(|r| r["result"]["content"][0]["text"] == "done")
+        .count();
+    assert_eq!((done, busy), (4, 6), "{a:?}");
+    assert!(gauge.most.load(Ordering::SeqCst) <= 4);
+    // Answers count requests out again: a second wave on the same connection is served.
+    let second = &waves[1];
+    assert!(second.iter().all(|r| r["result"].is_object()), "{second:?}");
 }

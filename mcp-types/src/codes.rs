@@ -10,6 +10,9 @@ pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 /// Internal JSON-RPC error.
 pub const INTERNAL_ERROR: i64 = -32603;
+/// Implementation-defined server error: the server is too busy for the request now
+/// (too many requests in flight, every session taken); the client may retry later.
+pub const SERVER_BUSY: i64 = -32000;
 /// Legacy revisions: the requested resource does not exist (`resources/read`).
 pub const RESOURCE_NOT_FOUND: i64 = -32002;
 /// 2025-11-25: the request needs a URL-mode elicitation first (`URLElicitationRequiredError`).

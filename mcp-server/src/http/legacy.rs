@@ -117,7 +117,7 @@ impl LegacySession {
             return rpc_error(
                 StatusCode::TOO_MANY_REQUESTS,
                 Some(id.clone()),
-                SERVER_BUSY,
+                mcp_types::codes::SERVER_BUSY,
                 why,
             );
         }
@@ -126,7 +126,7 @@ impl LegacySession {
             .map(|(id, _)| {
                 Message::Error(mcp_types::ErrorResponse::new(
                     Some(id.clone()),
-                    mcp_types::ErrorObject::new(SERVER_BUSY, why.clone()),
+                    mcp_types::ErrorObject::new(mcp_types::codes::SERVER_BUSY, why.clone()),
                 ))
             })
             .collect();
@@ -212,10 +212,6 @@ impl LegacySession {
         .boxed_unsync())
     }
 }
-
-/// The JSON-RPC error code of a request refused because the session has too many in
-/// flight (implementation-defined server error range).
-pub(super) const SERVER_BUSY: i64 = -32000;
 
 fn ended() -> Response<HttpBody> {
     rpc_error(

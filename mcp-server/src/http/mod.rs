@@ -277,7 +277,7 @@ impl StreamableHttp {
         rpc_error(
             StatusCode::SERVICE_UNAVAILABLE,
             id,
-            legacy::SERVER_BUSY,
+            codes::SERVER_BUSY,
             format!("Server busy: all {max} sessions are in use; try again later"),
         )
     }

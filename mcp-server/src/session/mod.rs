@@ -329,6 +329,10 @@ impl Inbound for Session {
         self.call_now(peer, req)
     }
 
+    fn max_in_flight(&self) -> usize {
+        self.shared.options.max_in_flight_requests
+    }
+
     fn batch(&self, len: usize) -> Result<(), ErrorObject> {
         let refused = |why: String| Err(ErrorObject::new(codes::INVALID_REQUEST, why));
         match self.legacy_state().map(|s| s.revision) {

@@ -9,9 +9,11 @@
 //! every request still waiting fails with the reason.
 
 mod batch;
+mod limits;
 mod pending;
 
 pub use batch::{check_batch_len, DEFAULT_MAX_BATCH_MESSAGES};
+pub use limits::DEFAULT_MAX_IN_FLIGHT;
 pub use pending::{Answer, Then};
 
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -52,10 +54,6 @@ pub enum RpcError {
     },
 }
 
-/// What the envelope around a request's params takes at most, a newline included:
-/// `{"jsonrpc":"2.0","id":<20 digits>,"method":"","params":}`.
-const REQUEST_ENVELOPE_BYTES: usize = 66;
-
 /// Handles what the other side sends.
 #[async_trait]
 pub trait Inbound: Send + Sync + 'static {
@@ -81,6 +79,12 @@ pub trait Inbound: Send + Sync + 'static {
         check_batch_len(len, DEFAULT_MAX_BATCH_MESSAGES)
     }
 
+    /// Most requests from the other side this side serves at once; one more is answered
+    /// at once with [`crate::codes::SERVER_BUSY`] (default [`DEFAULT_MAX_IN_FLIGHT`]).
+    fn max_in_flight(&self) -> usize {
+        DEFAULT_MAX_IN_FLIGHT
+    }
+
     /// The connection closed. Requests still being handled may stop (default: nothing).
     async fn closed(&self, _reason: &CloseReason) {}
 }
@@ -90,6 +94,8 @@ struct Shared {
     pending: Pending,
     next_id: AtomicI64,
     closed: Mutex<Option<CloseReason>>,
+    /// Requests from the other side taken and not answered yet.
+    serving: std::sync::atomic::AtomicUsize,
 }
 
 /// One side of a JSON-RPC connection. Cheap to clone.
@@ -111,6 +117,7 @@ impl Peer {
                 pending: Pending::default(),
                 next_id: AtomicI64::new(1),
                 closed: Mutex::new(None),
+                serving: Default::default(),
             }),
         };
         let reader = peer.clone();
@@ -128,6 +135,7 @@ impl Peer {
                 pending: Pending::default(),
                 next_id: AtomicI64::new(1),
                 closed: Mutex::new(None),
+                serving: Default::default(),
             }),
         }
     }
@@ -265,19 +273,6 @@ impl Peer {
             .map_err(|Closed(reason)| RpcError::Closed(reason))
     }
 
-    /// `Ok` when a request fits the transport's message limit.
-    fn fits(&self, method_name: &str, params: Option<&RawValue>) -> Result<(), RpcError> {
-        let Some(limit) = self.shared.transport.max_message_bytes() else {
-            return Ok(());
-        };
-        let bytes =
-            params.map_or(0, |p| p.get().len()) + method_name.len() + REQUEST_ENVELOPE_BYTES;
-        match bytes <= limit {
-            true => Ok(()),
-            false => Err(RpcError::TooLarge { bytes, limit }),
-        }
-    }
-
     /// Takes back a request sent with [`Peer::request_then`]: its callback is dropped
     /// uncalled, and its answer will come to the returned future instead (which keeps
     /// the request's deadline). `None` when it is no longer waiting.
@@ -338,12 +333,14 @@ impl Peer {
 
     /// Sends one message.
     pub async fn send(&self, msg: Message) -> Result<(), Closed> {
+        self.answering(&msg);
         self.shared.transport.send(Frame::Single(msg)).await
     }
 
     /// Sends one message without waiting: at once where the transport can take it, else
     /// from a task of its own (the order of messages sent that way is not kept).
     pub fn send_now(&self, msg: Message) -> Result<(), Closed> {
+        self.answering(&msg);
         match self.shared.transport.try_send(Frame::Single(msg)) {
             Ok(()) => Ok(()),
             Err(TrySendError::Closed(c)) => Err(c),
@@ -412,6 +409,9 @@ impl Peer {
     async fn take(&self, msg: Message, inbound: &Arc<dyn Inbound>) {
         match msg {
             Message::Request(r) => {
+                let Some(r) = self.admit(r, inbound) else {
+                    return;
+                };
                 let Some(r) = inbound.request_now(self, r) else {
                     return;
                 };
