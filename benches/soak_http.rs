@@ -5,7 +5,7 @@
 //! a long session keeps nothing per call, and abandoned sessions are capped and expire.
 //!
 //! `cargo bench -p mcp-benches --bench soak_http` (Linux: reads `/proc/self/status`).
-//! `SOAK_CALLS`, `SOAK_SESSIONS` and `SOAK_MAX_SESSIONS` change the counts.
+//! `SOAK_CALLS`, `SOAK_SESSIONS`, `SOAK_MAX_SESSIONS` and `SOAK_WAVES` change the counts.
 
 use std::time::{Duration, Instant};
 
@@ -118,8 +118,15 @@ async fn soak() {
         ),
         &http,
     );
-    // Twice: what the first wave leaves behind after expiry is reused by the second.
-    for wave in ["", "again: "] {
+    // More than once: what a wave leaves behind after expiry is reused by the next.
+    let waves = count("SOAK_WAVES", 2);
+    for wave in (1..=waves).map(|w| {
+        if w == 1 {
+            String::new()
+        } else {
+            format!("wave {w}: ")
+        }
+    }) {
         let mut refused = 0;
         for _ in 0..sessions {
             match open(&http).await {

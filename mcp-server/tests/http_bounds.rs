@@ -335,3 +335,33 @@ async fn requests_past_the_in_flight_cap_are_refused_with_429() {
     let a = send(&http, "POST", Some(&id), call(4, "wait", json!({}))).await;
     assert_eq!(text_of(&a), "through", "room again once answered");
 }
+
+#[tokio::test]
+async fn expired_sessions_leave_no_task_behind() {
+    let options = HttpOptions::default().session_idle_timeout(Duration::from_millis(100));
+    let http = StreamableHttp::new(Server::new(mcp_examples::echo_tools()), options);
+    // The sweeper, once running, stays: count from the first session on.
+    let first = open(&http).await;
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let before = metrics.num_alive_tasks();
+    for _ in 0..50 {
+        open(&http).await;
+    }
+    assert!(
+        metrics.num_alive_tasks() >= before + 50,
+        "each session forwards list changes on a task of its own"
+    );
+    let _ = first;
+    let settled = tokio::time::timeout(Duration::from_secs(3), async {
+        while http.session_count() > 0 || metrics.num_alive_tasks() >= before {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(
+        settled.is_ok(),
+        "{} sessions, {} tasks alive (was {before} with one session)",
+        http.session_count(),
+        metrics.num_alive_tasks()
+    );
+}

@@ -134,9 +134,24 @@ impl Session {
             revision,
             changes: self.shared.changes.clone(),
         };
+        // Ends with the session, not only at the next change it fails to send: a session
+        // that ends while nothing changes would otherwise leave this task (and the
+        // session's state it holds) behind for good.
+        let host = self.host.as_ref().map(|h| h.session().clone());
         tokio::spawn(async move {
+            let ended = async {
+                match &host {
+                    Some(h) => h.ended().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::pin!(ended);
             loop {
-                match changes.recv().await {
+                let change = tokio::select! {
+                    () = &mut ended => return,
+                    c = changes.recv() => c,
+                };
+                match change {
                     Ok(c) => {
                         if !notifier.notify(c.method(), json!({})).await {
                             return;
