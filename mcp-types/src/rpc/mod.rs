@@ -11,10 +11,12 @@
 mod batch;
 mod limits;
 mod pending;
+mod reclaimed;
 
 pub use batch::{check_batch_len, DEFAULT_MAX_BATCH_MESSAGES};
 pub use limits::DEFAULT_MAX_IN_FLIGHT;
 pub use pending::{Answer, Then};
+pub use reclaimed::Reclaimed;
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,7 +25,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::json;
 use serde_json::value::RawValue;
-use tokio::sync::oneshot;
 
 use crate::jsonrpc::{ErrorResponse, Frame, Message, Notification, Request, RequestId, Response};
 use crate::protocol::method;
@@ -273,19 +274,6 @@ impl Peer {
             .map_err(|Closed(reason)| RpcError::Closed(reason))
     }
 
-    /// Takes back a request sent with [`Peer::request_then`]: its callback is dropped
-    /// uncalled, and its answer will come to the returned future instead (which keeps
-    /// the request's deadline). `None` when it is no longer waiting.
-    pub fn reclaim(&self, id: &RequestId) -> Option<Reclaimed> {
-        let (rx, deadline) = self.shared.pending.reclaim(id)?;
-        Some(Reclaimed {
-            peer: self.clone(),
-            id: id.clone(),
-            rx,
-            deadline,
-        })
-    }
-
     /// Sends `notifications/cancelled` for a request this side sent.
     pub async fn cancel(&self, id: &RequestId, reason: &str) {
         self.forget(id);
@@ -428,48 +416,6 @@ impl Peer {
                 Some(id) => self.resolve(&id, Err(e.error)),
                 None => self.unaddressed_error(e.error),
             },
-        }
-    }
-}
-
-/// The answer of a request taken back from its callback ([`Peer::reclaim`]): a future,
-/// which fails with [`RpcError::Timeout`] at the request's deadline (and then sends
-/// `notifications/cancelled`).
-pub struct Reclaimed {
-    peer: Peer,
-    id: RequestId,
-    rx: oneshot::Receiver<Result<Box<RawValue>, ErrorObject>>,
-    deadline: Option<(tokio::time::Instant, Duration)>,
-}
-
-impl Reclaimed {
-    /// The id of the request.
-    pub fn id(&self) -> &RequestId {
-        &self.id
-    }
-
-    /// Waits for the answer.
-    pub async fn answer(self) -> Result<Box<RawValue>, RpcError> {
-        let Reclaimed {
-            peer,
-            id,
-            rx,
-            deadline,
-        } = self;
-        let answer = match deadline {
-            Some((at, d)) => match tokio::time::timeout_at(at, rx).await {
-                Ok(a) => a,
-                Err(_) => {
-                    peer.cancel(&id, "timed out").await;
-                    return Err(RpcError::Timeout(d));
-                }
-            },
-            None => rx.await,
-        };
-        match answer {
-            Ok(Ok(result)) => Ok(result),
-            Ok(Err(e)) => Err(RpcError::Error(e)),
-            Err(_) => Err(pending::closed(peer.close_reason())),
         }
     }
 }
