@@ -10,6 +10,10 @@
 //! [`crate::policy`]), `surface` (`"direct"`, or `"dispatcher"` for three dispatcher
 //! tools) and `callTimeoutSeconds` (default 120).
 //!
+//! Unknown keys are errors that name the nearest known key (see [`keys`]); a server's
+//! `type` (`"stdio"`, `"http"`, `"streamable-http"`, `"sse"`, as other hosts write) must
+//! agree with its `command` or `url`, and `"disabled": true` leaves it out.
+//!
 //! ```json
 //! {"mcpServers": {
 //!    "fs":   {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"],
@@ -24,6 +28,8 @@ use std::sync::Arc;
 use mcp_client::http::HttpConfig;
 use mcp_client::StdioCommand;
 use serde_json::Value;
+
+mod keys;
 
 use crate::naming::Prefixed;
 use crate::policy::{AskHost, Surface, ToolFilter};
@@ -96,17 +102,36 @@ pub fn parse(
     })
 }
 
+/// `Err` naming the first member of `obj` (at `at`) that is not in `known`.
+fn known_keys(
+    obj: &serde_json::Map<String, Value>,
+    known: &[&str],
+    at: &str,
+) -> Result<(), Problem> {
+    match keys::unknown(obj, known) {
+        None => Ok(()),
+        Some((key, problem)) if at.is_empty() => Err(Problem::new(key, problem)),
+        Some((key, problem)) => Err(Problem::new(format!("{at}.{key}"), problem)),
+    }
+}
+
 fn parse_root(text: &str) -> Result<(Vec<UpstreamConfig>, AggregatorOptions), Problem> {
     let root: Value =
         serde_json::from_str(text).map_err(|e| Problem::new("(file)", format!("not JSON: {e}")))?;
+    let top = root
+        .as_object()
+        .ok_or_else(|| Problem::new("(file)", "must be a JSON object"))?;
+    known_keys(top, keys::ROOT, "")?;
     let servers = root
         .get("mcpServers")
         .and_then(Value::as_object)
         .ok_or_else(|| Problem::new("mcpServers", "missing, or not an object of servers"))?;
-    let upstreams = servers
-        .iter()
-        .map(|(key, s)| server(key, s))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut upstreams = Vec::with_capacity(servers.len());
+    for (key, s) in servers {
+        if let Some(upstream) = server(key, s)? {
+            upstreams.push(upstream);
+        }
+    }
     let options = match root.get("gateway") {
         None => AggregatorOptions {
             namespacing: Arc::new(Prefixed::default()),
@@ -141,6 +166,15 @@ impl Fields<'_> {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(v)) => Ok(Some(v.clone())),
             Some(_) => Err(self.problem(field, "must be a string")),
+        }
+    }
+
+    /// An array of tool-name patterns, each checked.
+    fn patterns(&self, field: &str) -> Result<Vec<String>, Problem> {
+        let patterns = self.strings(field)?;
+        match patterns.iter().find_map(|p| keys::bad_pattern(p)) {
+            Some(problem) => Err(self.problem(field, problem)),
+            None => Ok(patterns),
         }
     }
 
@@ -191,13 +225,17 @@ impl Fields<'_> {
     }
 }
 
-/// One entry of `mcpServers`.
-fn server(key: &str, s: &Value) -> Result<UpstreamConfig, Problem> {
+/// One entry of `mcpServers`; `None` if it is disabled.
+fn server(key: &str, s: &Value) -> Result<Option<UpstreamConfig>, Problem> {
     let at = format!("mcpServers.{key}");
     let obj = s
         .as_object()
         .ok_or_else(|| Problem::new(at.clone(), "not an object"))?;
+    known_keys(obj, keys::SERVER, &at)?;
     let f = Fields { obj, at };
+    if f.flag("disabled")? {
+        return Ok(None);
+    }
     let revision = match f.string("protocolVersion")? {
         None => None,
         Some(v) => Some(
@@ -207,9 +245,9 @@ fn server(key: &str, s: &Value) -> Result<UpstreamConfig, Problem> {
     };
     let allow = match obj.get("allowTools") {
         None | Some(Value::Null) => None,
-        Some(_) => Some(f.strings("allowTools")?),
+        Some(_) => Some(f.patterns("allowTools")?),
     };
-    Ok(UpstreamConfig {
+    Ok(Some(UpstreamConfig {
         key: key.to_owned(),
         namespace: f.string("namespace")?,
         trusted: f.flag("trusted")?,
@@ -217,7 +255,7 @@ fn server(key: &str, s: &Value) -> Result<UpstreamConfig, Problem> {
         revision,
         tools: ToolFilter {
             allow,
-            deny: f.strings("denyTools")?,
+            deny: f.patterns("denyTools")?,
         },
         session: session_mode(obj).map_err(|(field, problem)| f.problem(field, problem))?,
         call_timeout: f
@@ -226,12 +264,28 @@ fn server(key: &str, s: &Value) -> Result<UpstreamConfig, Problem> {
         max_message_bytes: f
             .positive("maxMessageBytes")?
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
-    })
+    }))
 }
 
 /// A server's `command` (stdio) or `url` (HTTP).
 fn transport(f: &Fields<'_>) -> Result<UpstreamTransport, Problem> {
-    match (f.string("command")?, f.string("url")?) {
+    let (command, url) = (f.string("command")?, f.string("url")?);
+    match f.string("type")?.as_deref() {
+        None => {}
+        Some("stdio") if url.is_none() => {}
+        Some("http" | "streamable-http" | "streamableHttp" | "sse") if command.is_none() => {}
+        Some(t @ ("stdio" | "http" | "streamable-http" | "streamableHttp" | "sse")) => {
+            let needs = if t == "stdio" { "`command`" } else { "`url`" };
+            return Err(f.problem("type", format!("{t:?} needs {needs}, not the other")));
+        }
+        Some(t) => {
+            return Err(f.problem(
+                "type",
+                format!("{t:?} is not \"stdio\", \"http\", \"streamable-http\" or \"sse\""),
+            ))
+        }
+    }
+    match (command, url) {
         (Some(command), None) => Ok(UpstreamTransport::Stdio(StdioCommand {
             command,
             args: f.strings("args")?,
@@ -257,6 +311,7 @@ fn gateway(g: &Value) -> Result<AggregatorOptions, Problem> {
     let obj = g
         .as_object()
         .ok_or_else(|| Problem::new("gateway", "must be an object"))?;
+    known_keys(obj, keys::GATEWAY, "gateway")?;
     let f = Fields {
         obj,
         at: "gateway".into(),
@@ -268,6 +323,9 @@ fn gateway(g: &Value) -> Result<AggregatorOptions, Problem> {
             .as_str()
             .map(str::to_owned)
             .ok_or_else(|| f.problem("separator", "must be a string"))?;
+        if let Some(problem) = keys::bad_separator(&naming.separator) {
+            return Err(f.problem("separator", problem));
+        }
     }
     if let Some(n) = obj.get("maxNameLength") {
         let n = n
@@ -385,10 +443,83 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.location, "mcpServers.fs.args");
         let e = parse(r#"{"servers": {}}"#, "c.json").unwrap_err();
+        assert_eq!(e.location, "servers");
+        assert!(e.problem.contains("did you mean `mcpServers`"), "{e}");
+        let e = parse(r#"{"gateway": {}}"#, "c.json").unwrap_err();
         assert_eq!(e.location, "mcpServers");
         assert!(parse("{oops", "c.json")
             .unwrap_err()
             .problem
             .starts_with("not JSON"));
+    }
+
+    #[test]
+    fn unknown_keys_fail_and_name_the_key_meant() {
+        let e = parse(
+            r#"{"mcpServers": {"fs": {"command": "x", "denyTool": ["write_*"]}}}"#,
+            "c.json",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "c.json: mcpServers.fs.denyTool: unknown key `denyTool`; did you mean `denyTools`?"
+        );
+        let e = parse(
+            r#"{"mcpServers": {}, "gateway": {"seperator": "_"}}"#,
+            "c.json",
+        )
+        .unwrap_err();
+        assert_eq!(e.location, "gateway.seperator");
+        assert!(e.problem.contains("`separator`"), "{e}");
+        let e = parse(r#"{"mcpServers": {}, "gatway": {}}"#, "c.json").unwrap_err();
+        assert_eq!(e.location, "gatway");
+        assert!(e.problem.contains("`gateway`"), "{e}");
+        let e = parse(
+            r#"{"mcpServers": {"a": {"command": "x", "zzz": 1}}}"#,
+            "c.json",
+        )
+        .unwrap_err();
+        assert!(e.problem.contains("known keys here: command"), "{e}");
+    }
+
+    #[test]
+    fn separators_patterns_and_types_are_validated() {
+        for (bad, at) in [
+            (
+                r#"{"mcpServers": {}, "gateway": {"separator": "."}}"#,
+                "gateway.separator",
+            ),
+            (
+                r#"{"mcpServers": {}, "gateway": {"separator": ""}}"#,
+                "gateway.separator",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": "x", "denyTools": [""]}}}"#,
+                "mcpServers.a.denyTools",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": "x", "allowTools": ["read file"]}}}"#,
+                "mcpServers.a.allowTools",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": "x", "type": "http"}}}"#,
+                "mcpServers.a.type",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": "x", "type": "ws"}}}"#,
+                "mcpServers.a.type",
+            ),
+        ] {
+            assert_eq!(parse(bad, "c.json").expect_err(bad).location, at, "{bad}");
+        }
+        let (ups, _) = parse(
+            r#"{"mcpServers": {"a": {"command": "x", "type": "stdio"},
+                               "b": {"url": "http://h/mcp", "type": "streamable-http"},
+                               "c": {"command": "y", "disabled": true}}}"#,
+            "c.json",
+        )
+        .expect("valid");
+        let keys: Vec<&str> = ups.iter().map(|u| u.key.as_str()).collect();
+        assert_eq!(keys, ["a", "b"], "a disabled server is left out");
     }
 }
