@@ -89,6 +89,7 @@ pub struct RequestContext {
     pub(crate) related_task: Option<String>,
     pub(crate) log_level: Option<LoggingLevel>,
     pub(crate) host: Option<crate::HostSession>,
+    pub(crate) principal: Option<Arc<crate::auth::Principal>>,
     pub(crate) notifier: Notifier,
     pub(crate) cancelled: Arc<Cancellation>,
     /// The `subscriptions/listen` stream this context subscribes for, if it does.
@@ -165,6 +166,13 @@ fn severity(level: &LoggingLevel) -> u8 {
 }
 
 impl RequestContext {
+    /// Who the request is for: the principal its HTTP credentials stand for (see
+    /// [`crate::auth`]), or [`crate::ServerOptions::local_principal`] on a connection
+    /// without credentials; `None` when neither applies.
+    pub fn principal(&self) -> Option<&crate::auth::Principal> {
+        self.principal.as_deref()
+    }
+
     /// The host session this request came in (a stdio connection, a legacy HTTP
     /// session); `None` for a 2026-07-28 request over HTTP, which stands alone.
     pub fn host_session(&self) -> Option<&crate::HostSession> {

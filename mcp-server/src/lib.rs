@@ -10,6 +10,7 @@
 //! Rust types. Serve with [`Server::serve`] on any [`mcp_types::transport::Transport`],
 //! e.g. [`stdio`].
 
+pub mod auth;
 mod call;
 mod context;
 mod handler;
@@ -58,6 +59,10 @@ pub struct ServerOptions {
     /// once (default [`mcp_types::rpc::DEFAULT_MAX_IN_FLIGHT`]); one more is answered at
     /// once with `-32000` (server busy), never queued.
     pub max_in_flight_requests: usize,
+    /// The principal of connections that carry no credentials of their own (stdio, any
+    /// transport given to [`Server::serve`]): what a handler's
+    /// [`RequestContext::principal`] says for them (default none).
+    pub local_principal: Option<auth::Principal>,
 }
 
 impl Default for ServerOptions {
@@ -76,6 +81,7 @@ impl Default for ServerOptions {
             max_input_rounds: 8,
             max_batch_messages: mcp_types::rpc::DEFAULT_MAX_BATCH_MESSAGES,
             max_in_flight_requests: mcp_types::rpc::DEFAULT_MAX_IN_FLIGHT,
+            local_principal: None,
         }
     }
 }
@@ -146,13 +152,16 @@ impl Server {
 
     /// A session of this server for one lone request (2026-07-28 over HTTP): no host
     /// session of its own.
-    pub(crate) fn session(&self) -> Arc<session::Session> {
-        session::Session::new(self.handler.clone(), self.shared.clone(), false)
+    pub(crate) fn session(&self, principal: Option<Arc<auth::Principal>>) -> Arc<session::Session> {
+        session::Session::new(self.handler.clone(), self.shared.clone(), false, principal)
     }
 
-    /// A session of this server that is one host's (a legacy HTTP session).
-    pub(crate) fn host_session(&self) -> Arc<session::Session> {
-        session::Session::new(self.handler.clone(), self.shared.clone(), true)
+    /// A session of this server that is one host's (a legacy HTTP session, a connection).
+    pub(crate) fn host_session(
+        &self,
+        principal: Option<Arc<auth::Principal>>,
+    ) -> Arc<session::Session> {
+        session::Session::new(self.handler.clone(), self.shared.clone(), true, principal)
     }
 
     /// The options this server was made with.
@@ -169,7 +178,8 @@ impl Server {
 
     /// Serves one connection until it closes, and says why it closed.
     pub async fn serve(&self, transport: impl Transport) -> CloseReason {
-        let session = self.host_session();
+        let local = self.shared.options.local_principal.clone().map(Arc::new);
+        let session = self.host_session(local);
         let (_peer, reader): (Peer, _) = Peer::start(Arc::new(transport), session);
         reader
             .await

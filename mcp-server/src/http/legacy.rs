@@ -22,6 +22,7 @@ use super::reply::{
 };
 use super::routing::{Decision, Mode, ReplayLimits, Router, RouterEntries};
 use super::HttpOptions;
+use crate::auth::Principal;
 use crate::Server;
 
 /// Whether a session is in use: POSTs waiting for their answers and SSE bodies open,
@@ -60,16 +61,23 @@ pub(super) struct LegacySession {
     keep_alive: Duration,
     max_in_flight: usize,
     activity: Arc<Activity>,
+    /// The subject that opened it, when the endpoint authenticates: only it may use it.
+    owner: Option<String>,
 }
 
 impl LegacySession {
-    pub(super) fn start(server: &Server, o: &HttpOptions) -> Self {
+    pub(super) fn start(
+        server: &Server,
+        o: &HttpOptions,
+        principal: Option<Arc<Principal>>,
+    ) -> Self {
         let router = Arc::new(Router::new(ReplayLimits {
             events: o.replay_events,
             bytes: o.replay_bytes,
         }));
         LegacySession {
-            inbound: server.host_session(),
+            owner: principal.as_ref().map(|p| p.subject.clone()),
+            inbound: server.host_session(principal),
             peer: Peer::detached(router.clone()),
             router,
             keep_alive: o.keep_alive,
@@ -78,6 +86,15 @@ impl LegacySession {
                 busy: AtomicUsize::new(0),
                 since: Mutex::new(Instant::now()),
             }),
+        }
+    }
+
+    /// Whether `principal` may use this session: the subject that opened it, or anyone
+    /// when the endpoint does not authenticate.
+    pub(super) fn belongs_to(&self, principal: Option<&Principal>) -> bool {
+        match &self.owner {
+            None => true,
+            Some(owner) => principal.is_some_and(|p| &p.subject == owner),
         }
     }
 

@@ -19,6 +19,9 @@
 //! [`StreamableHttp`] is a hyper service, so it mounts in any hyper (or axum) server;
 //! [`serve`] runs one on a listener, with `TCP_NODELAY` on every connection. Host and
 //! Origin are checked against allow-lists that default to loopback (DNS rebinding).
+//! With [`HttpOptions::authorization`] the endpoint is an OAuth protected resource (see
+//! [`crate::auth`]): every request needs credentials, the principal reaches the handler,
+//! and a legacy session serves only the subject that opened it.
 //!
 //! Everything a client can make the endpoint hold is bounded, the bounds in
 //! [`HttpOptions`]: body size and the time it takes to arrive; legacy sessions in number
@@ -32,6 +35,7 @@ mod conn;
 mod exchange;
 #[doc(hidden)]
 pub mod fuzzing;
+mod guard;
 mod legacy;
 mod modern;
 mod options;
@@ -56,6 +60,7 @@ use mcp_revisions::features;
 use mcp_types::protocol::method;
 use mcp_types::{codes, headers, Frame, Message, Revision};
 
+use crate::auth::Principal;
 use crate::Server;
 use checks::{accepts_sse, allowed, check_post_media, header_str, host_of};
 pub use conn::{serve, serve_with_shutdown};
@@ -128,42 +133,61 @@ impl StreamableHttp {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let o = &self.inner.options;
-        if req.uri().path() != o.path {
+        let (parts, body) = req.into_parts();
+        let metadata = o
+            .authorization
+            .as_ref()
+            .and_then(|a| guard::metadata(a, &parts));
+        if metadata.is_none() && parts.uri.path() != o.path {
             return respond(StatusCode::NOT_FOUND, empty(), None);
         }
-        let host = header_str(req.headers(), header::HOST.as_str())
-            .or(req.uri().authority().map(|a| a.as_str()));
+        let host = header_str(&parts.headers, header::HOST.as_str())
+            .or(parts.uri.authority().map(|a| a.as_str()));
         if !host.is_some_and(|h| allowed(&o.allowed_hosts, host_of(h))) {
             tracing::warn!(?host, "rejected: Host not allowed");
             return forbidden("Host");
         }
-        if let Some(origin) = header_str(req.headers(), header::ORIGIN.as_str()) {
+        if let Some(origin) = header_str(&parts.headers, header::ORIGIN.as_str()) {
             let authority = origin.split_once("://").map_or(origin, |(_, a)| a);
             if !allowed(&o.allowed_origins, host_of(authority)) {
                 tracing::warn!(origin, "rejected: Origin not allowed");
                 return forbidden("Origin");
             }
         }
-        match *req.method() {
-            Method::POST => match check_post_media(req.headers()) {
-                Ok(()) => self.post(req).await,
+        if let Some(metadata) = metadata {
+            return metadata;
+        }
+        let principal = match &o.authorization {
+            None => None,
+            Some(auth) => match guard::check(auth, &parts).await {
+                guard::Verdict::Serve(principal) => principal,
+                guard::Verdict::Answer(refused) => return refused,
+            },
+        };
+        match parts.method {
+            Method::POST => match check_post_media(&parts.headers) {
+                Ok(()) => self.post(parts, body, principal).await,
                 Err((status, why)) => {
                     tracing::info!(%status, "POST refused: {why}");
                     rpc_error(status, None, codes::INVALID_REQUEST, why)
                 }
             },
-            Method::GET => self.get(req.headers()).await,
-            Method::DELETE => self.delete(req.headers()).await,
+            Method::GET => self.get(&parts.headers, principal.as_deref()).await,
+            Method::DELETE => self.delete(&parts.headers, principal.as_deref()).await,
             _ => respond(StatusCode::METHOD_NOT_ALLOWED, empty(), None),
         }
     }
 
-    async fn post<B>(&self, req: Request<B>) -> Response<HttpBody>
+    async fn post<B>(
+        &self,
+        parts: http::request::Parts,
+        body: B,
+        principal: Option<Arc<Principal>>,
+    ) -> Response<HttpBody>
     where
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        let (parts, body) = req.into_parts();
         let limit = self.inner.options.max_body_bytes;
         let read = Limited::new(body, limit).collect();
         let Ok(read) = tokio::time::timeout(self.inner.options.body_read_timeout, read).await
@@ -207,19 +231,31 @@ impl StreamableHttp {
         let h = &parts.headers;
         if is_modern(&frame, h) {
             let o = &self.inner.options;
-            return modern::serve(&self.inner.server, o.keep_alive, frame, h).await;
+            return modern::serve(&self.inner.server, o.keep_alive, frame, h, principal).await;
         }
         match header_str(h, headers::SESSION_ID) {
-            Some(id) => self.post_in_session(id, frame, h).await,
-            None => self.open_session(frame, h).await,
+            Some(id) => {
+                self.post_in_session(id, frame, h, principal.as_deref())
+                    .await
+            }
+            None => self.open_session(frame, h, principal).await,
         }
     }
 
-    async fn post_in_session(&self, id: &str, frame: Frame, h: &HeaderMap) -> Response<HttpBody> {
+    async fn post_in_session(
+        &self,
+        id: &str,
+        frame: Frame,
+        h: &HeaderMap,
+        principal: Option<&Principal>,
+    ) -> Response<HttpBody> {
         let session = self.inner.sessions.get(id).await;
         let Some(session) = session else {
             return not_found();
         };
+        if !session.belongs_to(principal) {
+            return guard::not_yours();
+        }
         if let Some(v) = header_str(h, headers::PROTOCOL_VERSION) {
             let supported = &self.inner.server.options().supported;
             if Revision::parse(v).map_or(true, |r| !supported.contains(&r)) {
@@ -234,7 +270,12 @@ impl StreamableHttp {
         session.post(frame, accepts_sse(h)).await
     }
 
-    async fn open_session(&self, frame: Frame, h: &HeaderMap) -> Response<HttpBody> {
+    async fn open_session(
+        &self,
+        frame: Frame,
+        h: &HeaderMap,
+        principal: Option<Arc<Principal>>,
+    ) -> Response<HttpBody> {
         let is_init =
             matches!(&frame, Frame::Single(Message::Request(r)) if r.method == method::INITIALIZE);
         if !is_init {
@@ -249,6 +290,7 @@ impl StreamableHttp {
         let session = Arc::new(LegacySession::start(
             &self.inner.server,
             &self.inner.options,
+            principal,
         ));
         let added = self
             .inner
@@ -292,6 +334,7 @@ impl StreamableHttp {
     async fn session_of(
         &self,
         h: &HeaderMap,
+        principal: Option<&Principal>,
     ) -> Result<Arc<LegacySession>, Box<Response<HttpBody>>> {
         let Some(id) = header_str(h, headers::SESSION_ID) else {
             return Err(Box::new(
@@ -309,15 +352,15 @@ impl StreamableHttp {
                 },
             ));
         };
-        self.inner
-            .sessions
-            .get(id)
-            .await
-            .ok_or_else(|| Box::new(not_found()))
+        match self.inner.sessions.get(id).await {
+            None => Err(Box::new(not_found())),
+            Some(s) if !s.belongs_to(principal) => Err(Box::new(guard::not_yours())),
+            Some(s) => Ok(s),
+        }
     }
 
-    async fn get(&self, h: &HeaderMap) -> Response<HttpBody> {
-        let session = match self.session_of(h).await {
+    async fn get(&self, h: &HeaderMap, principal: Option<&Principal>) -> Response<HttpBody> {
+        let session = match self.session_of(h, principal).await {
             Ok(s) => s,
             Err(r) => return *r,
         };
@@ -332,8 +375,8 @@ impl StreamableHttp {
         session.get(header_str(h, headers::LAST_EVENT_ID))
     }
 
-    async fn delete(&self, h: &HeaderMap) -> Response<HttpBody> {
-        let session = match self.session_of(h).await {
+    async fn delete(&self, h: &HeaderMap, principal: Option<&Principal>) -> Response<HttpBody> {
+        let session = match self.session_of(h, principal).await {
             Ok(s) => s,
             Err(r) => return *r,
         };

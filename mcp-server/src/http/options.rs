@@ -86,6 +86,11 @@ pub struct HttpOptions {
     /// refused by the kernel once it is full) until one closes. Keep it below the
     /// process's file descriptor limit, with room for what else the process opens.
     pub max_connections: usize,
+    /// Who may call (default: anyone who passes the Host and Origin checks). With it,
+    /// every request needs credentials its authenticator accepts: `401` without, `403`
+    /// short of its scopes; its metadata is served at the well-known paths, and each
+    /// legacy session stays with the subject that opened it.
+    pub authorization: Option<crate::auth::Authorization>,
 }
 
 fn loopback() -> Vec<String> {
@@ -111,6 +116,7 @@ impl Default for HttpOptions {
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             max_connections: 512,
+            authorization: None,
         }
     }
 }
@@ -135,6 +141,13 @@ impl HttpOptions {
     #[must_use]
     pub fn path(mut self, path: impl Into<String>) -> Self {
         self.path = path.into();
+        self
+    }
+
+    /// Sets [`HttpOptions::authorization`].
+    #[must_use]
+    pub fn authorization(mut self, authorization: crate::auth::Authorization) -> Self {
+        self.authorization = Some(authorization);
         self
     }
 }

@@ -59,6 +59,8 @@ pub(crate) struct Session {
     /// The host this connection is (none for a lone 2026-07-28 HTTP request); ended when
     /// the connection closes or the session goes.
     host: Option<HostSessionGuard>,
+    /// Who this connection or request is for, as its credentials said.
+    principal: Option<Arc<crate::auth::Principal>>,
 }
 
 fn invalid_params(method_name: &str, e: impl std::fmt::Display) -> ErrorObject {
@@ -100,8 +102,10 @@ impl Session {
         handler: Arc<dyn ServerHandler>,
         shared: Arc<ServerShared>,
         host: bool,
+        principal: Option<Arc<crate::auth::Principal>>,
     ) -> Arc<Self> {
         Arc::new_cyclic(|me| Session {
+            principal,
             host: host.then(|| HostSession::start().1),
             calls_now: handler.calls_now(),
             handler,
@@ -237,6 +241,7 @@ impl Session {
             related_task: None,
             log_level: asker.log_level,
             host: self.host.as_ref().map(|g| g.session().clone()),
+            principal: self.principal.clone(),
             notifier: Notifier {
                 peer: peer.clone(),
                 revision,
