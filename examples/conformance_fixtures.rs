@@ -442,6 +442,25 @@ fn tools() -> ToolRegistry {
             done(vec![text("The client can be asked nothing.")])
         }
     });
+    // SEP-2243: an argument mirrored into `Mcp-Param-Region`, checked by the HTTP endpoint.
+    let region = json!({"type": "object", "properties": {
+        "region": {"type": "string", "description": "Where to run.", "x-mcp-header": "Region"},
+        "query": {"type": "string"}}, "required": ["region"]});
+    r.raw_tool(
+        tool(
+            "test_mirrored_region",
+            "Echoes the region its header carried.",
+            region,
+        ),
+        |args, _| async move {
+            let region = args
+                .get("region")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            done(vec![text(format!("region {region}"))])
+        },
+    );
     r
 }
 
@@ -523,6 +542,10 @@ impl ServerHandler for Conformance {
             extensions: json!({TASKS_EXTENSION: {}}).as_object().cloned(),
             ..Default::default()
         }
+    }
+
+    fn header_params(&self, name: &str) -> Vec<mcp_types::headers::HeaderParam> {
+        self.tools.header_params(name)
     }
 
     async fn list_tools(

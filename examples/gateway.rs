@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport};
+use mcp_server::auth::{Authorization, Principal};
 use mcp_server::http::{bind_with_shutdown, HttpOptions};
 use mcp_server::{Server, ServerOptions};
 use mcp_types::protocol::Implementation;
@@ -139,10 +140,20 @@ async fn run(args: Args) -> i32 {
         drain,
         ..
     } = args;
-    let (upstreams, options) = match &config {
-        None => demo(),
+    let (upstreams, options, access) = match &config {
+        None => {
+            let (upstreams, options) = demo();
+            (upstreams, options, Access::default())
+        }
         Some(path) => match load(path) {
-            Ok(c) => c,
+            Ok(g) => (
+                g.upstreams,
+                g.options,
+                Access {
+                    authorization: g.authorization,
+                    local_principal: g.local_principal,
+                },
+            ),
             Err(e) => {
                 eprintln!("gateway: {e}");
                 return 2;
@@ -156,11 +167,18 @@ async fn run(args: Args) -> i32 {
             return 2;
         }
     };
-    let server = gateway_server(&aggregator);
+    let server = gateway_server(&aggregator, access.local_principal);
     let code = match http {
-        None => serve_stdio(server, &aggregator, signals, drain).await,
+        None => {
+            if access.authorization.is_some() {
+                eprintln!(
+                    "gateway: gateway.auth applies to --http only; stdio is the local host's"
+                );
+            }
+            serve_stdio(server, &aggregator, signals, drain).await
+        }
         Some(addr) => match addr.parse() {
-            Ok(addr) => serve_http(addr, server, signals, drain).await,
+            Ok(addr) => serve_http(addr, server, signals, drain, access.authorization).await,
             Err(_) => {
                 eprintln!("gateway: `{addr}` is not an address (like 127.0.0.1:8080)");
                 2
@@ -172,14 +190,21 @@ async fn run(args: Args) -> i32 {
     code
 }
 
+/// Who may use the gateway: over HTTP, as `gateway.auth` says; on stdio, as whom.
+#[derive(Default)]
+struct Access {
+    authorization: Option<Authorization>,
+    local_principal: Option<Principal>,
+}
+
 /// The configuration file at `path`.
-fn load(path: &str) -> Result<(Vec<UpstreamConfig>, AggregatorOptions), String> {
+fn load(path: &str) -> Result<mcp_proxy::config::Gateway, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
     mcp_proxy::config::parse(&text, path).map_err(|e| e.to_string())
 }
 
 /// The server in front of `aggregator`, its upstreams reported on stderr.
-fn gateway_server(aggregator: &Aggregator) -> Server {
+fn gateway_server(aggregator: &Aggregator, local_principal: Option<Principal>) -> Server {
     let server = Server::with_options(
         aggregator.clone(),
         ServerOptions {
@@ -188,6 +213,7 @@ fn gateway_server(aggregator: &Aggregator) -> Server {
                 version: env!("CARGO_PKG_VERSION").into(),
                 ..Default::default()
             },
+            local_principal,
             ..Default::default()
         },
     );
@@ -248,12 +274,26 @@ async fn serve_http(
     server: Server,
     mut signals: StopSignals,
     drain: Duration,
+    authorization: Option<Authorization>,
 ) -> i32 {
     let stop = async move {
         let why = signals.next().await;
         eprintln!("gateway: shutting down: {why} received");
     };
-    match bind_with_shutdown(addr, server, HttpOptions::default(), stop, drain).await {
+    let mut options = HttpOptions::default();
+    if let Some(auth) = authorization {
+        // The resource's own host name is what clients beyond loopback send in `Host`.
+        if let Some(host) = resource_host(&auth.resource().resource) {
+            options.allowed_hosts.push(host.clone());
+            options.allowed_origins.push(host);
+        }
+        eprintln!(
+            "gateway: authorization on: tokens for {}",
+            auth.resource().resource
+        );
+        options = options.authorization(auth);
+    }
+    match bind_with_shutdown(addr, server, options, stop, drain).await {
         Ok((local, task)) => {
             eprintln!("gateway: serving MCP on http://{local}/mcp");
             println!("http://{local}/mcp");
@@ -274,4 +314,10 @@ async fn serve_http(
             1
         }
     }
+}
+
+/// The host name of a resource URI (`https://gw.example.com:8443/mcp` → `gw.example.com`).
+fn resource_host(uri: &str) -> Option<String> {
+    let uri: http::Uri = uri.parse().ok()?;
+    uri.host().map(|h| h.to_ascii_lowercase())
 }

@@ -125,10 +125,19 @@ const TASKS_SCENARIOS: [&str; 9] = [
     "tasks-mrtr-composition",
 ];
 
-async fn tasks_scenarios(program: &str, args: &[&str]) {
+/// SEP-2243 (`Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` checked against the body), also
+/// unscored by the suite yet, so run by name.
+const HEADER_SCENARIOS: [&str; 2] = [
+    "http-header-validation",
+    "http-custom-header-server-validation",
+];
+
+/// Runs `scenarios` by name against the server `program args` starts: each must have run
+/// its checks, all passing.
+async fn named_scenarios(program: &str, args: &[&str], scenarios: &[&str]) {
     let Some(suite) = suite() else { return };
     let (_server, url) = serve(program, args).await;
-    for scenario in TASKS_SCENARIOS {
+    for &scenario in scenarios {
         let out = conformance(&suite, &["server", "--url", &url, "--scenario", scenario]).await;
         // A skipped scenario also exits 0: each must have run its checks, all passing.
         let passed = out
@@ -146,7 +155,34 @@ async fn tasks_scenarios(program: &str, args: &[&str]) {
 
 #[tokio::test]
 async fn server_passes_the_tasks_extension_scenarios() {
-    tasks_scenarios(&example("conformance-server"), &["127.0.0.1:0"]).await;
+    named_scenarios(
+        &example("conformance-server"),
+        &["127.0.0.1:0"],
+        &TASKS_SCENARIOS,
+    )
+    .await;
+}
+
+/// One test for both (not one each): the binary's tests run at once, and the client
+/// suite's timing scenario (`sse-retry`) is better off without more load beside it.
+#[tokio::test]
+async fn server_and_gateway_pass_the_header_validation_scenarios() {
+    named_scenarios(
+        &example("conformance-server"),
+        &["127.0.0.1:0"],
+        &HEADER_SCENARIOS,
+    )
+    .await;
+    // The gateway checks what a host mirrors against the upstream tool's annotations.
+    let config = gateway_config("headers");
+    let path = config.display().to_string();
+    named_scenarios(
+        &example("gateway"),
+        &["--config", &path, "--http", "127.0.0.1:0"],
+        &HEADER_SCENARIOS,
+    )
+    .await;
+    let _ = std::fs::remove_file(config);
 }
 
 /// The gateway relays the upstream's tasks (2026 upstream, 2026 host) under its own ids.
@@ -154,9 +190,10 @@ async fn server_passes_the_tasks_extension_scenarios() {
 async fn gateway_passes_the_tasks_extension_scenarios_like_the_server_it_fronts() {
     let config = gateway_config("tasks");
     let path = config.display().to_string();
-    tasks_scenarios(
+    named_scenarios(
         &example("gateway"),
         &["--config", &path, "--http", "127.0.0.1:0"],
+        &TASKS_SCENARIOS,
     )
     .await;
     let _ = std::fs::remove_file(config);

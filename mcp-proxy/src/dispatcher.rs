@@ -90,10 +90,12 @@ pub(crate) async fn call(
     Some(match p.name.as_str() {
         LIST_TOOLS => {
             let only = string_arg(p, "namespace");
-            let tools = agg.namespaced_tools();
+            let scope = agg.scope(ctx);
+            let tools = agg.namespaced_tools_seen(&scope);
             let namespaces: Vec<Value> = agg
                 .upstream_names()
                 .into_iter()
+                .filter(|(_, key, _)| scope.sees_upstream(key))
                 .filter(|(ns, _, _)| only.is_none_or(|o| o == ns))
                 .map(|(ns, key, connected)| {
                     let listed: Vec<Value> = tools
@@ -118,7 +120,7 @@ pub(crate) async fn call(
                 return Some(refused("describe_tool needs `name` (a string).".into()));
             };
             match agg
-                .namespaced_tools()
+                .namespaced_tools_seen(&agg.scope(ctx))
                 .into_iter()
                 .find(|(_, t)| t.name == name)
             {

@@ -488,7 +488,7 @@ fn mirror(request: &Request) -> Option<Vec<(&'static str, String)>> {
 pub fn config(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     let (upstreams, options) = match crate::config::parse(&text, "fuzz.json") {
-        Ok(parsed) => parsed,
+        Ok(parsed) => (parsed.upstreams, parsed.options),
         Err(e) => {
             assert!(!e.location.is_empty() && !e.problem.is_empty(), "{e:?}");
             let _ = e.to_string();

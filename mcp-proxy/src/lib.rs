@@ -33,6 +33,7 @@ pub mod fuzzing;
 pub mod naming;
 pub mod policy;
 pub mod sessions;
+pub mod views;
 
 pub use aggregator::{
     Aggregator, AggregatorOptions, StartError, UpstreamConfig, UpstreamStatus, UpstreamTransport,

@@ -130,6 +130,16 @@ pub trait ServerHandler: Send + Sync + 'static {
         })
     }
 
+    /// The arguments of tool `name` that a 2026-07-28 client mirrors into `Mcp-Param-*`
+    /// headers (the `x-mcp-header` annotations of its `inputSchema`), which the HTTP
+    /// endpoint checks against the body before the call reaches the handler. Asked on
+    /// every HTTP `tools/call`, so answer from what was read when the tool was listed.
+    /// Default: none.
+    fn header_params(&self, name: &str) -> Vec<mcp_types::headers::HeaderParam> {
+        let _ = name;
+        Vec::new()
+    }
+
     /// Whether [`ServerHandler::call_tool_now`] may take calls (checked once per
     /// connection). Default: no.
     fn calls_now(&self) -> bool {

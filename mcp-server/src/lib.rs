@@ -164,6 +164,11 @@ impl Server {
         session::Session::new(self.handler.clone(), self.shared.clone(), true, principal)
     }
 
+    /// The handler it serves.
+    pub(crate) fn handler(&self) -> &Arc<dyn ServerHandler> {
+        &self.handler
+    }
+
     /// The options this server was made with.
     pub fn options(&self) -> &ServerOptions {
         &self.shared.options

@@ -54,6 +54,8 @@ type Run = Arc<
 
 struct Entry {
     tool: Tool,
+    /// Its `x-mcp-header` arguments, read once.
+    header_params: Vec<mcp_types::headers::HeaderParam>,
     input: SchemaValidator,
     output: Option<SchemaValidator>,
     run: Run,
@@ -245,7 +247,15 @@ impl ToolRegistry {
         if let Some(e) = input.schema_error() {
             tracing::warn!(tool = %tool.name, "input schema unusable, every call will fail: {e}");
         }
+        let header_params = match mcp_types::headers::header_params(&schema) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(tool = %tool.name, "x-mcp-header annotations invalid, so clients on HTTP drop the tool: {e}");
+                Vec::new()
+            }
+        };
         let entry = Entry {
+            header_params,
             tool,
             input,
             output,
@@ -340,6 +350,14 @@ impl ServerHandler for ToolRegistry {
             tools: Some(ListChangedCapability::default()),
             ..Default::default()
         }
+    }
+
+    fn header_params(&self, name: &str) -> Vec<mcp_types::headers::HeaderParam> {
+        self.entries
+            .iter()
+            .find(|e| e.tool.name == name)
+            .map(|e| e.header_params.clone())
+            .unwrap_or_default()
     }
 
     async fn list_tools(

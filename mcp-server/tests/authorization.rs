@@ -117,7 +117,8 @@ async fn start(auth: Authorization) -> SocketAddr {
 }
 
 async fn jwt_server() -> SocketAddr {
-    let keys = JwkSet::parse(std::str::from_utf8(&data("jwks.json")).expect("utf-8")).expect("jwks");
+    let keys =
+        JwkSet::parse(std::str::from_utf8(&data("jwks.json")).expect("utf-8")).expect("jwks");
     let jwt = JwtAuthenticator::new(keys, JwtOptions::new(ISSUER, RESOURCE));
     start(Authorization::new(jwt, resource()).require_scopes(["mcp:tools"])).await
 }

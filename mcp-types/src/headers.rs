@@ -47,8 +47,17 @@ fn b64_encode(bytes: &[u8]) -> String {
     out
 }
 
+/// Strict standard base64: whole quanta, `=` padding only at the end and only as much as
+/// the last quantum needs, no stray bits (the spec's test table refuses anything else).
 fn b64_decode(text: &str) -> Option<Vec<u8>> {
-    let text = text.trim_end_matches('=');
+    if text.len() % 4 != 0 {
+        return None;
+    }
+    let data = text.trim_end_matches('=');
+    if text.len() - data.len() > 2 {
+        return None;
+    }
+    let text = data;
     let mut out = Vec::with_capacity(text.len() * 3 / 4);
     let (mut acc, mut bits) = (0u32, 0u32);
     for c in text.bytes() {
@@ -61,7 +70,32 @@ fn b64_decode(text: &str) -> Option<Vec<u8>> {
             acc &= (1 << bits) - 1;
         }
     }
-    Some(out)
+    (acc == 0).then_some(out)
+}
+
+/// The text a mirrored argument is compared as (`string` as it is, `integer` in decimal,
+/// `boolean` as `true`/`false`): `None` when absent or null; `Some(Err(()))` when it is of
+/// a type or range no header may carry.
+pub fn param_text(
+    arguments: &serde_json::Map<String, serde_json::Value>,
+    path: &[String],
+) -> Option<Result<String, ()>> {
+    use serde_json::Value;
+    let (first, rest) = path.split_first()?;
+    let mut v = arguments.get(first)?;
+    for k in rest {
+        v = v.get(k)?;
+    }
+    Some(match v {
+        Value::Null => return None,
+        Value::String(s) => Ok(s.clone()),
+        Value::Bool(b) => Ok(b.to_string()),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) if (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&i) => Ok(i.to_string()),
+            _ => Err(()),
+        },
+        _ => Err(()),
+    })
 }
 
 fn is_sentinel(v: &str) -> bool {
@@ -125,6 +159,17 @@ mod tests {
             assert_eq!(decode_value(&encode_value(v)).as_deref(), Some(v));
         }
         assert_eq!(decode_value("=?base64?!!!?="), None);
+        assert_eq!(
+            decode_value("=?base64?SGVsbG8?="),
+            None,
+            "padding is required"
+        );
+        assert_eq!(decode_value("=?base64?SGVs!!!bG8=?="), None);
+        assert_eq!(decode_value("=?base64?SGVsbG9=?="), None, "stray bits");
+        assert_eq!(
+            decode_value("=?base64?SGVsbG8=?=").as_deref(),
+            Some("Hello")
+        );
     }
 }
 

@@ -39,11 +39,19 @@ pub(super) struct Route {
     pub(super) upstream: usize,
     pub(super) tool: Tool,
     name: Box<RawValue>,
+    /// Its `x-mcp-header` arguments (none when the annotations are invalid).
+    pub(super) header_params: Vec<mcp_types::headers::HeaderParam>,
 }
 
 impl Route {
     pub(super) fn new(upstream: usize, tool: Tool) -> Self {
+        let header_params = tool
+            .input_schema
+            .as_ref()
+            .and_then(|s| mcp_types::headers::header_params(s).ok())
+            .unwrap_or_default();
         Route {
+            header_params,
             upstream,
             name: raw::string(&tool.name),
             tool,
@@ -74,8 +82,13 @@ impl Aggregator {
                 "Invalid params for tools/call: `name` (a string) is required",
             ));
         };
-        let Some(route) = self.inner.catalog.route(&name) else {
-            let message = match self.inner.catalog.denied_upstream(&name) {
+        let scope = self.scope(ctx);
+        let route = self.inner.catalog.route(&name);
+        // A tool outside the principal's view is refused as one that does not exist.
+        let route = route.filter(|r| self.sees_tool(&scope, r.upstream, &name));
+        let Some(route) = route else {
+            let denied = self.inner.catalog.denied_upstream(&name);
+            let message = match denied.filter(|key| scope.sees_upstream(key)) {
                 Some(key) => format!(
                     "Tool {name} of upstream `{key}` is not allowed by this gateway's policy"
                 ),

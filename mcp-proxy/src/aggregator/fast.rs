@@ -117,12 +117,16 @@ impl Aggregator {
             return None;
         }
         let name = params.get_str("name")?;
-        if self.inner.options.surface == Surface::Dispatcher
-            && crate::dispatcher::is_own_tool(&name)
-        {
+        if self.surface_for(ctx) == Surface::Dispatcher && crate::dispatcher::is_own_tool(&name) {
             return None;
         }
         let route = self.inner.catalog.route(&name)?;
+        if self.inner.options.views.is_some()
+            && !self.sees_tool(&self.scope(ctx), route.upstream, &name)
+        {
+            // The task path refuses it, as it would an unknown tool.
+            return None;
+        }
         let (i, tool) = (route.upstream, &route.tool);
         let u = &self.inner.upstreams[i];
         let gated = self.inner.options.confirm.is_some()

@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
 use crate::policy::Surface;
+use crate::views::Scope;
 
 use super::{decode, forward_meta, input_required, strip_hop_meta, upstream_error, Aggregator};
 
@@ -87,12 +88,14 @@ impl ServerHandler for Aggregator {
 
     async fn list_tools(
         &self,
-        _ctx: &RequestContext,
+        ctx: &RequestContext,
         p: PaginatedRequestParams,
     ) -> Result<ListToolsResult, ErrorObject> {
         self.refresh_stale().await;
-        let tools = match self.inner.options.surface {
-            Surface::Direct => self.tools(),
+        let scope = self.scope(ctx);
+        let tools = match scope.surface(self.inner.options.surface) {
+            _ if matches!(scope, Scope::Nothing) => Vec::new(),
+            Surface::Direct => self.tools_seen(&scope),
             Surface::Dispatcher => crate::dispatcher::tools(),
         };
         let (tools, next_cursor) = self.inner.catalog.page(tools, p.cursor.as_deref())?;
@@ -108,7 +111,7 @@ impl ServerHandler for Aggregator {
         ctx: &RequestContext,
         p: CallToolRequestParams,
     ) -> Result<Outcome<CallToolResult>, ErrorObject> {
-        if self.inner.options.surface == Surface::Dispatcher {
+        if self.surface_for(ctx) == Surface::Dispatcher {
             if let Some(out) = crate::dispatcher::call(self, ctx, &p).await {
                 return out;
             }
@@ -118,6 +121,16 @@ impl ServerHandler for Aggregator {
 
     fn calls_now(&self) -> bool {
         true
+    }
+
+    /// The upstream's annotations, as it listed the tool: hosts mirror them, and the
+    /// gateway checks what they mirror before relaying.
+    fn header_params(&self, name: &str) -> Vec<mcp_types::headers::HeaderParam> {
+        self.inner
+            .catalog
+            .route(name)
+            .map(|r| r.header_params.clone())
+            .unwrap_or_default()
     }
 
     /// The common call goes without a task of its own (see `aggregator/fast.rs`).
@@ -136,7 +149,7 @@ impl ServerHandler for Aggregator {
         ctx: &RequestContext,
         params: &RawObject<'_>,
     ) -> Result<Outcome<RawResult>, ErrorObject> {
-        let own = self.inner.options.surface == Surface::Dispatcher
+        let own = self.surface_for(ctx) == Surface::Dispatcher
             && params
                 .get_str("name")
                 .is_some_and(|n| crate::dispatcher::is_own_tool(&n));
@@ -159,14 +172,16 @@ impl ServerHandler for Aggregator {
 
     async fn list_prompts(
         &self,
-        _ctx: &RequestContext,
+        ctx: &RequestContext,
         p: PaginatedRequestParams,
     ) -> Result<ListPromptsResult, ErrorObject> {
+        let scope = self.scope(ctx);
         let prompts = self
             .inner
             .catalog
             .prompt_entries()
             .into_iter()
+            .filter(|(_, i, _)| self.reaches(&scope, *i))
             .map(|(exposed, _, mut p)| {
                 p.name = exposed;
                 p
@@ -190,7 +205,7 @@ impl ServerHandler for Aggregator {
             .catalog
             .prompt_entries()
             .into_iter()
-            .find(|(e, _, _)| *e == p.name)
+            .find(|(e, i, _)| *e == p.name && self.reaches(&self.scope(ctx), *i))
         else {
             return Err(ErrorObject::new(
                 codes::INVALID_PARAMS,
@@ -218,11 +233,11 @@ impl ServerHandler for Aggregator {
 
     async fn list_resources(
         &self,
-        _ctx: &RequestContext,
+        ctx: &RequestContext,
         p: PaginatedRequestParams,
     ) -> Result<ListResourcesResult, ErrorObject> {
         let catalog = &self.inner.catalog;
-        let all = catalog.read_listings(|l| l.resources.clone()).concat();
+        let all = self.reached(ctx, catalog.read_listings(|l| l.resources.clone()));
         let (resources, next_cursor) = catalog.page(all, p.cursor.as_deref())?;
         Ok(ListResourcesResult {
             resources,
@@ -233,11 +248,11 @@ impl ServerHandler for Aggregator {
 
     async fn list_resource_templates(
         &self,
-        _ctx: &RequestContext,
+        ctx: &RequestContext,
         p: PaginatedRequestParams,
     ) -> Result<ListResourceTemplatesResult, ErrorObject> {
         let catalog = &self.inner.catalog;
-        let all = catalog.read_listings(|l| l.templates.clone()).concat();
+        let all = self.reached(ctx, catalog.read_listings(|l| l.templates.clone()));
         let (resource_templates, next_cursor) = catalog.page(all, p.cursor.as_deref())?;
         Ok(ListResourceTemplatesResult {
             resource_templates,
@@ -252,6 +267,9 @@ impl ServerHandler for Aggregator {
         p: ResourceRequestParams,
     ) -> Result<Outcome<ReadResourceResult>, ErrorObject> {
         let i = self.owner_of_resource(&p.uri)?;
+        if !self.reaches(&self.scope(ctx), i) {
+            return Err(self.not_found(&p.uri));
+        }
         let params = ResourceRequestParams {
             uri: p.uri.clone(),
             meta: forward_meta(p.meta),
@@ -281,6 +299,13 @@ impl ServerHandler for Aggregator {
         p: ResourceRequestParams,
         subscribe: bool,
     ) -> Result<(), ErrorObject> {
+        let catalog = &self.inner.catalog;
+        let owner = catalog
+            .resource_owner(&p.uri)
+            .or_else(|| catalog.template_owner(&p.uri));
+        if owner.is_some_and(|i| !self.reaches(&self.scope(ctx), i)) {
+            return Err(self.not_found(&p.uri));
+        }
         self.resource_subscription(ctx, p.uri, subscribe).await
     }
 
@@ -310,7 +335,7 @@ impl ServerHandler for Aggregator {
                     .or_else(|| catalog.template_owner(u))
             }),
         };
-        let Some(i) = owner else {
+        let Some(i) = owner.filter(|i| self.reaches(&self.scope(ctx), *i)) else {
             return Ok(CompleteResult::default());
         };
         let key = self.inner.upstreams[i].config.key.clone();
@@ -332,13 +357,29 @@ impl ServerHandler for Aggregator {
 impl Aggregator {
     /// The upstream that listed resource `uri`, or the error a host gets for an unknown one.
     pub(super) fn owner_of_resource(&self, uri: &str) -> Result<usize, ErrorObject> {
-        self.inner.catalog.resource_owner(uri).ok_or_else(|| {
-            ErrorObject::new(
-                codes::RESOURCE_NOT_FOUND,
-                format!("Resource not found: {uri}"),
-            )
-            .with_data(json!({"uri": uri}))
-        })
+        self.inner
+            .catalog
+            .resource_owner(uri)
+            .ok_or_else(|| self.not_found(uri))
+    }
+
+    fn not_found(&self, uri: &str) -> ErrorObject {
+        ErrorObject::new(
+            codes::RESOURCE_NOT_FOUND,
+            format!("Resource not found: {uri}"),
+        )
+        .with_data(json!({"uri": uri}))
+    }
+
+    /// The items of the upstreams the request's principal reaches, in catalog order.
+    fn reached<T>(&self, ctx: &RequestContext, per_upstream: Vec<Vec<T>>) -> Vec<T> {
+        let scope = self.scope(ctx);
+        per_upstream
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| self.reaches(&scope, *i))
+            .flat_map(|(_, items)| items)
+            .collect()
     }
 
     /// Request `method_name` of upstream `i` for the host of `ctx`: the questions it asks

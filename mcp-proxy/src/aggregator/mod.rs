@@ -34,6 +34,7 @@ mod options;
 mod pool;
 mod subscriptions;
 mod tasks;
+mod visibility;
 
 use catalog::{Catalog, Member};
 pub use options::{
@@ -201,21 +202,6 @@ impl Aggregator {
                     u.namespace.clone(),
                     u.config.key.clone(),
                     u.client().is_some(),
-                )
-            })
-            .collect()
-    }
-
-    /// `(namespace, tool with its exposed name)`, in catalog order.
-    pub(crate) fn namespaced_tools(&self) -> Vec<(String, Tool)> {
-        self.inner
-            .catalog
-            .tool_entries()
-            .into_iter()
-            .map(|(exposed, i, t)| {
-                (
-                    self.inner.upstreams[i].namespace.clone(),
-                    as_exposed(exposed, t),
                 )
             })
             .collect()

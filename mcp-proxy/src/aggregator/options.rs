@@ -102,6 +102,8 @@ pub struct AggregatorOptions {
     /// Most resource subscriptions one host session (or 2026-07-28 listen stream) may hold
     /// through the gateway; one more is refused with `-32600` saying so.
     pub max_subscriptions: usize,
+    /// What each principal may see ([`crate::views`]); `None`: everyone sees everything.
+    pub views: Option<Arc<dyn crate::views::Views>>,
 }
 
 impl std::fmt::Debug for AggregatorOptions {
@@ -115,6 +117,7 @@ impl std::fmt::Debug for AggregatorOptions {
             .field("surface", &self.surface)
             .field("input_timeout", &self.input_timeout)
             .field("max_subscriptions", &self.max_subscriptions)
+            .field("views", &self.views.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -131,6 +134,7 @@ impl Default for AggregatorOptions {
             surface: Surface::Direct,
             input_timeout: Duration::from_secs(300),
             max_subscriptions: 256,
+            views: None,
         }
     }
 }

@@ -32,11 +32,48 @@ pub(super) const SERVER: &[&str] = &[
 
 /// The `gateway` object.
 pub(super) const GATEWAY: &[&str] = &[
+    "auth",
+    "views",
+    "stdioSubject",
     "separator",
     "maxNameLength",
     "confirmDestructive",
     "surface",
     "callTimeoutSeconds",
+];
+
+/// `gateway.auth`.
+pub(super) const AUTH: &[&str] = &[
+    "resource",
+    "authorizationServers",
+    "requiredScopes",
+    "scopesSupported",
+    "jwt",
+    "apiKeys",
+];
+
+/// `gateway.auth.jwt`.
+pub(super) const JWT: &[&str] = &[
+    "issuer",
+    "audience",
+    "jwksFile",
+    "algorithms",
+    "leewaySeconds",
+];
+
+/// One of `gateway.auth.apiKeys`.
+pub(super) const API_KEY: &[&str] = &["name", "key", "keyEnv", "subject", "scopes"];
+
+/// One of `gateway.views`.
+pub(super) const VIEW: &[&str] = &[
+    "name",
+    "subjects",
+    "scopes",
+    "credentials",
+    "upstreams",
+    "allowTools",
+    "denyTools",
+    "surface",
 ];
 
 /// The first member of `obj` not in `known`, with what to say about it.

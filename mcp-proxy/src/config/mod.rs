@@ -29,7 +29,9 @@ use mcp_client::http::HttpConfig;
 use mcp_client::StdioCommand;
 use serde_json::Value;
 
+mod auth;
 mod keys;
+mod views;
 
 use crate::naming::Prefixed;
 use crate::policy::{AskHost, Surface, ToolFilter};
@@ -90,11 +92,23 @@ impl Problem {
     }
 }
 
+/// A gateway's configuration, read.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Gateway {
+    /// The servers of `mcpServers` (those not disabled), in file order.
+    pub upstreams: Vec<UpstreamConfig>,
+    /// The aggregator's options (`gateway`, views included).
+    pub options: AggregatorOptions,
+    /// Who may use the gateway over HTTP (`gateway.auth`); `None`: the loopback checks only.
+    pub authorization: Option<mcp_server::auth::Authorization>,
+    /// The principal of a host on stdio (`gateway.stdioSubject`), whom views match; `None`:
+    /// no principal, which only a view for everyone matches.
+    pub local_principal: Option<mcp_server::auth::Principal>,
+}
+
 /// Reads a configuration. `source_name` names it in errors (a file path, say).
-pub fn parse(
-    text: &str,
-    source_name: &str,
-) -> Result<(Vec<UpstreamConfig>, AggregatorOptions), ConfigError> {
+pub fn parse(text: &str, source_name: &str) -> Result<Gateway, ConfigError> {
     parse_root(text).map_err(|p| ConfigError {
         source_name: source_name.to_owned(),
         location: p.location,
@@ -115,7 +129,7 @@ fn known_keys(
     }
 }
 
-fn parse_root(text: &str) -> Result<(Vec<UpstreamConfig>, AggregatorOptions), Problem> {
+fn parse_root(text: &str) -> Result<Gateway, Problem> {
     let root: Value =
         serde_json::from_str(text).map_err(|e| Problem::new("(file)", format!("not JSON: {e}")))?;
     let top = root
@@ -132,14 +146,21 @@ fn parse_root(text: &str) -> Result<(Vec<UpstreamConfig>, AggregatorOptions), Pr
             upstreams.push(upstream);
         }
     }
-    let options = match root.get("gateway") {
-        None => AggregatorOptions {
-            namespacing: Arc::new(Prefixed::default()),
-            ..Default::default()
+    let keys: Vec<&str> = upstreams.iter().map(|u| u.key.as_str()).collect();
+    let mut parsed = match root.get("gateway") {
+        None => Gateway {
+            upstreams: Vec::new(),
+            options: AggregatorOptions {
+                namespacing: Arc::new(Prefixed::default()),
+                ..Default::default()
+            },
+            authorization: None,
+            local_principal: None,
         },
-        Some(g) => gateway(g)?,
+        Some(g) => gateway(g, &keys)?,
     };
-    Ok((upstreams, options))
+    parsed.upstreams = upstreams;
+    Ok(parsed)
 }
 
 /// The members of one JSON object, read with errors that say where.
@@ -306,8 +327,18 @@ fn transport(f: &Fields<'_>) -> Result<UpstreamTransport, Problem> {
     }
 }
 
-/// The top-level `gateway` object.
-fn gateway(g: &Value) -> Result<AggregatorOptions, Problem> {
+/// A `surface` member, if present.
+fn surface(f: &Fields<'_>) -> Result<Option<Surface>, Problem> {
+    match f.obj.get("surface").map(|v| v.as_str()) {
+        None => Ok(None),
+        Some(Some("direct")) => Ok(Some(Surface::Direct)),
+        Some(Some("dispatcher")) => Ok(Some(Surface::Dispatcher)),
+        Some(_) => Err(f.problem("surface", "must be \"direct\" or \"dispatcher\"")),
+    }
+}
+
+/// The top-level `gateway` object, as a [`Gateway`] without its upstreams.
+fn gateway(g: &Value, upstream_keys: &[&str]) -> Result<Gateway, Problem> {
     let obj = g
         .as_object()
         .ok_or_else(|| Problem::new("gateway", "must be an object"))?;
@@ -337,23 +368,36 @@ fn gateway(g: &Value) -> Result<AggregatorOptions, Problem> {
     if f.flag("confirmDestructive")? {
         options.confirm = Some(Arc::new(AskHost));
     }
-    options.surface = match obj.get("surface").map(|v| v.as_str()) {
-        None | Some(Some("direct")) => Surface::Direct,
-        Some(Some("dispatcher")) => Surface::Dispatcher,
-        Some(_) => {
-            return Err(f.problem("surface", "must be \"direct\" or \"dispatcher\""));
-        }
-    };
+    options.surface = surface(&f)?.unwrap_or(Surface::Direct);
     if let Some(secs) = f.positive("callTimeoutSeconds")? {
         options.call_timeout = std::time::Duration::from_secs(secs);
     }
     options.namespacing = Arc::new(naming);
-    Ok(options)
+    if let Some(v) = obj.get("views") {
+        let rules: Arc<dyn crate::views::Views> = views::views(v, upstream_keys)?;
+        options.views = Some(rules);
+    }
+    Ok(Gateway {
+        upstreams: Vec::new(),
+        options,
+        authorization: obj.get("auth").map(auth::authorization).transpose()?,
+        local_principal: f
+            .string("stdioSubject")?
+            .map(mcp_server::auth::Principal::new),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The upstreams and options of a configuration.
+    fn parse(
+        text: &str,
+        source_name: &str,
+    ) -> Result<(Vec<UpstreamConfig>, AggregatorOptions), ConfigError> {
+        super::parse(text, source_name).map(|g| (g.upstreams, g.options))
+    }
 
     #[test]
     fn the_desktop_format_with_our_additions() {

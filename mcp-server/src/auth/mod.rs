@@ -65,6 +65,40 @@ pub fn bearer_token(headers: &http::HeaderMap) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
+/// Several authenticators, tried in order: the first to accept a request decides. Refused
+/// by all, the request hears the last refusal that is about its credentials (rather than
+/// their absence).
+#[derive(Clone, Default)]
+pub struct FirstOf(Vec<Arc<dyn Authenticator>>);
+
+impl FirstOf {
+    /// No authenticators yet (refuses everyone as [`Refusal::Missing`]).
+    pub fn new() -> Self {
+        FirstOf::default()
+    }
+
+    /// With `a` tried after those already given.
+    pub fn or(mut self, a: impl Authenticator) -> Self {
+        self.0.push(Arc::new(a));
+        self
+    }
+}
+
+#[async_trait]
+impl Authenticator for FirstOf {
+    async fn authenticate(&self, request: &http::request::Parts) -> Result<Principal, Refusal> {
+        let mut refusal = Refusal::Missing;
+        for a in &self.0 {
+            match a.authenticate(request).await {
+                Ok(p) => return Ok(p),
+                Err(Refusal::Missing) => {}
+                Err(r) => refusal = r,
+            }
+        }
+        Err(refusal)
+    }
+}
+
 /// Authorization in front of an HTTP endpoint: who may call, with which scopes, and the
 /// metadata that tells clients where to get a token.
 #[derive(Clone)]

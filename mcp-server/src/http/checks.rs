@@ -140,6 +140,63 @@ pub(super) fn check_modern_headers(h: &HeaderMap, r: &Request) -> Result<(), (i6
     Ok(())
 }
 
+/// Checks the `Mcp-Param-*` headers of a 2026 `tools/call` against its arguments, for the
+/// tool's mirrored arguments `params`: each present in the body must come as its header,
+/// decoded equal to it; a header must not come without its value in the body. Headers
+/// for arguments the tool does not mirror are not ours to judge, and are ignored.
+pub(super) fn check_param_headers(
+    h: &HeaderMap,
+    r: &Request,
+    params: &[headers::HeaderParam],
+) -> Result<(), (i64, String)> {
+    if params.is_empty() {
+        return Ok(());
+    }
+    let mismatch = |why: String| (codes::HEADER_MISMATCH, format!("Header mismatch: {why}"));
+    let arguments = r
+        .params
+        .as_deref()
+        .and_then(|p| RawObject::from_raw(p).ok())
+        .and_then(|p| p.get("arguments").map(|a| a.get().to_owned()))
+        .and_then(|a| serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&a).ok())
+        .unwrap_or_default();
+    for p in params {
+        let name = format!("mcp-param-{}", p.header.to_ascii_lowercase());
+        let header =
+            match h.get(name.as_str()).map(|v| v.to_str()) {
+                None => None,
+                Some(Err(_)) => {
+                    return Err(mismatch(format!(
+                        "Mcp-Param-{} has invalid characters",
+                        p.header
+                    )))
+                }
+                Some(Ok(v)) => Some(headers::decode_value(v.trim()).ok_or_else(|| {
+                    mismatch(format!("Mcp-Param-{} is malformed base64", p.header))
+                })?),
+            };
+        match (header, headers::param_text(&arguments, &p.path)) {
+            (None, None) => {}
+            (Some(h), Some(Ok(b))) if h == b => {}
+            (None, Some(_)) => {
+                return Err(mismatch(format!(
+                    "missing Mcp-Param-{} header for argument {}",
+                    p.header,
+                    p.path.join(".")
+                )))
+            }
+            (Some(h), _) => {
+                return Err(mismatch(format!(
+                    "Mcp-Param-{} header value '{h}' does not match argument {}",
+                    p.header,
+                    p.path.join(".")
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
 fn lacks(key: &str) -> (i64, String) {
     (
         codes::INVALID_PARAMS,

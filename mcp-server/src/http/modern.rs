@@ -15,9 +15,9 @@ use http_body_util::BodyExt;
 use hyper::body::{Body, Frame as BodyFrame};
 use mcp_types::rpc::{Inbound, Peer};
 use mcp_types::transport::CloseReason;
-use mcp_types::{codes, Frame, Message, RequestId};
+use mcp_types::{codes, Frame, Message, Request, RequestId};
 
-use super::checks::{accepts_sse, check_modern_headers};
+use super::checks::{accepts_sse, check_modern_headers, check_param_headers};
 use super::exchange::Exchange;
 use super::reply::{
     empty, json, keep_alive, modern_status, respond, rpc_error, sse, sse_event, HttpBody,
@@ -55,7 +55,8 @@ pub(super) async fn serve(
             )
         }
     };
-    if let Err((code, why)) = check_modern_headers(h, &req) {
+    if let Err((code, why)) = check_modern_headers(h, &req).and_then(|()| mirrored(server, h, &req))
+    {
         tracing::info!("rejected 2026 request: {why}");
         return rpc_error(StatusCode::BAD_REQUEST, Some(req.id), code, why);
     }
@@ -97,6 +98,22 @@ pub(super) async fn serve(
         done: false,
     }
     .boxed_unsync())
+}
+
+/// The `Mcp-Param-*` check of a `tools/call`, for the tool the handler says it is.
+fn mirrored(server: &Server, h: &HeaderMap, req: &Request) -> Result<(), (i64, String)> {
+    if req.method != mcp_types::protocol::method::TOOLS_CALL {
+        return Ok(());
+    }
+    let Some(name) = h
+        .get(mcp_types::headers::NAME)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return Ok(());
+    };
+    // The Mcp-Name header was just checked equal to the body's name.
+    let name = mcp_types::headers::decode_value(name.trim()).unwrap_or_default();
+    check_param_headers(h, req, &server.handler().header_params(&name))
 }
 
 /// Whether `m` is the answer to request `id`.
