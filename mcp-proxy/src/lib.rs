@@ -31,6 +31,7 @@ pub mod dispatcher;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod naming;
+pub mod overrides;
 pub mod policy;
 pub mod sessions;
 pub mod views;

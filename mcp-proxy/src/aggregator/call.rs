@@ -21,6 +21,7 @@ use mcp_types::{codes, meta, ErrorObject, Revision};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
+use super::route::Route;
 use super::{call_failure, created_task_id, input_required, tasks, Aggregator, CONFIRM_KEY};
 
 /// The host's `_meta` keys that belong to its hop: its progress token (the upstream gets
@@ -32,32 +33,6 @@ const HOST_HOP_META: [&str; 5] = [
     meta::CLIENT_INFO,
     meta::LOG_LEVEL,
 ];
-
-/// Where an exposed tool name leads: the upstream that owns the tool, the tool as that
-/// upstream listed it, and the tool's own name as JSON text (each call's params get it).
-pub(super) struct Route {
-    pub(super) upstream: usize,
-    pub(super) tool: Tool,
-    name: Box<RawValue>,
-    /// Its `x-mcp-header` arguments (none when the annotations are invalid).
-    pub(super) header_params: Vec<mcp_types::headers::HeaderParam>,
-}
-
-impl Route {
-    pub(super) fn new(upstream: usize, tool: Tool) -> Self {
-        let header_params = tool
-            .input_schema
-            .as_ref()
-            .and_then(|s| mcp_types::headers::header_params(s).ok())
-            .unwrap_or_default();
-        Route {
-            header_params,
-            upstream,
-            name: raw::string(&tool.name),
-            tool,
-        }
-    }
-}
 
 /// How a call runs with respect to tasks (TOOL-21).
 pub(super) struct TaskPlan {
@@ -105,7 +80,7 @@ impl Aggregator {
                 .and_then(|a| serde_json::from_str::<Map<String, Value>>(a.get()).ok())
         };
         if self.inner.options.confirm.is_some() {
-            let gate = self.confirmation(ctx, &name, &key, tool, u.config.trusted, arguments);
+            let gate = self.confirmation(ctx, &name, &key, tool, route.hints_trusted, arguments);
             if let Some(refusal) = Box::pin(gate).await {
                 return canonical(refusal);
             }
@@ -113,7 +88,7 @@ impl Aggregator {
         let plan = self.task_plan(ctx, i, &name, tool)?;
         // TOOL-18: only a tool its trusted upstream calls idempotent is called again after
         // the connection dropped under it; anything else might act twice.
-        let may_retry = u.config.trusted && tool.is_idempotent();
+        let may_retry = route.hints_trusted && tool.is_idempotent();
         let (route, plan) = (&*route, &plan);
         let send = |extension: bool| async move {
             let up = self.hop_params(ctx, route, params, plan, extension)?;

@@ -9,9 +9,10 @@ use std::sync::{Arc, RwLock};
 use mcp_types::protocol::*;
 use mcp_types::{codes, ErrorObject};
 
-use super::call::Route;
+use super::route::Route;
 use super::StartError;
 use crate::naming::Namespacing;
+use crate::overrides::ToolOverride;
 use crate::policy::ToolFilter;
 
 /// One upstream's part of the catalog.
@@ -36,6 +37,29 @@ pub(super) struct Member {
     pub(super) namespace: String,
     /// Which of its tools are exposed.
     pub(super) tools: ToolFilter,
+    /// What hosts see of its tools, by real name.
+    pub(super) overrides: Arc<BTreeMap<String, ToolOverride>>,
+    /// Whether its annotations are trusted.
+    pub(super) trusted: bool,
+}
+
+impl Member {
+    /// The name `tool` is exposed under (before namespacing).
+    fn shown_name<'t>(&'t self, tool: &'t Tool) -> &'t str {
+        self.overrides
+            .get(&tool.name)
+            .and_then(|o| o.name.as_deref())
+            .unwrap_or(&tool.name)
+    }
+
+    /// Whether a policy may rely on `tool`'s hints.
+    fn hints_trusted(&self, tool: &Tool) -> bool {
+        self.trusted
+            || self
+                .overrides
+                .get(&tool.name)
+                .is_some_and(|o| o.annotations.is_some())
+    }
 }
 
 /// The merged catalog of every upstream, by upstream index (the order of `members`).
@@ -125,7 +149,10 @@ impl Catalog {
                 let routes: Arc<Routes> = Arc::new(
                     self.tool_entries()
                         .into_iter()
-                        .map(|(exposed, i, t)| (exposed, Arc::new(Route::new(i, t))))
+                        .map(|(exposed, i, t)| {
+                            let trusted = self.members[i].hints_trusted(&t);
+                            (exposed, Arc::new(Route::new(i, t, trusted)))
+                        })
                         .collect(),
                 );
                 if let Ok(mut r) = self.routes.write() {
@@ -169,11 +196,14 @@ impl Catalog {
         for (i, tools) in listings.into_iter().enumerate() {
             let u = &self.members[i];
             let ns = &u.namespace;
-            for t in tools {
+            for mut t in tools {
                 if !u.tools.permits(&t.name) {
                     continue;
                 }
-                let exposed = naming.expose(ns, &t.name);
+                let exposed = naming.expose(ns, u.shown_name(&t));
+                if let Some(o) = u.overrides.get(&t.name) {
+                    o.apply(&mut t);
+                }
                 if seen
                     .insert(exposed.clone(), i)
                     .is_some_and(|prev| prev != i)
@@ -266,7 +296,10 @@ impl Catalog {
             let u = &self.members[i];
             l.tools
                 .iter()
-                .any(|t| !u.tools.permits(&t.name) && naming.expose(&u.namespace, &t.name) == name)
+                .any(|t| {
+                    !u.tools.permits(&t.name)
+                        && naming.expose(&u.namespace, u.shown_name(t)) == name
+                })
                 .then(|| u.key.clone())
         })
     }

@@ -128,10 +128,9 @@ impl Aggregator {
             return None;
         }
         let (i, tool) = (route.upstream, &route.tool);
-        let u = &self.inner.upstreams[i];
         let gated = self.inner.options.confirm.is_some()
             && (ctx.input_response(CONFIRM_KEY).is_some()
-                || may_be_destructive(tool, u.config.trusted));
+                || may_be_destructive(tool, route.hints_trusted));
         if gated {
             return None;
         }
@@ -151,7 +150,7 @@ impl Aggregator {
             link,
             request,
             plan,
-            may_retry: u.config.trusted && tool.is_idempotent(),
+            may_retry: route.hints_trusted && tool.is_idempotent(),
         })
     }
 }

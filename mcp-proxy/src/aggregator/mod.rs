@@ -32,6 +32,7 @@ mod handler;
 mod links;
 mod options;
 mod pool;
+mod route;
 mod subscriptions;
 mod tasks;
 mod visibility;
@@ -137,6 +138,8 @@ impl Aggregator {
                 key: c.key.clone(),
                 namespace: ns.clone(),
                 tools: c.tools.clone(),
+                overrides: c.overrides.clone(),
+                trusted: c.trusted,
             })
             .collect();
         let catalog = Catalog::new(members, options.namespacing.clone(), options.page_size);

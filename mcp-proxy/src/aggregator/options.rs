@@ -58,6 +58,8 @@ pub struct UpstreamConfig {
     /// the limit, instead of being refused by the upstream with an error that names no
     /// request.
     pub max_message_bytes: Option<usize>,
+    /// What hosts see of its tools instead of what it lists, by the tool's real name.
+    pub overrides: Arc<std::collections::BTreeMap<String, crate::overrides::ToolOverride>>,
 }
 
 impl UpstreamConfig {
@@ -74,6 +76,7 @@ impl UpstreamConfig {
             session: SessionMode::default(),
             call_timeout: None,
             max_message_bytes: None,
+            overrides: Default::default(),
         }
     }
 }

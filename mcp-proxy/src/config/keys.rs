@@ -28,7 +28,11 @@ pub(super) const SERVER: &[&str] = &[
     "hostSessionIdleSeconds",
     "callTimeoutSeconds",
     "maxMessageBytes",
+    "overrides",
 ];
+
+/// One entry of a server's `overrides`.
+pub(super) const OVERRIDE: &[&str] = &["name", "title", "description", "annotations"];
 
 /// The `gateway` object.
 pub(super) const GATEWAY: &[&str] = &[
@@ -123,6 +127,19 @@ pub(super) fn bad_separator(s: &str) -> Option<String> {
     s.chars()
         .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
         .map(|c| format!("{c:?} is not allowed: use letters, digits, `_` or `-` (TOOL-03)"))
+}
+
+/// Why an exposed tool name an operator chose cannot be used, if so: 1 to 64 characters
+/// of `[A-Za-z0-9_.-]` (the spec's set, TOOL-01/03).
+pub(super) fn bad_tool_name(n: &str) -> Option<String> {
+    if n.is_empty() || n.chars().count() > 64 {
+        return Some("must be 1 to 64 characters".into());
+    }
+    n.chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+        .map(|c| {
+            format!("{c:?} is not allowed in a tool name: use letters, digits, `_`, `-` or `.`")
+        })
 }
 
 /// Why a tool-name pattern cannot match anything an operator means, if so.

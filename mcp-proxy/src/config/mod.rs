@@ -31,6 +31,7 @@ use serde_json::Value;
 
 mod auth;
 mod keys;
+mod overrides;
 mod views;
 
 use crate::naming::Prefixed;
@@ -285,6 +286,7 @@ fn server(key: &str, s: &Value) -> Result<Option<UpstreamConfig>, Problem> {
         max_message_bytes: f
             .positive("maxMessageBytes")?
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+        overrides: Arc::new(overrides::overrides(&f)?),
     }))
 }
 

@@ -1,0 +1,37 @@
+//! Where an exposed tool name leads.
+
+use mcp_types::headers::HeaderParam;
+use mcp_types::protocol::Tool;
+use mcp_types::raw;
+use serde_json::value::RawValue;
+
+/// Where an exposed tool name leads: the upstream that owns the tool, the tool as that
+/// upstream listed it (with the operator's overrides applied, its real name kept), and
+/// the tool's real name as JSON text (each call's params get it).
+pub(crate) struct Route {
+    pub(crate) upstream: usize,
+    pub(crate) tool: Tool,
+    pub(super) name: Box<RawValue>,
+    /// Its `x-mcp-header` arguments (none when the annotations are invalid).
+    pub(crate) header_params: Vec<HeaderParam>,
+    /// Whether a policy may rely on its hints: its upstream is trusted, or the operator
+    /// wrote them (an override's annotations).
+    pub(crate) hints_trusted: bool,
+}
+
+impl Route {
+    pub(super) fn new(upstream: usize, tool: Tool, hints_trusted: bool) -> Self {
+        let header_params = tool
+            .input_schema
+            .as_ref()
+            .and_then(|s| mcp_types::headers::header_params(s).ok())
+            .unwrap_or_default();
+        Route {
+            header_params,
+            upstream,
+            name: raw::string(&tool.name),
+            tool,
+            hints_trusted,
+        }
+    }
+}
