@@ -2,8 +2,10 @@
 //! as one MCP server on stdio (default) or Streamable HTTP at `/mcp`.
 //!
 //! ```text
-//! cargo run --release --example gateway -- [--config FILE] [--http ADDR] [--threads N]
+//! cargo run --release --example gateway -- [--config FILE] [--http ADDR] [--threads N] [--pin]
 //! ```
+//! `--pin` approves the tools the upstreams list now: it writes their pins to the file
+//! `gateway.pins.file` names and exits (see `mcp_proxy::pins`).
 //! Without `--config` it serves two in-process demo upstreams (`echo` and `notes`).
 //! It runs on one thread unless `--threads N` asks for more: a relay spends its time
 //! moving small messages between sockets and pipes, where handing work between threads
@@ -26,7 +28,9 @@ use mcp_types::transport::Transport;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
 fn usage() -> ! {
-    eprintln!("usage: gateway [--config FILE] [--http ADDR] [--threads N] [--drain SECONDS]");
+    eprintln!(
+        "usage: gateway [--config FILE] [--http ADDR] [--threads N] [--drain SECONDS] [--pin]"
+    );
     std::process::exit(2)
 }
 
@@ -51,6 +55,8 @@ struct Args {
     threads: usize,
     /// How long a graceful stop lets calls in flight finish.
     drain: Duration,
+    /// Write the pins of what the upstreams list now, and exit.
+    pin: bool,
 }
 
 fn args() -> Args {
@@ -59,6 +65,7 @@ fn args() -> Args {
         config: None,
         http: None,
         threads: 1,
+        pin: false,
         drain: Duration::from_secs(10),
     };
     while let Some(a) = args.next() {
@@ -67,6 +74,7 @@ fn args() -> Args {
             "--config" => out.config = Some(value()),
             "--http" => out.http = Some(value()),
             "--threads" => out.threads = value().parse().unwrap_or_else(|_| usage()),
+            "--pin" => out.pin = true,
             "--drain" => {
                 let secs: f64 = value().parse().unwrap_or_else(|_| usage());
                 out.drain = Duration::try_from_secs_f64(secs).unwrap_or_else(|_| usage());
@@ -138,12 +146,13 @@ async fn run(args: Args) -> i32 {
         config,
         http,
         drain,
+        pin,
         ..
     } = args;
-    let (upstreams, options, access) = match &config {
+    let (upstreams, options, access, pin_file) = match &config {
         None => {
             let (upstreams, options) = demo();
-            (upstreams, options, Access::default())
+            (upstreams, options, Access::default(), None)
         }
         Some(path) => match load(path) {
             Ok(g) => (
@@ -153,6 +162,7 @@ async fn run(args: Args) -> i32 {
                     authorization: g.authorization,
                     local_principal: g.local_principal,
                 },
+                g.pin_file,
             ),
             Err(e) => {
                 eprintln!("gateway: {e}");
@@ -167,6 +177,11 @@ async fn run(args: Args) -> i32 {
             return 2;
         }
     };
+    if pin {
+        let code = write_pins(&aggregator, pin_file.as_deref());
+        aggregator.shutdown().await;
+        return code;
+    }
     let server = gateway_server(&aggregator, access.local_principal);
     let code = match http {
         None => {
@@ -188,6 +203,38 @@ async fn run(args: Args) -> i32 {
     aggregator.shutdown().await;
     eprintln!("gateway: stopped");
     code
+}
+
+/// `--pin`: the pins of what the upstreams list now, written to `file`.
+fn write_pins(aggregator: &Aggregator, file: Option<&std::path::Path>) -> i32 {
+    let Some(file) = file else {
+        eprintln!("gateway: --pin needs `gateway.pins.file` in the configuration");
+        return 2;
+    };
+    let unavailable: Vec<String> = aggregator
+        .status()
+        .into_iter()
+        .filter(|s| !s.connected)
+        .map(|s| s.key)
+        .collect();
+    if !unavailable.is_empty() {
+        eprintln!(
+            "gateway: not pinning while upstreams are unavailable: {}",
+            unavailable.join(", ")
+        );
+        return 1;
+    }
+    let pins = aggregator.pins_now();
+    match std::fs::write(file, pins.to_file()) {
+        Ok(()) => {
+            eprintln!("gateway: pinned {} tools in {}", pins.len(), file.display());
+            0
+        }
+        Err(e) => {
+            eprintln!("gateway: cannot write {}: {e}", file.display());
+            1
+        }
+    }
 }
 
 /// Who may use the gateway: over HTTP, as `gateway.auth` says; on stdio, as whom.

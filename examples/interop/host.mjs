@@ -4,6 +4,7 @@
 // model would.
 //
 // usage: node host.mjs URL '[["tool", {args}], ...]'
+// With MCP_BEARER_TOKEN set, every request carries `Authorization: Bearer <it>`.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CreateMessageRequestSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
@@ -22,7 +23,9 @@ client.setRequestHandler(CreateMessageRequestSchema, async () => ({
   content: { type: "text", text: "sampled by ts" },
   model: "ts-host-model",
 }));
-await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+const token = process.env.MCP_BEARER_TOKEN;
+const requestInit = token ? { headers: { Authorization: `Bearer ${token}` } } : undefined;
+await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit }));
 const tools = await client.listTools();
 const results = {};
 for (const [name, args] of JSON.parse(callsJson)) {

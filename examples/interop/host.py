@@ -4,14 +4,19 @@ answers elicitation (name "Ada") and sampling ("sampled by python") like a user 
 model would.
 
 usage: host.py MODE URL '[["tool", {args}], ...]'   (MODE: legacy | 2026-07-28)
+With MCP_BEARER_TOKEN set, every request carries `Authorization: Bearer <it>`.
 """
 
 import asyncio
 import json
 import sys
 
+import os
+
 import mcp_types as types
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 
 async def elicit(context, params):
@@ -28,7 +33,12 @@ async def sample(context, params):
 
 async def main() -> None:
     mode, url, calls = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-    async with Client(url, mode=mode, elicitation_callback=elicit, sampling_callback=sample) as client:
+    server = url
+    token = os.environ.get("MCP_BEARER_TOKEN")
+    if token:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        server = streamable_http_client(url, http_client=http)
+    async with Client(server, mode=mode, elicitation_callback=elicit, sampling_callback=sample) as client:
         tools = await client.list_tools()
         results = {}
         for name, args in calls:

@@ -32,6 +32,7 @@ pub mod dispatcher;
 pub mod fuzzing;
 pub mod naming;
 pub mod overrides;
+pub mod pins;
 pub mod policy;
 pub mod sessions;
 pub mod views;

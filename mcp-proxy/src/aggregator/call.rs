@@ -22,7 +22,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::route::Route;
-use super::{call_failure, created_task_id, input_required, tasks, Aggregator, CONFIRM_KEY};
+use super::{call_failure, created_task_id, input_required, tasks, Aggregator, OWN_KEYS};
 
 /// The host's `_meta` keys that belong to its hop: its progress token (the upstream gets
 /// the gateway's) and the 2026 envelope (each hop writes its own).
@@ -79,6 +79,11 @@ impl Aggregator {
                 .get("arguments")
                 .and_then(|a| serde_json::from_str::<Map<String, Value>>(a.get()).ok())
         };
+        if let Some(why) = &route.unapproved {
+            if let Some(refusal) = self.approval(ctx, &name, &key, why) {
+                return canonical(refusal);
+            }
+        }
         if self.inner.options.confirm.is_some() {
             let gate = self.confirmation(ctx, &name, &key, tool, route.hints_trusted, arguments);
             if let Some(refusal) = Box::pin(gate).await {
@@ -180,11 +185,13 @@ impl Aggregator {
         // A retry's answers and state: a 2026 host's own members, or what the session
         // gathered from a legacy host. The gateway's own question was the gateway's to read.
         let own_answers = p.contains_key("inputResponses");
-        if ctx.input_response(CONFIRM_KEY).is_some()
+        if OWN_KEYS.iter().any(|k| ctx.input_response(k).is_some())
             || (!own_answers && !ctx.input_responses().is_empty())
         {
             let mut responses = ctx.input_responses().clone();
-            responses.remove(CONFIRM_KEY);
+            for k in OWN_KEYS {
+                responses.remove(k);
+            }
             p.remove("inputResponses");
             if !responses.is_empty() {
                 p.insert("inputResponses", raw::encode(&responses));

@@ -2,7 +2,7 @@
 //! pure: it names, filters, orders, detects clashes, indexes routes and pages, and never
 //! talks to an upstream (the pool fills it; the handler reads it).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
@@ -13,6 +13,7 @@ use super::route::Route;
 use super::StartError;
 use crate::naming::Namespacing;
 use crate::overrides::ToolOverride;
+use crate::pins::{PinAction, PinCheck, Pins};
 use crate::policy::ToolFilter;
 
 /// One upstream's part of the catalog.
@@ -24,6 +25,10 @@ pub(super) struct Listing {
     pub(super) templates: Vec<ResourceTemplate>,
     /// When a 2026 upstream's `ttlMs` (if it gave a positive one) says to list again.
     pub(super) stale_at: Option<std::time::Instant>,
+    /// Its tools the pins hide, by real name.
+    pub(super) pin_hidden: HashSet<String>,
+    /// Its tools whose calls the host's user must allow, by real name, with why.
+    pub(super) pin_ask: HashMap<String, Arc<str>>,
 }
 
 /// Exposed tool name → route, for one generation of the catalog.
@@ -68,6 +73,8 @@ pub(super) struct Catalog {
     namespacing: Arc<dyn Namespacing>,
     /// Items per page of a merged list (0: one page).
     page_size: usize,
+    /// The approved tool definitions, if pinning is on.
+    pins: Option<Arc<Pins>>,
     listings: RwLock<Vec<Listing>>,
     /// Bumped on every change; cursors and the route index carry it.
     generation: AtomicU64,
@@ -80,8 +87,10 @@ impl Catalog {
         members: Vec<Member>,
         namespacing: Arc<dyn Namespacing>,
         page_size: usize,
+        pins: Option<Arc<Pins>>,
     ) -> Self {
         Catalog {
+            pins,
             listings: RwLock::new(vec![Listing::default(); members.len()]),
             members,
             namespacing,
@@ -126,11 +135,47 @@ impl Catalog {
     }
 
     /// Replaces upstream `i`'s part of the catalog; a new generation of the catalog begins.
-    pub(super) fn set_listing(&self, i: usize, listing: Listing) {
+    pub(super) fn set_listing(&self, i: usize, mut listing: Listing) {
+        if let Some(pins) = &self.pins {
+            self.check_pins(pins, i, &mut listing);
+        }
         if let Ok(mut l) = self.listings.write() {
             l[i] = listing;
         }
         self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Marks what `pins` says of upstream `i`'s new listing, and logs every tool that is
+    /// not as approved.
+    fn check_pins(&self, pins: &Pins, i: usize, listing: &mut Listing) {
+        let key = &self.members[i].key;
+        for t in &listing.tools {
+            let check = pins.check(key, t);
+            let why = match &check {
+                PinCheck::Approved => continue,
+                PinCheck::Changed(parts) => format!(
+                    "changed since it was approved ({} differ)",
+                    parts.join(", ")
+                ),
+                PinCheck::Unpinned => "was never approved".to_owned(),
+            };
+            let action = pins.action(&check);
+            match action {
+                PinAction::Allow => {}
+                PinAction::Hide => {
+                    listing.pin_hidden.insert(t.name.clone());
+                }
+                PinAction::Ask => {
+                    listing.pin_ask.insert(t.name.clone(), why.clone().into());
+                }
+            }
+            match check {
+                PinCheck::Changed(_) => {
+                    tracing::warn!(upstream = %key, tool = %t.name, ?action, "pinned tool {why}")
+                }
+                _ => tracing::info!(upstream = %key, tool = %t.name, ?action, "tool {why}"),
+            }
+        }
     }
 
     /// The upstream and tool behind an exposed name.
@@ -146,12 +191,16 @@ impl Catalog {
         let routes = match cached {
             Some((g, routes)) if g == generation => routes,
             _ => {
+                let asks = self.read_listings(|l| l.pin_ask.clone());
                 let routes: Arc<Routes> = Arc::new(
                     self.tool_entries()
                         .into_iter()
                         .map(|(exposed, i, t)| {
                             let trusted = self.members[i].hints_trusted(&t);
-                            (exposed, Arc::new(Route::new(i, t, trusted)))
+                            let ask = asks[i].get(&t.name).cloned();
+                            let mut route = Route::new(i, t, trusted);
+                            route.unapproved = ask;
+                            (exposed, Arc::new(route))
                         })
                         .collect(),
                 );
@@ -189,15 +238,15 @@ impl Catalog {
 
     /// `(exposed name, upstream index, tool as the upstream sent it)`, in catalog order.
     pub(super) fn tool_entries(&self) -> Vec<(String, usize, Tool)> {
-        let listings = self.read_listings(|l| l.tools.clone());
+        let listings = self.read_listings(|l| (l.tools.clone(), l.pin_hidden.clone()));
         let naming = &self.namespacing;
         let mut seen = BTreeMap::new();
         let mut out = Vec::new();
-        for (i, tools) in listings.into_iter().enumerate() {
+        for (i, (tools, hidden)) in listings.into_iter().enumerate() {
             let u = &self.members[i];
             let ns = &u.namespace;
             for mut t in tools {
-                if !u.tools.permits(&t.name) {
+                if !u.tools.permits(&t.name) || hidden.contains(&t.name) {
                     continue;
                 }
                 let exposed = naming.expose(ns, u.shown_name(&t));

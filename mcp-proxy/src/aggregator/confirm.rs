@@ -5,7 +5,7 @@ use mcp_server::{Outcome, RequestContext};
 use mcp_types::protocol::*;
 use serde_json::{json, Map, Value};
 
-use super::{tool_error, Aggregator, CONFIRM_KEY};
+use super::{tool_error, Aggregator, APPROVE_KEY, CONFIRM_KEY};
 use crate::policy::{may_be_destructive, Confirmation, Verdict};
 
 impl Aggregator {
@@ -23,9 +23,7 @@ impl Aggregator {
     ) -> Option<Outcome<CallToolResult>> {
         let hook = self.inner.options.confirm.as_ref()?;
         if let Some(answer) = ctx.input_response(CONFIRM_KEY) {
-            let accepted = answer.get("action").and_then(Value::as_str) == Some("accept")
-                && answer.pointer("/content/confirm").and_then(Value::as_bool) == Some(true);
-            return (!accepted).then(|| {
+            return (!accepted(answer)).then(|| {
                 Outcome::Complete(tool_error(format!(
                     "The user declined the call to {exposed}; nothing was done."
                 )))
@@ -52,30 +50,70 @@ impl Aggregator {
                      and this host cannot ask: it did not declare elicitation."
                 ))))
             }
-            Verdict::AskHost => {
-                let mut requests = Map::new();
-                requests.insert(
-                    CONFIRM_KEY.into(),
-                    json!({
-                        "method": method::ELICITATION_CREATE,
-                        "params": {
-                            "message": format!(
-                                "Allow the call to {} (upstream `{key}`)? It may change or delete data.",
-                                tool.display_name()
-                            ),
-                            "requestedSchema": {
-                                "type": "object",
-                                "properties": {"confirm": {"type": "boolean", "title": "Allow this call"}},
-                                "required": ["confirm"]
-                            }
-                        }
-                    }),
-                );
-                Some(Outcome::InputRequired(InputRequiredResult {
-                    input_requests: Some(requests),
-                    ..Default::default()
-                }))
-            }
+            Verdict::AskHost => Some(ask_user(
+                CONFIRM_KEY,
+                format!(
+                    "Allow the call to {} (upstream `{key}`)? It may change or delete data.",
+                    tool.display_name()
+                ),
+            )),
         }
     }
+
+    /// The pinning gate: a tool that is not as approved runs only if the host's user allows
+    /// this call. `None` to go ahead, else what to answer instead.
+    pub(super) fn approval(
+        &self,
+        ctx: &RequestContext,
+        exposed: &str,
+        key: &str,
+        why: &str,
+    ) -> Option<Outcome<CallToolResult>> {
+        if let Some(answer) = ctx.input_response(APPROVE_KEY) {
+            return (!accepted(answer)).then(|| {
+                Outcome::Complete(tool_error(format!(
+                    "The user did not allow the call to {exposed}; nothing was done."
+                )))
+            });
+        }
+        if ctx.client_capabilities().elicitation.is_none() {
+            return Some(Outcome::Complete(tool_error(format!(
+                "The tool {exposed} (upstream `{key}`) {why}, so each call needs the user's \
+                 approval, and this host cannot ask: it did not declare elicitation."
+            ))));
+        }
+        Some(ask_user(
+            APPROVE_KEY,
+            format!("The tool {exposed} (upstream `{key}`) {why}. Allow this call anyway?"),
+        ))
+    }
+}
+
+/// Whether an elicitation answer says yes.
+fn accepted(answer: &Value) -> bool {
+    answer.get("action").and_then(Value::as_str) == Some("accept")
+        && answer.pointer("/content/confirm").and_then(Value::as_bool) == Some(true)
+}
+
+/// A yes/no question for the host's user, under `key`.
+fn ask_user(key: &str, message: String) -> Outcome<CallToolResult> {
+    let mut requests = Map::new();
+    requests.insert(
+        key.into(),
+        json!({
+            "method": method::ELICITATION_CREATE,
+            "params": {
+                "message": message,
+                "requestedSchema": {
+                    "type": "object",
+                    "properties": {"confirm": {"type": "boolean", "title": "Allow this call"}},
+                    "required": ["confirm"]
+                }
+            }
+        }),
+    );
+    Outcome::InputRequired(InputRequiredResult {
+        input_requests: Some(requests),
+        ..Default::default()
+    })
 }

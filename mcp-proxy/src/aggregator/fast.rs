@@ -128,9 +128,10 @@ impl Aggregator {
             return None;
         }
         let (i, tool) = (route.upstream, &route.tool);
-        let gated = self.inner.options.confirm.is_some()
-            && (ctx.input_response(CONFIRM_KEY).is_some()
-                || may_be_destructive(tool, route.hints_trusted));
+        let gated = route.unapproved.is_some()
+            || self.inner.options.confirm.is_some()
+                && (ctx.input_response(CONFIRM_KEY).is_some()
+                    || may_be_destructive(tool, route.hints_trusted));
         if gated {
             return None;
         }

@@ -15,7 +15,7 @@ use mcp_types::{codes, ErrorObject};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::{Aggregator, CONFIRM_KEY};
+use super::{Aggregator, OWN_KEYS};
 use crate::bridge::{new_state, Flight, Step, STATE_PREFIX};
 
 impl Aggregator {
@@ -85,7 +85,9 @@ impl Aggregator {
                 }
             }
             let mut responses = ctx.input_responses().clone();
-            responses.remove(CONFIRM_KEY);
+            for k in OWN_KEYS {
+                responses.remove(k);
+            }
             if !responses.is_empty() {
                 p.insert("inputResponses".into(), Value::Object(responses));
             }

@@ -31,6 +31,7 @@ mod flights;
 mod handler;
 mod links;
 mod options;
+mod pinning;
 mod pool;
 mod route;
 mod subscriptions;
@@ -112,6 +113,13 @@ fn as_exposed(exposed: String, mut t: Tool) -> Tool {
 /// The key of the gateway's own confirmation request among a round's input requests.
 const CONFIRM_KEY: &str = "gateway_confirm";
 
+/// The key of the pinning gate's question (see [`crate::pins`]).
+const APPROVE_KEY: &str = "gateway_approve";
+
+/// The gateway's own questions, whose answers are the gateway's to read and never go
+/// upstream.
+const OWN_KEYS: [&str; 2] = [CONFIRM_KEY, APPROVE_KEY];
+
 fn tool_error(text: String) -> CallToolResult {
     CallToolResult {
         content: vec![ContentBlock::text(text)],
@@ -142,7 +150,12 @@ impl Aggregator {
                 trusted: c.trusted,
             })
             .collect();
-        let catalog = Catalog::new(members, options.namespacing.clone(), options.page_size);
+        let catalog = Catalog::new(
+            members,
+            options.namespacing.clone(),
+            options.page_size,
+            options.pins.clone(),
+        );
         let max_subscriptions = options.max_subscriptions;
         let upstreams = sorted
             .into_iter()

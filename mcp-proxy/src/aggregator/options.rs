@@ -107,6 +107,9 @@ pub struct AggregatorOptions {
     pub max_subscriptions: usize,
     /// What each principal may see ([`crate::views`]); `None`: everyone sees everything.
     pub views: Option<Arc<dyn crate::views::Views>>,
+    /// The approved tool definitions and what to do with the others ([`crate::pins`]);
+    /// `None`: no pinning.
+    pub pins: Option<Arc<crate::pins::Pins>>,
 }
 
 impl std::fmt::Debug for AggregatorOptions {
@@ -121,6 +124,7 @@ impl std::fmt::Debug for AggregatorOptions {
             .field("input_timeout", &self.input_timeout)
             .field("max_subscriptions", &self.max_subscriptions)
             .field("views", &self.views.is_some())
+            .field("pins", &self.pins.as_ref().map(|p| p.len()))
             .finish_non_exhaustive()
     }
 }
@@ -138,6 +142,7 @@ impl Default for AggregatorOptions {
             input_timeout: Duration::from_secs(300),
             max_subscriptions: 256,
             views: None,
+            pins: None,
         }
     }
 }

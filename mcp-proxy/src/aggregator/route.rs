@@ -17,6 +17,9 @@ pub(crate) struct Route {
     /// Whether a policy may rely on its hints: its upstream is trusted, or the operator
     /// wrote them (an override's annotations).
     pub(crate) hints_trusted: bool,
+    /// Why the host's user must allow each call (the tool is not as approved; see
+    /// [`crate::pins`]), if they must.
+    pub(crate) unapproved: Option<std::sync::Arc<str>>,
 }
 
 impl Route {
@@ -32,6 +35,7 @@ impl Route {
             name: raw::string(&tool.name),
             tool,
             hints_trusted,
+            unapproved: None,
         }
     }
 }

@@ -38,6 +38,7 @@ pub(super) const OVERRIDE: &[&str] = &["name", "title", "description", "annotati
 pub(super) const GATEWAY: &[&str] = &[
     "auth",
     "views",
+    "pins",
     "stdioSubject",
     "separator",
     "maxNameLength",
@@ -67,6 +68,9 @@ pub(super) const JWT: &[&str] = &[
 
 /// One of `gateway.auth.apiKeys`.
 pub(super) const API_KEY: &[&str] = &["name", "key", "keyEnv", "subject", "scopes"];
+
+/// `gateway.pins`.
+pub(super) const PINS: &[&str] = &["file", "onChange", "unpinned"];
 
 /// One of `gateway.views`.
 pub(super) const VIEW: &[&str] = &[

@@ -32,6 +32,7 @@ use serde_json::Value;
 mod auth;
 mod keys;
 mod overrides;
+mod pins;
 mod views;
 
 use crate::naming::Prefixed;
@@ -106,6 +107,9 @@ pub struct Gateway {
     /// The principal of a host on stdio (`gateway.stdioSubject`), whom views match; `None`:
     /// no principal, which only a view for everyone matches.
     pub local_principal: Option<mcp_server::auth::Principal>,
+    /// Where the pins are kept (`gateway.pins.file`): read at start (into
+    /// `options.pins`), written by `gateway --pin`.
+    pub pin_file: Option<std::path::PathBuf>,
 }
 
 /// Reads a configuration. `source_name` names it in errors (a file path, say).
@@ -157,6 +161,7 @@ fn parse_root(text: &str) -> Result<Gateway, Problem> {
             },
             authorization: None,
             local_principal: None,
+            pin_file: None,
         },
         Some(g) => gateway(g, &keys)?,
     };
@@ -375,6 +380,14 @@ fn gateway(g: &Value, upstream_keys: &[&str]) -> Result<Gateway, Problem> {
         options.call_timeout = std::time::Duration::from_secs(secs);
     }
     options.namespacing = Arc::new(naming);
+    let pin_file = match obj.get("pins") {
+        None => None,
+        Some(p) => {
+            let (file, pins) = pins::pins(p)?;
+            options.pins = Some(Arc::new(pins));
+            Some(file)
+        }
+    };
     if let Some(v) = obj.get("views") {
         let rules: Arc<dyn crate::views::Views> = views::views(v, upstream_keys)?;
         options.views = Some(rules);
@@ -386,6 +399,7 @@ fn gateway(g: &Value, upstream_keys: &[&str]) -> Result<Gateway, Problem> {
         local_principal: f
             .string("stdioSubject")?
             .map(mcp_server::auth::Principal::new),
+        pin_file,
     })
 }
 
