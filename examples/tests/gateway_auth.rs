@@ -146,3 +146,35 @@ async fn sdk_hosts_reach_the_gateway_with_a_bearer_token_and_see_their_view() {
     }
     let _ = std::fs::remove_file(config);
 }
+
+#[tokio::test]
+async fn a_config_typo_stops_the_gateway_at_start_naming_the_key() {
+    let path = std::env::temp_dir().join(format!("mcp-gateway-typo-{}.json", std::process::id()));
+    let text =
+        json!({"mcpServers": {"fs": {"command": example("echo-server"), "denyTool": ["echo"]}}});
+    std::fs::write(&path, text.to_string()).expect("config");
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::process::Command::new(example("gateway"))
+            .args([
+                "--config",
+                &path.display().to_string(),
+                "--http",
+                "127.0.0.1:0",
+            ])
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the gateway exited in time")
+    .expect("the gateway ran");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr
+            .contains("mcpServers.fs.denyTool: unknown key `denyTool`; did you mean `denyTools`?"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "it must not have started serving");
+    let _ = std::fs::remove_file(path);
+}

@@ -150,7 +150,14 @@ impl Write for Lines {
 
 const ERAS: [EraChoice; 2] = [EraChoice::Legacy(Revision::V2025_06_18), EraChoice::Modern];
 
+/// One test for both modes: the log is read through `tracing`'s per-thread subscriber,
+/// which sees only this test's lines when no other test runs beside it.
 #[tokio::test]
+async fn pinned_tools_that_change_are_hidden_or_asked_about() {
+    a_pinned_tool_that_changes_is_hidden_and_the_change_logged().await;
+    with_ask_the_hosts_user_allows_each_call_to_a_changed_tool().await;
+}
+
 async fn a_pinned_tool_that_changes_is_hidden_and_the_change_logged() {
     let lines = Lines::default();
     let writer = lines.clone();
@@ -225,7 +232,6 @@ impl ClientHandler for Asked {
     }
 }
 
-#[tokio::test]
 async fn with_ask_the_hosts_user_allows_each_call_to_a_changed_tool() {
     let (up, server, agg) = gateway(PinAction::Ask, PinAction::Allow).await;
     drift(
