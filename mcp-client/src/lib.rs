@@ -9,6 +9,7 @@
 //! `InputRequiredResult` → retry loop of a 2026-07-28 one.
 
 mod child;
+pub mod fetch;
 pub mod http;
 pub mod http_sse;
 mod relay;

@@ -30,6 +30,7 @@ pub mod config;
 pub mod dispatcher;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod jwks;
 pub mod naming;
 pub mod overrides;
 pub mod pins;

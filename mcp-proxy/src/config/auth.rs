@@ -5,6 +5,7 @@
 //!          "authorizationServers": ["https://auth.example.com"],
 //!          "requiredScopes": ["mcp:tools"],
 //!          "jwt": {"issuer": "https://auth.example.com", "jwksFile": "/etc/gw/jwks.json"},
+//!          (or "jwksUri": "https://…/jwks", or neither: the issuer's metadata names it)
 //!          "apiKeys": [{"name": "ci", "keyEnv": "GW_CI_KEY", "subject": "ci-bot", "scopes": ["mcp:tools"]}]}
 //! ```
 
@@ -16,6 +17,7 @@ use mcp_server::auth::{
 };
 
 use super::{keys, known_keys, Fields, Problem};
+use crate::jwks::JwksUri;
 
 /// The `auth` object at `gateway.auth`.
 pub(super) fn authorization(v: &Value) -> Result<Authorization, Problem> {
@@ -69,7 +71,7 @@ fn jwt_authenticator(v: &Value, resource: &str) -> Result<JwtAuthenticator, Prob
         .string("issuer")?
         .ok_or_else(|| f.problem("issuer", "required: the `iss` tokens carry"))?;
     let audience = f.string("audience")?.unwrap_or_else(|| resource.to_owned());
-    let mut options = JwtOptions::new(issuer, audience);
+    let mut options = JwtOptions::new(issuer.clone(), audience);
     let algorithms = f.strings("algorithms")?;
     if !algorithms.is_empty() {
         options = options
@@ -79,14 +81,21 @@ fn jwt_authenticator(v: &Value, resource: &str) -> Result<JwtAuthenticator, Prob
     if let Some(secs) = f.positive("leewaySeconds")? {
         options = options.leeway(std::time::Duration::from_secs(secs.min(300)));
     }
-    let path = f.string("jwksFile")?.ok_or_else(|| {
-        f.problem(
-            "jwksFile",
-            "required: the JWKS of the keys that sign tokens",
-        )
-    })?;
-    let keys = JwksFile::open(&path).map_err(|e| f.problem("jwksFile", e.to_string()))?;
-    Ok(JwtAuthenticator::new(keys, options))
+    match (f.string("jwksFile")?, f.string("jwksUri")?) {
+        (Some(path), None) => {
+            let keys = JwksFile::open(&path).map_err(|e| f.problem("jwksFile", e.to_string()))?;
+            Ok(JwtAuthenticator::new(keys, options))
+        }
+        (None, Some(uri)) => {
+            if !(uri.starts_with("https://") || uri.starts_with("http://")) {
+                return Err(f.problem("jwksUri", format!("{uri:?} is not an http(s) URL")));
+            }
+            Ok(JwtAuthenticator::new(JwksUri::new(uri), options))
+        }
+        // The issuer's metadata names its keys.
+        (None, None) => Ok(JwtAuthenticator::new(JwksUri::discover(issuer), options)),
+        (Some(_), Some(_)) => Err(f.problem("", "has both `jwksFile` and `jwksUri`; give one")),
+    }
 }
 
 fn api_keys(v: &Value) -> Result<ApiKeys, Problem> {

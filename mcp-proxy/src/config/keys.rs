@@ -62,6 +62,7 @@ pub(super) const JWT: &[&str] = &[
     "issuer",
     "audience",
     "jwksFile",
+    "jwksUri",
     "algorithms",
     "leewaySeconds",
 ];

@@ -83,7 +83,8 @@ impl JwkSet {
             .collect()
     }
 
-    fn holds(&self, kid: &str) -> bool {
+    /// Whether it holds a key with id `kid`.
+    pub fn holds(&self, kid: &str) -> bool {
         self.keys.iter().any(|k| k.kid.as_deref() == Some(kid))
     }
 }

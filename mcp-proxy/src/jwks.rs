@@ -1,0 +1,232 @@
+//! Token-signing keys fetched from the authorization server: its `jwks_uri`, given or
+//! discovered from its metadata (RFC 8414, then OpenID Connect discovery), cached, and
+//! fetched again when a token names a key id the cache does not hold (key rotation) or
+//! the cache is old. Fetches are bounded in size and time, one at a time, and at most
+//! every `min_refetch`, so neither a flood of forged key ids nor an issuer that is down
+//! turns every request into a fetch.
+
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use mcp_client::fetch::{get_json, FetchError};
+use mcp_server::auth::{JwkSet, KeySource, VerifyingKey};
+use serde_json::Value;
+
+/// Largest JWKS or metadata document read.
+const MAX_DOCUMENT: usize = 256 * 1024;
+
+/// Where the keys are.
+#[derive(Debug, Clone)]
+enum Origin {
+    /// A `jwks_uri`.
+    Jwks(String),
+    /// An issuer whose metadata names its `jwks_uri`.
+    Issuer(String),
+}
+
+#[derive(Default)]
+struct Cache {
+    set: Option<(Arc<JwkSet>, Instant)>,
+    last_attempt: Option<Instant>,
+    /// The `jwks_uri` discovered from the issuer's metadata.
+    discovered: Option<String>,
+}
+
+/// Keys fetched over HTTP(S); a [`KeySource`] for [`mcp_server::auth::JwtAuthenticator`].
+pub struct JwksUri {
+    origin: Origin,
+    min_refetch: Duration,
+    max_age: Duration,
+    timeout: Duration,
+    cache: RwLock<Cache>,
+    fetching: tokio::sync::Mutex<()>,
+}
+
+impl JwksUri {
+    /// The keys at `jwks_uri`.
+    pub fn new(jwks_uri: impl Into<String>) -> Self {
+        JwksUri::with_origin(Origin::Jwks(jwks_uri.into()))
+    }
+
+    /// The keys of `issuer`, its `jwks_uri` read from its metadata at first use.
+    pub fn discover(issuer: impl Into<String>) -> Self {
+        JwksUri::with_origin(Origin::Issuer(issuer.into()))
+    }
+
+    fn with_origin(origin: Origin) -> Self {
+        JwksUri {
+            origin,
+            min_refetch: Duration::from_secs(30),
+            max_age: Duration::from_secs(3600),
+            timeout: Duration::from_secs(10),
+            cache: RwLock::new(Cache::default()),
+            fetching: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Fetches at most this often (default 30 s).
+    pub fn min_refetch(mut self, every: Duration) -> Self {
+        self.min_refetch = every;
+        self
+    }
+
+    /// Fetches again once the keys are this old (default 1 h).
+    pub fn max_age(mut self, age: Duration) -> Self {
+        self.max_age = age;
+        self
+    }
+
+    fn read<T>(&self, f: impl FnOnce(&Cache) -> T) -> T {
+        match self.cache.read() {
+            Ok(c) => f(&c),
+            Err(poisoned) => f(&poisoned.into_inner()),
+        }
+    }
+
+    fn write(&self, f: impl FnOnce(&mut Cache)) {
+        match self.cache.write() {
+            Ok(mut c) => f(&mut c),
+            Err(poisoned) => f(&mut poisoned.into_inner()),
+        }
+    }
+
+    /// Whether the cache should be fetched again for a token naming `kid`.
+    fn wants_fetch(&self, kid: Option<&str>) -> bool {
+        self.read(|c| {
+            let recently = c
+                .last_attempt
+                .is_some_and(|t| t.elapsed() < self.min_refetch);
+            match &c.set {
+                None => !recently,
+                Some((set, at)) => {
+                    let unknown = kid.is_some_and(|k| !set.holds(k));
+                    (at.elapsed() >= self.max_age || unknown) && !recently
+                }
+            }
+        })
+    }
+
+    async fn jwks_uri(&self) -> Result<String, FetchError> {
+        let issuer = match &self.origin {
+            Origin::Jwks(u) => return Ok(u.clone()),
+            Origin::Issuer(i) => i.clone(),
+        };
+        if let Some(u) = self.read(|c| c.discovered.clone()) {
+            return Ok(u);
+        }
+        let mut last = None;
+        for url in metadata_urls(&issuer) {
+            match get_json(&url, MAX_DOCUMENT, self.timeout).await {
+                Ok(doc) => match jwks_uri_of(&doc, &issuer) {
+                    Some(u) => {
+                        self.write(|c| c.discovered = Some(u.clone()));
+                        return Ok(u);
+                    }
+                    None => {
+                        last = Some(FetchError::Body {
+                            url,
+                            why: "no jwks_uri, or another issuer's metadata".into(),
+                        })
+                    }
+                },
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or(FetchError::Url(issuer)))
+    }
+
+    async fn fetch(&self) {
+        let _one = self.fetching.lock().await;
+        self.write(|c| c.last_attempt = Some(Instant::now()));
+        let result = async {
+            let url = self.jwks_uri().await?;
+            let doc = get_json(&url, MAX_DOCUMENT, self.timeout).await?;
+            JwkSet::parse(&doc.to_string()).map_err(|e| FetchError::Body {
+                url,
+                why: e.to_string(),
+            })
+        };
+        match result.await {
+            Ok(set) => self.write(|c| c.set = Some((Arc::new(set), Instant::now()))),
+            Err(e) => tracing::warn!("keeping the JWKS cached (if any): {e}"),
+        }
+    }
+}
+
+/// Where an issuer's metadata may be: RFC 8414's path-inserted form, then OpenID Connect's.
+fn metadata_urls(issuer: &str) -> Vec<String> {
+    let trimmed = issuer.trim_end_matches('/');
+    let (origin, path) = match trimmed.split_once("://") {
+        Some((scheme, rest)) => match rest.find('/') {
+            Some(i) => (format!("{scheme}://{}", &rest[..i]), rest[i..].to_owned()),
+            None => (trimmed.to_owned(), String::new()),
+        },
+        None => (trimmed.to_owned(), String::new()),
+    };
+    vec![
+        format!("{origin}/.well-known/oauth-authorization-server{path}"),
+        format!("{trimmed}/.well-known/openid-configuration"),
+    ]
+}
+
+/// The `jwks_uri` of metadata that is `issuer`'s own (RFC 8414 §3.3).
+fn jwks_uri_of(doc: &Value, issuer: &str) -> Option<String> {
+    let same = doc
+        .get("issuer")
+        .and_then(Value::as_str)
+        .map(|i| i.trim_end_matches('/'))
+        == Some(issuer.trim_end_matches('/'));
+    same.then(|| {
+        doc.get("jwks_uri")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    })
+    .flatten()
+}
+
+#[async_trait]
+impl KeySource for JwksUri {
+    async fn keys(&self, kid: Option<&str>) -> Vec<VerifyingKey> {
+        if self.wants_fetch(kid) {
+            self.fetch().await;
+        }
+        let Some(set) = self.read(|c| c.set.as_ref().map(|(s, _)| s.clone())) else {
+            return Vec::new();
+        };
+        set.keys(kid).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_is_looked_for_where_the_rfcs_put_it() {
+        assert_eq!(
+            metadata_urls("https://auth.example.com"),
+            [
+                "https://auth.example.com/.well-known/oauth-authorization-server",
+                "https://auth.example.com/.well-known/openid-configuration"
+            ]
+        );
+        assert_eq!(
+            metadata_urls("https://example.com/tenant1/"),
+            [
+                "https://example.com/.well-known/oauth-authorization-server/tenant1",
+                "https://example.com/tenant1/.well-known/openid-configuration"
+            ]
+        );
+        let doc = serde_json::json!({"issuer": "https://a", "jwks_uri": "https://a/jwks"});
+        assert_eq!(
+            jwks_uri_of(&doc, "https://a/").as_deref(),
+            Some("https://a/jwks")
+        );
+        assert_eq!(
+            jwks_uri_of(&doc, "https://b"),
+            None,
+            "another issuer's metadata"
+        );
+    }
+}

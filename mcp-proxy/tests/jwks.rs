@@ -1,0 +1,170 @@
+//! Keys fetched from the authorization server: its `jwks_uri` discovered from its RFC 8414
+//! metadata, cached, fetched again when a token names an unknown key id (rotation), but at
+//! most every `min_refetch`, so forged key ids cannot make every request a fetch.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use mcp_proxy::jwks::JwksUri;
+use mcp_server::auth::{Authenticator, JwtAuthenticator, JwtOptions, Refusal};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const AUDIENCE: &str = "https://gw.example.com/mcp";
+
+fn data(name: &str) -> Vec<u8> {
+    let path = format!(
+        "{}/../mcp-server/tests/data/auth/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The test JWKS with only the keys whose ids are in `kids`.
+fn jwks(kids: &[&str]) -> String {
+    let all: Value = serde_json::from_slice(&data("jwks.json")).expect("jwks");
+    let keys: Vec<Value> = all["keys"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|k| k["kid"].as_str().is_some_and(|kid| kids.contains(&kid)))
+        .cloned()
+        .collect();
+    json!({"keys": keys}).to_string()
+}
+
+/// An authorization server on 127.0.0.1: its metadata, and the JWKS `current` holds.
+struct Issuer {
+    base: String,
+    current: Arc<Mutex<String>>,
+    fetches: Arc<AtomicUsize>,
+}
+
+async fn issuer(first: String) -> Issuer {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("address"));
+    let current = Arc::new(Mutex::new(first));
+    let fetches = Arc::new(AtomicUsize::new(0));
+    let (jwks, count, me) = (current.clone(), fetches.clone(), base.clone());
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let mut buf = vec![0u8; 4096];
+            let n = s.read(&mut buf).await.unwrap_or(0);
+            let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+            let path = head.split(' ').nth(1).unwrap_or("").to_owned();
+            let (status, body) = match path.as_str() {
+                "/.well-known/oauth-authorization-server" => (
+                    "200 OK",
+                    json!({"issuer": me, "jwks_uri": format!("{me}/jwks")}).to_string(),
+                ),
+                "/jwks" => {
+                    count.fetch_add(1, Ordering::SeqCst);
+                    ("200 OK", jwks.lock().map(|j| j.clone()).unwrap_or_default())
+                }
+                _ => ("404 Not Found", String::new()),
+            };
+            let reply = format!(
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = s.write_all(reply.as_bytes()).await;
+        }
+    });
+    Issuer {
+        base,
+        current,
+        fetches,
+    }
+}
+
+fn token(issuer: &str, alg: Algorithm, kid: &str, pem: &str) -> String {
+    let key = match alg {
+        Algorithm::ES256 => EncodingKey::from_ec_pem(&data(pem)),
+        _ => EncodingKey::from_rsa_pem(&data(pem)),
+    }
+    .expect("key");
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let mut header = Header::new(alg);
+    header.kid = Some(kid.into());
+    let claims = json!({"iss": issuer, "aud": AUDIENCE, "sub": "alice", "exp": now + 600});
+    jsonwebtoken::encode(&header, &claims, &key).expect("token")
+}
+
+fn request(token: &str) -> http::request::Parts {
+    let (parts, ()) = http::Request::post("/mcp")
+        .header("authorization", format!("Bearer {token}"))
+        .body(())
+        .expect("request")
+        .into_parts();
+    parts
+}
+
+#[tokio::test]
+async fn keys_are_discovered_cached_and_rotated_at_a_bounded_rate() {
+    let issuer = issuer(jwks(&["ec-1"])).await;
+    let keys = JwksUri::discover(issuer.base.clone()).min_refetch(Duration::from_millis(300));
+    let jwt = JwtAuthenticator::new(keys, JwtOptions::new(issuer.base.clone(), AUDIENCE));
+    let es = token(&issuer.base, Algorithm::ES256, "ec-1", "ec.pem");
+    let rs = token(&issuer.base, Algorithm::RS256, "rsa-1", "rsa.pem");
+
+    let p = jwt
+        .authenticate(&request(&es))
+        .await
+        .expect("a key of the first fetch");
+    assert_eq!(p.subject, "alice");
+    assert_eq!(issuer.fetches.load(Ordering::SeqCst), 1);
+    // The RSA key is not published yet: refused.
+    assert!(matches!(
+        jwt.authenticate(&request(&rs)).await,
+        Err(Refusal::InvalidToken(_))
+    ));
+    // Published now; but a fetch was just made, and unknown key ids do not force another.
+    if let Ok(mut j) = issuer.current.lock() {
+        *j = jwks(&["ec-1", "rsa-1"]);
+    }
+    for _ in 0..20 {
+        assert!(jwt.authenticate(&request(&rs)).await.is_err());
+    }
+    assert_eq!(
+        issuer.fetches.load(Ordering::SeqCst),
+        1,
+        "forged or new key ids are rate limited"
+    );
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    let p = jwt
+        .authenticate(&request(&rs))
+        .await
+        .expect("the rotated key, fetched");
+    assert_eq!(p.subject, "alice");
+    assert_eq!(issuer.fetches.load(Ordering::SeqCst), 2);
+    // Known keys are served from the cache.
+    for _ in 0..20 {
+        jwt.authenticate(&request(&es)).await.expect("cached");
+    }
+    assert_eq!(issuer.fetches.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn an_issuer_that_cannot_be_reached_refuses_tokens_without_a_fetch_per_request() {
+    let keys = JwksUri::new("http://127.0.0.1:9/jwks").min_refetch(Duration::from_secs(60));
+    let jwt = JwtAuthenticator::new(keys, JwtOptions::new("http://127.0.0.1:9", AUDIENCE));
+    let rs = token("http://127.0.0.1:9", Algorithm::RS256, "rsa-1", "rsa.pem");
+    let started = std::time::Instant::now();
+    for _ in 0..50 {
+        assert!(matches!(
+            jwt.authenticate(&request(&rs)).await,
+            Err(Refusal::InvalidToken(_))
+        ));
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "one failed fetch, not fifty"
+    );
+}
