@@ -90,6 +90,7 @@ pub struct RequestContext {
     pub(crate) log_level: Option<LoggingLevel>,
     pub(crate) host: Option<crate::HostSession>,
     pub(crate) principal: Option<Arc<crate::auth::Principal>>,
+    pub(crate) http: Option<Arc<http::request::Parts>>,
     pub(crate) notifier: Notifier,
     pub(crate) cancelled: Arc<Cancellation>,
     /// The `subscriptions/listen` stream this context subscribes for, if it does.
@@ -165,7 +166,22 @@ fn severity(level: &LoggingLevel) -> u8 {
     }
 }
 
+/// Who a connection or a lone request is for, and the HTTP request that carried it.
+#[derive(Clone, Default)]
+pub(crate) struct Caller {
+    pub(crate) principal: Option<Arc<crate::auth::Principal>>,
+    pub(crate) http: Option<Arc<http::request::Parts>>,
+}
+
 impl RequestContext {
+    /// The HTTP request this came in: a 2026-07-28 request's own POST, or for a legacy
+    /// session the POST that opened it (`initialize`); `None` off HTTP. Its credential
+    /// headers (`Authorization`, `Proxy-Authorization`, `Cookie`) are removed: what they
+    /// said is [`RequestContext::principal`], and a handler has no business with them.
+    pub fn http_request(&self) -> Option<&http::request::Parts> {
+        self.http.as_deref()
+    }
+
     /// Who the request is for: the principal its HTTP credentials stand for (see
     /// [`crate::auth`]), or [`crate::ServerOptions::local_principal`] on a connection
     /// without credentials; `None` when neither applies.

@@ -152,16 +152,13 @@ impl Server {
 
     /// A session of this server for one lone request (2026-07-28 over HTTP): no host
     /// session of its own.
-    pub(crate) fn session(&self, principal: Option<Arc<auth::Principal>>) -> Arc<session::Session> {
-        session::Session::new(self.handler.clone(), self.shared.clone(), false, principal)
+    pub(crate) fn session(&self, caller: context::Caller) -> Arc<session::Session> {
+        session::Session::new(self.handler.clone(), self.shared.clone(), false, caller)
     }
 
     /// A session of this server that is one host's (a legacy HTTP session, a connection).
-    pub(crate) fn host_session(
-        &self,
-        principal: Option<Arc<auth::Principal>>,
-    ) -> Arc<session::Session> {
-        session::Session::new(self.handler.clone(), self.shared.clone(), true, principal)
+    pub(crate) fn host_session(&self, caller: context::Caller) -> Arc<session::Session> {
+        session::Session::new(self.handler.clone(), self.shared.clone(), true, caller)
     }
 
     /// The handler it serves.
@@ -183,7 +180,10 @@ impl Server {
 
     /// Serves one connection until it closes, and says why it closed.
     pub async fn serve(&self, transport: impl Transport) -> CloseReason {
-        let local = self.shared.options.local_principal.clone().map(Arc::new);
+        let local = context::Caller {
+            principal: self.shared.options.local_principal.clone().map(Arc::new),
+            http: None,
+        };
         let session = self.host_session(local);
         let (_peer, reader): (Peer, _) = Peer::start(Arc::new(transport), session);
         reader

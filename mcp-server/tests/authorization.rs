@@ -241,3 +241,12 @@ async fn without_authorization_there_is_no_metadata_and_no_principal() {
     let r = call_modern(addr, Some("anything")).await;
     assert_eq!((r.status, text_of(&r)), (200, "nobody".to_owned()));
 }
+
+#[tokio::test]
+async fn the_handler_sees_the_http_request_without_its_credentials() {
+    let addr = jwt_server().await;
+    let token = rs256(&claims(|_| {}));
+    let extra = [("user-agent", "sdk/1.0"), ("cookie", "session=secret")];
+    let r = call_modern_tool(addr, Some(&token), "request", &extra).await;
+    assert_eq!(text_of(&r), "POST /mcp ua=sdk/1.0 credentials=false");
+}

@@ -66,18 +66,14 @@ pub(super) struct LegacySession {
 }
 
 impl LegacySession {
-    pub(super) fn start(
-        server: &Server,
-        o: &HttpOptions,
-        principal: Option<Arc<Principal>>,
-    ) -> Self {
+    pub(super) fn start(server: &Server, o: &HttpOptions, caller: crate::context::Caller) -> Self {
         let router = Arc::new(Router::new(ReplayLimits {
             events: o.replay_events,
             bytes: o.replay_bytes,
         }));
         LegacySession {
-            owner: principal.as_ref().map(|p| p.subject.clone()),
-            inbound: server.host_session(principal),
+            owner: caller.principal.as_ref().map(|p| p.subject.clone()),
+            inbound: server.host_session(caller),
             peer: Peer::detached(router.clone()),
             router,
             keep_alive: o.keep_alive,

@@ -228,17 +228,30 @@ impl StreamableHttp {
                 return rpc_error(StatusCode::BAD_REQUEST, None, err.code, err.message);
             }
         };
+        let mut parts = parts;
+        for credential in [
+            header::AUTHORIZATION,
+            header::PROXY_AUTHORIZATION,
+            header::COOKIE,
+        ] {
+            parts.headers.remove(credential);
+        }
+        let parts = Arc::new(parts);
         let h = &parts.headers;
+        let caller = crate::context::Caller {
+            http: Some(parts.clone()),
+            principal,
+        };
         if is_modern(&frame, h) {
             let o = &self.inner.options;
-            return modern::serve(&self.inner.server, o.keep_alive, frame, h, principal).await;
+            return modern::serve(&self.inner.server, o.keep_alive, frame, h, caller).await;
         }
         match header_str(h, headers::SESSION_ID) {
             Some(id) => {
-                self.post_in_session(id, frame, h, principal.as_deref())
+                self.post_in_session(id, frame, h, caller.principal.as_deref())
                     .await
             }
-            None => self.open_session(frame, h, principal).await,
+            None => self.open_session(frame, h, caller).await,
         }
     }
 
@@ -274,7 +287,7 @@ impl StreamableHttp {
         &self,
         frame: Frame,
         h: &HeaderMap,
-        principal: Option<Arc<Principal>>,
+        caller: crate::context::Caller,
     ) -> Response<HttpBody> {
         let is_init =
             matches!(&frame, Frame::Single(Message::Request(r)) if r.method == method::INITIALIZE);
@@ -290,7 +303,7 @@ impl StreamableHttp {
         let session = Arc::new(LegacySession::start(
             &self.inner.server,
             &self.inner.options,
-            principal,
+            caller,
         ));
         let added = self
             .inner

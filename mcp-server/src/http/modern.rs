@@ -23,7 +23,6 @@ use super::reply::{
     empty, json, keep_alive, modern_status, respond, rpc_error, sse, sse_event, HttpBody,
     KEEP_ALIVE,
 };
-use crate::auth::Principal;
 use crate::Server;
 
 /// Serves one 2026-07-28 POST.
@@ -32,7 +31,7 @@ pub(super) async fn serve(
     keep_alive_every: std::time::Duration,
     frame: Frame,
     h: &HeaderMap,
-    principal: Option<Arc<Principal>>,
+    caller: crate::context::Caller,
 ) -> Response<HttpBody> {
     let Frame::Single(msg) = frame else {
         return rpc_error(
@@ -61,7 +60,7 @@ pub(super) async fn serve(
         return rpc_error(StatusCode::BAD_REQUEST, Some(req.id), code, why);
     }
     let id = req.id.clone();
-    let mut call = InFlight::start(server, principal);
+    let mut call = InFlight::start(server, caller);
     call.peer
         .deliver(Frame::Single(Message::Request(req)), &call.inbound)
         .await;
@@ -131,9 +130,9 @@ struct InFlight {
 }
 
 impl InFlight {
-    fn start(server: &Server, principal: Option<Arc<Principal>>) -> InFlight {
+    fn start(server: &Server, caller: crate::context::Caller) -> InFlight {
         let exchange = Arc::new(Exchange::default());
-        let inbound: Arc<dyn Inbound> = server.session(principal);
+        let inbound: Arc<dyn Inbound> = server.session(caller);
         InFlight {
             peer: Peer::detached(exchange.clone()),
             exchange,

@@ -59,8 +59,9 @@ pub(crate) struct Session {
     /// The host this connection is (none for a lone 2026-07-28 HTTP request); ended when
     /// the connection closes or the session goes.
     host: Option<HostSessionGuard>,
-    /// Who this connection or request is for, as its credentials said.
-    principal: Option<Arc<crate::auth::Principal>>,
+    /// Who this connection or request is for, as its credentials said, and over HTTP the
+    /// request that carried it.
+    caller: crate::context::Caller,
 }
 
 fn invalid_params(method_name: &str, e: impl std::fmt::Display) -> ErrorObject {
@@ -102,10 +103,10 @@ impl Session {
         handler: Arc<dyn ServerHandler>,
         shared: Arc<ServerShared>,
         host: bool,
-        principal: Option<Arc<crate::auth::Principal>>,
+        caller: crate::context::Caller,
     ) -> Arc<Self> {
         Arc::new_cyclic(|me| Session {
-            principal,
+            caller,
             host: host.then(|| HostSession::start().1),
             calls_now: handler.calls_now(),
             handler,
@@ -241,7 +242,8 @@ impl Session {
             related_task: None,
             log_level: asker.log_level,
             host: self.host.as_ref().map(|g| g.session().clone()),
-            principal: self.principal.clone(),
+            principal: self.caller.principal.clone(),
+            http: self.caller.http.clone(),
             notifier: Notifier {
                 peer: peer.clone(),
                 revision,

@@ -94,6 +94,31 @@ pub fn server() -> Server {
             }))
         },
     );
+    tools.tool(
+        "request",
+        "What the handler sees of the HTTP request.",
+        |_: NoArgs, ctx: RequestContext| async move {
+            let seen = match ctx.http_request() {
+                Some(r) => format!(
+                    "{} {} ua={} credentials={}",
+                    r.method,
+                    r.uri.path(),
+                    r.headers
+                        .get("user-agent")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("-"),
+                    ["authorization", "cookie", "proxy-authorization"]
+                        .iter()
+                        .any(|h| r.headers.contains_key(*h))
+                ),
+                None => "no http".into(),
+            };
+            Ok(Outcome::Complete(CallToolResult {
+                content: vec![ContentBlock::text(seen)],
+                ..Default::default()
+            }))
+        },
+    );
     Server::new(tools)
 }
 
@@ -201,8 +226,18 @@ pub fn unchunk(mut body: &str) -> String {
 
 /// A 2026-07-28 `tools/call` of `whoami`.
 pub async fn call_modern(addr: SocketAddr, token: Option<&str>) -> Reply {
+    call_modern_tool(addr, token, "whoami", &[]).await
+}
+
+/// A 2026-07-28 `tools/call` of `tool`, with `extra` headers.
+pub async fn call_modern_tool(
+    addr: SocketAddr,
+    token: Option<&str>,
+    tool: &str,
+    extra: &[(&str, &str)],
+) -> Reply {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": "whoami", "arguments": {}, "_meta": {
+        "params": {"name": tool, "arguments": {}, "_meta": {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {}}}});
     let auth = token.map(|t| format!("Bearer {t}"));
@@ -211,8 +246,9 @@ pub async fn call_modern(addr: SocketAddr, token: Option<&str>) -> Reply {
         ("accept", "application/json, text/event-stream"),
         ("mcp-protocol-version", "2026-07-28"),
         ("mcp-method", "tools/call"),
-        ("mcp-name", "whoami"),
+        ("mcp-name", tool),
     ];
+    headers.extend_from_slice(extra);
     if let Some(a) = &auth {
         headers.push(("authorization", a));
     }
