@@ -265,7 +265,7 @@ fn gateway_server(aggregator: &Aggregator, local_principal: Option<Principal>) -
         },
     );
     let notifier = server.clone();
-    aggregator.on_list_changed(move |what| notifier.notify_list_changed(what));
+    aggregator.announce_through(notifier);
     for s in aggregator.status() {
         match s.connected {
             true => eprintln!("gateway: upstream `{}` connected", s.key),

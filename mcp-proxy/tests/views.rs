@@ -13,6 +13,7 @@ use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport
 use mcp_server::auth::{ApiKey, ApiKeys, Authorization, Principal, ProtectedResource};
 use mcp_server::http::{bind, HttpOptions, StreamableHttp};
 use mcp_server::{ListChanged, Outcome, RequestContext, Server, ServerHandler};
+use mcp_types::protocol::TypedNotification;
 use mcp_types::protocol::*;
 use mcp_types::{ErrorObject, Revision};
 
@@ -95,8 +96,7 @@ async fn gateway(upstreams: Vec<UpstreamConfig>) -> (Aggregator, String) {
     };
     let agg = Aggregator::start(upstreams, options).await.expect("start");
     let server = Server::new(agg.clone());
-    let notifier = server.clone();
-    agg.on_list_changed(move |what| notifier.notify_list_changed(what));
+    agg.announce_through(server.clone());
     let resource = ProtectedResource::new("http://127.0.0.1/mcp").expect("resource");
     let http = HttpOptions::default().authorization(Authorization::new(api_keys(), resource));
     let (addr, _task) = bind("127.0.0.1:0".parse().expect("address"), server, http)
@@ -175,11 +175,37 @@ async fn each_principal_sees_and_calls_only_its_view_in_both_eras() {
             );
         }
     }
-    // A list change upstream: bob's view grows, alice's stays.
+    // A list change upstream: bob's view grows, alice's stays, and only bob hears of it
+    // (legacy hosts: the notification comes on their session).
+    let legacy = EraChoice::Legacy(Revision::V2025_06_18);
+    let (alice_l, bob_l) = (
+        host(&url, Some(ALICE), legacy).await.expect("alice"),
+        host(&url, Some(BOB), legacy).await.expect("bob"),
+    );
+    let (mut alice_hears, mut bob_hears) = (alice_l.notifications(), bob_l.notifications());
     if let Ok(mut n) = bank_shelf.names.lock() {
         n.push("audit");
     }
     bank.notify_list_changed(ListChanged::Tools);
+    let heard = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        loop {
+            if let Ok(TypedNotification::Bare(_)) = bob_hears.recv().await {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(
+        heard.is_ok(),
+        "bob's view reaches the bank: he hears of its change"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    while let Ok(n) = alice_hears.try_recv() {
+        assert!(
+            !matches!(n, TypedNotification::Bare(_)),
+            "alice must not hear of the bank's change: {n:?}"
+        );
+    }
     let bob = host(&url, Some(BOB), EraChoice::Modern)
         .await
         .expect("bob connects");

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 pub(crate) struct Notifier {
     pub(crate) peer: Peer,
     pub(crate) revision: Revision,
-    pub(crate) changes: tokio::sync::broadcast::Sender<crate::ListChanged>,
+    pub(crate) changes: tokio::sync::broadcast::Sender<crate::change::Change>,
 }
 
 impl Notifier {
@@ -301,7 +301,10 @@ impl RequestContext {
     /// Announces that a list changed, to every connected client that listens (see
     /// [`crate::Server::notify_list_changed`]).
     pub fn list_changed(&self, what: crate::ListChanged) {
-        let _ = self.notifier.changes.send(what);
+        let _ = self.notifier.changes.send(crate::change::Change {
+            what,
+            audience: None,
+        });
     }
 
     /// Reports progress, if the client asked for it (a `progressToken`). The spec wants

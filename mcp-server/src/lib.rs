@@ -12,6 +12,7 @@
 
 pub mod auth;
 mod call;
+mod change;
 mod context;
 mod handler;
 mod host;
@@ -96,7 +97,7 @@ pub struct Server {
 /// What every connection of a [`Server`] shares.
 pub(crate) struct ServerShared {
     pub(crate) options: ServerOptions,
-    pub(crate) changes: tokio::sync::broadcast::Sender<ListChanged>,
+    pub(crate) changes: tokio::sync::broadcast::Sender<change::Change>,
     /// `options.info` encoded once: 2026-07-28 results carry it.
     pub(crate) info_raw: Box<serde_json::value::RawValue>,
     /// A `_meta` holding only that `serverInfo`, for results that have no `_meta`.
@@ -175,7 +176,24 @@ impl Server {
     /// notification, 2026 clients on a `subscriptions/listen` stream that asked for it.
     pub fn notify_list_changed(&self, what: ListChanged) {
         // No receiver just means nobody listens right now.
-        let _ = self.shared.changes.send(what);
+        let _ = self.shared.changes.send(change::Change {
+            what,
+            audience: None,
+        });
+    }
+
+    /// [`Server::notify_list_changed`], heard only by the clients whose principal
+    /// `audience` accepts (a gateway tells of an upstream's change only those whose view
+    /// reaches it).
+    pub fn notify_list_changed_to(
+        &self,
+        what: ListChanged,
+        audience: impl Fn(Option<&auth::Principal>) -> bool + Send + Sync + 'static,
+    ) {
+        let _ = self.shared.changes.send(change::Change {
+            what,
+            audience: Some(Arc::new(audience)),
+        });
     }
 
     /// Serves one connection until it closes, and says why it closed.

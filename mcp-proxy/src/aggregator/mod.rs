@@ -44,8 +44,8 @@ pub use options::{
 };
 use pool::Upstream;
 
-/// Called when a merged list changes.
-type ChangeListener = Arc<dyn Fn(ListChanged) + Send + Sync>;
+/// Called when a merged list changes, with the upstream whose change it was (if one).
+type ChangeListener = Arc<dyn Fn(ListChanged, Option<usize>) + Send + Sync>;
 
 /// The parts of an aggregator: its upstreams (the pool), what they offer merged (the
 /// catalog), and what is in flight between hosts and upstreams (parked calls, tasks).
@@ -190,11 +190,35 @@ impl Aggregator {
         Ok(agg)
     }
 
-    /// Calls `f` whenever a merged list changes (wire it to
-    /// [`mcp_server::Server::notify_list_changed`]).
+    /// Calls `f` whenever a merged list changes (for everyone: see
+    /// [`Aggregator::announce_through`] to tell each host only of what it sees).
     pub fn on_list_changed(&self, f: impl Fn(ListChanged) + Send + Sync + 'static) {
         if let Ok(mut g) = self.inner.on_change.lock() {
-            *g = Some(Arc::new(f));
+            *g = Some(Arc::new(move |what, _| f(what)));
+        }
+    }
+
+    /// Announces every merged list change through `server`, to the hosts that may hear of
+    /// it: with views configured, an upstream's change reaches only the hosts whose view
+    /// reaches that upstream, so one principal does not learn of another's catalog
+    /// changing. Replaces [`Aggregator::on_list_changed`].
+    pub fn announce_through(&self, server: mcp_server::Server) {
+        let me = Arc::downgrade(&self.inner);
+        let announce = move |what: ListChanged, upstream: Option<usize>| {
+            let audience = me.upgrade().and_then(|inner| {
+                let views = inner.options.views.clone()?;
+                let key = inner.upstreams.get(upstream?)?.config.key.clone();
+                Some((views, key))
+            });
+            match audience {
+                None => server.notify_list_changed(what),
+                Some((views, key)) => server.notify_list_changed_to(what, move |p| {
+                    crate::views::Scope::of(Some(&views), p).sees_upstream(&key)
+                }),
+            }
+        };
+        if let Ok(mut g) = self.inner.on_change.lock() {
+            *g = Some(Arc::new(announce));
         }
     }
 
@@ -228,21 +252,22 @@ impl Aggregator {
         &self.inner.upstreams[i].config.key
     }
 
-    fn changed(&self, what: ListChanged) {
+    fn changed(&self, what: ListChanged, upstream: Option<usize>) {
         let f = self.inner.on_change.lock().ok().and_then(|g| g.clone());
         if let Some(f) = f {
-            f(what);
+            f(what, upstream);
         }
     }
 
-    fn announce_all(&self) {
+    /// Tells hosts that every list of upstream `i` may have changed.
+    fn announce_all(&self, i: usize) {
         self.inner.catalog.bump();
         for c in [
             ListChanged::Tools,
             ListChanged::Prompts,
             ListChanged::Resources,
         ] {
-            self.changed(c);
+            self.changed(c, Some(i));
         }
     }
 

@@ -268,7 +268,7 @@ impl Aggregator {
                 backoff = (backoff * 2).min(max);
                 if self.connect(i).await {
                     backoff = min;
-                    self.announce_all();
+                    self.announce_all(i);
                 }
                 continue;
             };
@@ -290,7 +290,7 @@ impl Aggregator {
                 if let Some(TypedNotification::Bare(_)) = note {
                     // A list_changed of some kind: relist this upstream.
                     self.relist(i, &client).await;
-                    self.announce_all();
+                    self.announce_all(i);
                 }
                 if client.close_reason().is_some() || self.inner.stopped.load(Ordering::SeqCst) {
                     break;
@@ -311,7 +311,7 @@ impl Aggregator {
                 *e = Some(format!("connection ended: {reason}"));
             }
             self.inner.catalog.set_listing(i, Listing::default());
-            self.announce_all();
+            self.announce_all(i);
         }
     }
 

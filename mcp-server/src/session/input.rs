@@ -138,6 +138,7 @@ impl Session {
         // that ends while nothing changes would otherwise leave this task (and the
         // session's state it holds) behind for good.
         let host = self.host.as_ref().map(|h| h.session().clone());
+        let principal = self.caller.principal.clone();
         tokio::spawn(async move {
             let ended = async {
                 match &host {
@@ -152,8 +153,9 @@ impl Session {
                     c = changes.recv() => c,
                 };
                 match change {
+                    Ok(c) if !c.reaches(principal.as_deref()) => {}
                     Ok(c) => {
-                        if !notifier.notify(c.method(), json!({})).await {
+                        if !notifier.notify(c.what.method(), json!({})).await {
                             return;
                         }
                     }
@@ -276,7 +278,7 @@ impl Session {
 /// The list changes `granted` asks for, sent on a listen stream tagged with `tag`, until the
 /// client cancels the stream or goes away.
 async fn relay_changes(
-    mut changes: tokio::sync::broadcast::Receiver<crate::ListChanged>,
+    mut changes: tokio::sync::broadcast::Receiver<crate::change::Change>,
     granted: &SubscriptionFilter,
     ctx: &RequestContext,
     tag: &Value,
@@ -299,8 +301,12 @@ async fn relay_changes(
             }
         };
         match change {
-            Ok(c) if wants(c) => {
-                if !ctx.notifier.notify(c.method(), json!({"_meta": tag})).await {
+            Ok(c) if wants(c.what) && c.reaches(ctx.principal()) => {
+                if !ctx
+                    .notifier
+                    .notify(c.what.method(), json!({"_meta": tag}))
+                    .await
+                {
                     break;
                 }
             }
