@@ -10,7 +10,9 @@
 //! by the task and bridging code) or needs the gateway's edits: its per-hop `_meta` keys
 //! dropped, a text copy of `structuredContent` added (TOOL-28).
 
+use super::id::UpstreamId;
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use mcp_client::ClientError;
 use mcp_revisions::{features, Translator};
@@ -45,6 +47,24 @@ pub(super) struct TaskPlan {
 }
 
 impl Aggregator {
+    /// Where the tool hosts know as `name` leads, for the request's principal: a tool
+    /// outside its view is refused as one that does not exist.
+    fn route_for(&self, ctx: &RequestContext, name: &str) -> Result<Arc<Route>, ErrorObject> {
+        let scope = self.scope(ctx);
+        let route = self.inner.catalog.route(name);
+        if let Some(route) = route.filter(|r| self.sees_tool(&scope, r.upstream, name)) {
+            return Ok(route);
+        }
+        let denied = self.inner.catalog.denied_upstream(name);
+        let message = match denied.filter(|key| scope.sees_upstream(key)) {
+            Some(key) => {
+                format!("Tool {name} of upstream `{key}` is not allowed by this gateway's policy")
+            }
+            None => format!("Unknown tool: {name}"),
+        };
+        Err(ErrorObject::new(codes::INVALID_PARAMS, message))
+    }
+
     /// A host's `tools/call`, params raw: policy first, then the owning upstream.
     pub(crate) async fn relay_call(
         &self,
@@ -57,20 +77,7 @@ impl Aggregator {
                 "Invalid params for tools/call: `name` (a string) is required",
             ));
         };
-        let scope = self.scope(ctx);
-        let route = self.inner.catalog.route(&name);
-        // A tool outside the principal's view is refused as one that does not exist.
-        let route = route.filter(|r| self.sees_tool(&scope, r.upstream, &name));
-        let Some(route) = route else {
-            let denied = self.inner.catalog.denied_upstream(&name);
-            let message = match denied.filter(|key| scope.sees_upstream(key)) {
-                Some(key) => format!(
-                    "Tool {name} of upstream `{key}` is not allowed by this gateway's policy"
-                ),
-                None => format!("Unknown tool: {name}"),
-            };
-            return Err(ErrorObject::new(codes::INVALID_PARAMS, message));
-        };
+        let route = self.route_for(ctx, &name)?;
         let (i, tool) = (route.upstream, &route.tool);
         let u = &self.inner.upstreams[i];
         let key = u.config.key.clone();
@@ -133,7 +140,7 @@ impl Aggregator {
     pub(super) fn task_plan(
         &self,
         ctx: &RequestContext,
-        i: usize,
+        i: UpstreamId,
         name: &str,
         tool: &Tool,
     ) -> Result<TaskPlan, ErrorObject> {
@@ -225,7 +232,7 @@ impl Aggregator {
     fn hop_meta(
         &self,
         ctx: &RequestContext,
-        i: usize,
+        i: UpstreamId,
         up: Revision,
         p: &mut RawObject<'_>,
         extension: bool,
@@ -278,7 +285,7 @@ impl Aggregator {
     }
 
     /// The revision upstream `i` speaks now.
-    pub(super) fn upstream_revision(&self, i: usize) -> Result<Revision, ClientError> {
+    pub(super) fn upstream_revision(&self, i: UpstreamId) -> Result<Revision, ClientError> {
         let u = &self.inner.upstreams[i];
         u.client()
             .map(|c| c.revision())
@@ -289,7 +296,7 @@ impl Aggregator {
     /// the gateway's edits); a task or a question is relayed by its own code.
     pub(super) async fn call_answer(
         &self,
-        i: usize,
+        i: UpstreamId,
         ctx: &RequestContext,
         answer: Box<RawValue>,
         plan: &TaskPlan,
@@ -321,7 +328,7 @@ impl Aggregator {
     /// called plainly) or an `InputRequiredResult`. `None`: a plain result after all.
     async fn call_answer_value(
         &self,
-        i: usize,
+        i: UpstreamId,
         ctx: &RequestContext,
         mut value: Value,
         plan: &TaskPlan,
@@ -545,68 +552,4 @@ fn add_text_copy(o: &mut RawObject<'_>) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn raw(s: &str) -> Box<RawValue> {
-        RawValue::from_string(s.to_owned()).expect("raw")
-    }
-
-    #[test]
-    fn results_are_told_apart_by_their_type() {
-        let plain = TaskPlan {
-            as_task: false,
-            host_takes_task: false,
-            ttl: None,
-        };
-        let kind = |s: &str| answer_kind(&raw(s), &plain);
-        assert_eq!(kind(r#"{"content":[]}"#), AnswerKind::Plain);
-        assert_eq!(
-            kind(r#"{"content":[],"resultType" : "complete"}"#),
-            AnswerKind::Plain
-        );
-        assert_eq!(
-            kind(r#"{"resultType":"input_required","inputRequests":{}}"#),
-            AnswerKind::Special
-        );
-        assert_eq!(
-            kind(r#"{"resultType":"task","taskId":"t"}"#),
-            AnswerKind::Special
-        );
-        // Nested and at the top: the top level decides.
-        assert_eq!(
-            kind(
-                r#"{"structuredContent":{"resultType":"complete"},"resultType":"input_required"}"#
-            ),
-            AnswerKind::Special
-        );
-        assert_eq!(
-            kind(r#"{"structuredContent":{"resultType":"x"},"resultType":"complete"}"#),
-            AnswerKind::Plain
-        );
-        // A key spelled with escapes is still read.
-        assert_eq!(kind(r#"{"result\u0054ype":"task"}"#), AnswerKind::Special);
-    }
-
-    #[test]
-    fn a_plain_result_is_kept_as_it_came() {
-        let body = raw(r#"{"content":[{"type":"text","text":"hi"}],"isError":false}"#);
-        let out = tidy_result("up", body.clone()).expect("tidy");
-        assert_eq!(out.get(), body.get());
-    }
-
-    #[test]
-    fn the_text_copy_keeps_numbers_and_key_order() {
-        let body = raw(
-            r#"{"content":[],"structuredContent":{"n":123456789012345678901234567890,"f":1.10000000000000000000001,"z":{"b":1,"a":2}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"u","version":"1"},"io.modelcontextprotocol/related-task":{"taskId":"t"},"x":1}}"#,
-        );
-        let out = tidy_result("up", body).expect("tidy");
-        assert_eq!(
-            out.get(),
-            r#"{"content":[{"type":"text","text":"{\"n\":123456789012345678901234567890,\"f\":1.10000000000000000000001,\"z\":{\"b\":1,\"a\":2}}"}],"structuredContent":{"n":123456789012345678901234567890,"f":1.10000000000000000000001,"z":{"b":1,"a":2}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"u","version":"1"},"x":1}}"#
-        );
-        // Already there: nothing added.
-        let again = tidy_result("up", out.clone()).expect("tidy");
-        assert_eq!(again.get(), out.get());
-    }
-}
+mod tests;

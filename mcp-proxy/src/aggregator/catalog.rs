@@ -2,6 +2,7 @@
 //! pure: it names, filters, orders, detects clashes, indexes routes and pages, and never
 //! talks to an upstream (the pool fills it; the handler reads it).
 
+use super::id::UpstreamId;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -9,6 +10,7 @@ use std::sync::{Arc, RwLock};
 use mcp_types::protocol::*;
 use mcp_types::{codes, ErrorObject};
 
+use super::id::PerUpstream;
 use super::route::Route;
 use super::StartError;
 use crate::naming::Namespacing;
@@ -69,13 +71,13 @@ impl Member {
 
 /// The merged catalog of every upstream, by upstream index (the order of `members`).
 pub(super) struct Catalog {
-    members: Vec<Member>,
+    members: PerUpstream<Member>,
     namespacing: Arc<dyn Namespacing>,
     /// Items per page of a merged list (0: one page).
     page_size: usize,
     /// The approved tool definitions, if pinning is on.
     pins: Option<Arc<Pins>>,
-    listings: RwLock<Vec<Listing>>,
+    listings: RwLock<PerUpstream<Listing>>,
     /// Bumped on every change; cursors and the route index carry it.
     generation: AtomicU64,
     /// The route index of one generation.
@@ -84,14 +86,14 @@ pub(super) struct Catalog {
 
 impl Catalog {
     pub(super) fn new(
-        members: Vec<Member>,
+        members: PerUpstream<Member>,
         namespacing: Arc<dyn Namespacing>,
         page_size: usize,
         pins: Option<Arc<Pins>>,
     ) -> Self {
         Catalog {
             pins,
-            listings: RwLock::new(vec![Listing::default(); members.len()]),
+            listings: RwLock::new(members.map(|_| Listing::default())),
             members,
             namespacing,
             page_size,
@@ -106,12 +108,11 @@ impl Catalog {
     }
 
     /// Upstreams whose listing a 2026 upstream's `ttlMs` says to list again by `now`.
-    pub(super) fn stale(&self, now: std::time::Instant) -> Vec<usize> {
+    pub(super) fn stale(&self, now: std::time::Instant) -> Vec<UpstreamId> {
         self.listings
             .read()
             .map(|l| {
-                l.iter()
-                    .enumerate()
+                l.iter_ids()
                     .filter(|(_, x)| x.stale_at.is_some_and(|t| t <= now))
                     .map(|(i, _)| i)
                     .collect()
@@ -120,11 +121,13 @@ impl Catalog {
     }
 
     /// The upstream that listed a resource template written exactly `uri_template`.
-    pub(super) fn template_owner(&self, uri_template: &str) -> Option<usize> {
+    pub(super) fn template_owner(&self, uri_template: &str) -> Option<UpstreamId> {
         let listings = self.listings.read().ok()?;
-        listings
-            .iter()
-            .position(|l| l.templates.iter().any(|t| t.uri_template == uri_template))
+        let owner = listings
+            .iter_ids()
+            .find(|(_, l)| l.templates.iter().any(|t| t.uri_template == uri_template))
+            .map(|(i, _)| i);
+        owner
     }
 
     /// Whether a listed tool may run as a task.
@@ -135,7 +138,7 @@ impl Catalog {
     }
 
     /// Replaces upstream `i`'s part of the catalog; a new generation of the catalog begins.
-    pub(super) fn set_listing(&self, i: usize, mut listing: Listing) {
+    pub(super) fn set_listing(&self, i: UpstreamId, mut listing: Listing) {
         if let Some(pins) = &self.pins {
             self.check_pins(pins, i, &mut listing);
         }
@@ -147,7 +150,7 @@ impl Catalog {
 
     /// Marks what `pins` says of upstream `i`'s new listing, and logs every tool that is
     /// not as approved.
-    fn check_pins(&self, pins: &Pins, i: usize, listing: &mut Listing) {
+    fn check_pins(&self, pins: &Pins, i: UpstreamId, listing: &mut Listing) {
         let key = &self.members[i].key;
         for t in &listing.tools {
             let check = pins.check(key, t);
@@ -229,20 +232,20 @@ impl Catalog {
     }
 
     /// One part of each upstream's listing, in upstream order (copying only that part).
-    pub(super) fn read_listings<T>(&self, part: impl Fn(&Listing) -> T) -> Vec<T> {
+    pub(super) fn read_listings<T>(&self, part: impl Fn(&Listing) -> T) -> PerUpstream<T> {
         self.listings
             .read()
-            .map(|l| l.iter().map(part).collect())
-            .unwrap_or_default()
+            .map(|l| l.map(part))
+            .unwrap_or_else(|_| PerUpstream::new(Vec::new()))
     }
 
     /// `(exposed name, upstream index, tool as the upstream sent it)`, in catalog order.
-    pub(super) fn tool_entries(&self) -> Vec<(String, usize, Tool)> {
+    pub(super) fn tool_entries(&self) -> Vec<(String, UpstreamId, Tool)> {
         let listings = self.read_listings(|l| (l.tools.clone(), l.pin_hidden.clone()));
         let naming = &self.namespacing;
         let mut seen = BTreeMap::new();
         let mut out = Vec::new();
-        for (i, (tools, hidden)) in listings.into_iter().enumerate() {
+        for (i, (tools, hidden)) in listings.into_iter_ids() {
             let u = &self.members[i];
             let ns = &u.namespace;
             for mut t in tools {
@@ -266,12 +269,11 @@ impl Catalog {
         out
     }
 
-    pub(super) fn prompt_entries(&self) -> Vec<(String, usize, Prompt)> {
+    pub(super) fn prompt_entries(&self) -> Vec<(String, UpstreamId, Prompt)> {
         let listings = self.read_listings(|l| l.prompts.clone());
         let naming = &self.namespacing;
         listings
-            .into_iter()
-            .enumerate()
+            .into_iter_ids()
             .flat_map(|(i, prompts)| {
                 let ns = self.members[i].namespace.clone();
                 prompts
@@ -282,18 +284,18 @@ impl Catalog {
     }
 
     /// The upstream owning a resource URI: one that listed it, else one with a matching template.
-    pub(super) fn resource_owner(&self, uri: &str) -> Option<usize> {
+    pub(super) fn resource_owner(&self, uri: &str) -> Option<UpstreamId> {
         let listings = self.listings.read().ok()?;
-        listings
-            .iter()
-            .position(|l| l.resources.iter().any(|r| r.uri == uri))
-            .or_else(|| {
-                listings.iter().position(|l| {
-                    l.templates
-                        .iter()
-                        .any(|t| template_matches(&t.uri_template, uri))
-                })
+        let owner = |has: &dyn Fn(&Listing) -> bool| {
+            listings.iter_ids().find(|(_, l)| has(l)).map(|(i, _)| i)
+        };
+        owner(&|l| l.resources.iter().any(|r| r.uri == uri)).or_else(|| {
+            owner(&|l| {
+                l.templates
+                    .iter()
+                    .any(|t| template_matches(&t.uri_template, uri))
             })
+        })
     }
 
     /// One page of a merged list. The cursor is `<generation>.<offset>`; a cursor from
@@ -341,7 +343,7 @@ impl Catalog {
     pub(super) fn denied_upstream(&self, name: &str) -> Option<String> {
         let listings = self.listings.read().ok()?;
         let naming = &self.namespacing;
-        listings.iter().enumerate().find_map(|(i, l)| {
+        let key = listings.iter_ids().find_map(|(i, l)| {
             let u = &self.members[i];
             l.tools
                 .iter()
@@ -350,7 +352,8 @@ impl Catalog {
                         && naming.expose(&u.namespace, u.shown_name(t)) == name
                 })
                 .then(|| u.key.clone())
-        })
+        });
+        key
     }
 }
 

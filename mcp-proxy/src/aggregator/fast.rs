@@ -8,6 +8,7 @@
 //! call driven as any other), an answer that is a task or a question, a retry after the
 //! upstream's connection dropped. Log lines tied to the call go to its host directly.
 
+use super::id::UpstreamId;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use mcp_client::{CallOptions, Client, ClientError};
@@ -25,7 +26,7 @@ use crate::sessions::Link;
 
 /// What a call needs once it is on its way.
 struct Prepared {
-    i: usize,
+    i: UpstreamId,
     link: Link,
     request: mcp_client::RawRequest,
     plan: TaskPlan,
@@ -38,7 +39,7 @@ struct FastCall {
     /// was handed to).
     call: Mutex<Option<Call>>,
     agg: Aggregator,
-    i: usize,
+    i: UpstreamId,
     client: Client,
     /// The calls in flight on its connection (a question escalates among them).
     calls: Arc<Calls>,

@@ -3,6 +3,7 @@
 //! (the flight parked under a `requestState` until the host's retry brings the answers),
 //! cancellation passed on.
 
+use super::id::UpstreamId;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,7 +25,7 @@ impl Aggregator {
     /// get the hop's `_meta` and are translated to the upstream's revision here.
     pub(super) async fn upstream_call(
         &self,
-        i: usize,
+        i: UpstreamId,
         method_name: &str,
         params: Value,
         ctx: &RequestContext,
@@ -48,7 +49,7 @@ impl Aggregator {
     /// as the upstream wrote it.
     pub(super) async fn upstream_call_raw(
         &self,
-        i: usize,
+        i: UpstreamId,
         method_name: &str,
         params: RawObject<'_>,
         ctx: &RequestContext,
@@ -67,7 +68,7 @@ impl Aggregator {
     /// log level, the answers and state of a retry), in the upstream's revision.
     pub(super) fn hop_value_params(
         &self,
-        i: usize,
+        i: UpstreamId,
         method_name: &str,
         mut params: Value,
         ctx: &RequestContext,
@@ -105,7 +106,7 @@ impl Aggregator {
     /// Sends a request on `link` as a flight for the host of `ctx` to drive.
     pub(super) fn launch(
         &self,
-        i: usize,
+        i: UpstreamId,
         link: crate::sessions::Link,
         method_name: &str,
         params: RawObject<'_>,

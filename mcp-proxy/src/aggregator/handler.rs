@@ -1,6 +1,7 @@
 //! The aggregator as a [`ServerHandler`]: each method wired to the catalog (lists, pages,
 //! owners), the call relay, the flights that carry other requests upstream, and tasks.
 
+use super::id::{PerUpstream, UpstreamId};
 use async_trait::async_trait;
 use mcp_server::{Outcome, RawResult, RequestContext, ServerHandler};
 use mcp_types::protocol::*;
@@ -31,7 +32,10 @@ impl ServerHandler for Aggregator {
                 list_changed: Some(true),
                 // Honoured where some upstream can (`resources/subscribe` for a legacy
                 // host, `resourceSubscriptions` on a 2026 host's listen stream).
-                subscribe: (0..self.inner.upstreams.len())
+                subscribe: self
+                    .inner
+                    .upstreams
+                    .ids()
                     .any(|i| self.subscribes(i))
                     .then_some(true),
                 ..Default::default()
@@ -356,7 +360,7 @@ impl ServerHandler for Aggregator {
 
 impl Aggregator {
     /// The upstream that listed resource `uri`, or the error a host gets for an unknown one.
-    pub(super) fn owner_of_resource(&self, uri: &str) -> Result<usize, ErrorObject> {
+    pub(super) fn owner_of_resource(&self, uri: &str) -> Result<UpstreamId, ErrorObject> {
         self.inner
             .catalog
             .resource_owner(uri)
@@ -372,11 +376,10 @@ impl Aggregator {
     }
 
     /// The items of the upstreams the request's principal reaches, in catalog order.
-    fn reached<T>(&self, ctx: &RequestContext, per_upstream: Vec<Vec<T>>) -> Vec<T> {
+    fn reached<T>(&self, ctx: &RequestContext, per_upstream: PerUpstream<Vec<T>>) -> Vec<T> {
         let scope = self.scope(ctx);
         per_upstream
-            .into_iter()
-            .enumerate()
+            .into_iter_ids()
             .filter(|(i, _)| self.reaches(&scope, *i))
             .flat_map(|(_, items)| items)
             .collect()
@@ -387,7 +390,7 @@ impl Aggregator {
     async fn relay_typed<T: DeserializeOwned>(
         &self,
         ctx: &RequestContext,
-        i: usize,
+        i: UpstreamId,
         method_name: &str,
         params: Value,
         tidy: impl FnOnce(&mut T),

@@ -1,6 +1,7 @@
 //! Which connection a host's request to an upstream goes on: the host's own upstream
 //! session where the upstream keeps one per host, else the shared one.
 
+use super::id::UpstreamId;
 use std::sync::Arc;
 
 use mcp_client::{ClientError, EraChoice};
@@ -19,7 +20,7 @@ impl Aggregator {
     /// connection opened at start declared (that host has it).
     fn per_host<'a>(
         &'a self,
-        i: usize,
+        i: UpstreamId,
         ctx: &'a RequestContext,
     ) -> Option<(&'a Arc<HostLinks>, &'a HostSession)> {
         let u = &self.inner.upstreams[i];
@@ -34,7 +35,7 @@ impl Aggregator {
 
     /// The connection for `ctx`'s requests to upstream `i` if it is open now; `None` when
     /// it must be opened first (see [`Aggregator::link`]) or the upstream is down.
-    pub(super) fn link_now(&self, i: usize, ctx: &RequestContext) -> Option<Link> {
+    pub(super) fn link_now(&self, i: UpstreamId, ctx: &RequestContext) -> Option<Link> {
         let u = &self.inner.upstreams[i];
         match self.per_host(i, ctx) {
             Some((links, host)) => links.get(host.id()),
@@ -49,7 +50,11 @@ impl Aggregator {
     /// there first if it needs one. The host's session speaks the revision the shared
     /// connection negotiated (the catalog was listed in it) and declares exactly what the
     /// host declared it can be asked.
-    pub(super) async fn link(&self, i: usize, ctx: &RequestContext) -> Result<Link, ClientError> {
+    pub(super) async fn link(
+        &self,
+        i: UpstreamId,
+        ctx: &RequestContext,
+    ) -> Result<Link, ClientError> {
         let u = &self.inner.upstreams[i];
         let shared = u
             .client()

@@ -22,6 +22,7 @@ use serde_json::{Map, Value};
 
 use crate::bridge::Flight;
 use crate::policy::Surface;
+use id::{PerUpstream, UpstreamId};
 
 mod call;
 mod catalog;
@@ -29,6 +30,7 @@ mod confirm;
 mod fast;
 mod flights;
 mod handler;
+mod id;
 mod links;
 mod options;
 mod pinning;
@@ -45,12 +47,12 @@ pub use options::{
 use pool::Upstream;
 
 /// Called when a merged list changes, with the upstream whose change it was (if one).
-type ChangeListener = Arc<dyn Fn(ListChanged, Option<usize>) + Send + Sync>;
+type ChangeListener = Arc<dyn Fn(ListChanged, Option<UpstreamId>) + Send + Sync>;
 
 /// The parts of an aggregator: its upstreams (the pool), what they offer merged (the
 /// catalog), and what is in flight between hosts and upstreams (parked calls, tasks).
 struct Inner {
-    upstreams: Vec<Arc<Upstream>>,
+    upstreams: PerUpstream<Arc<Upstream>>,
     options: AggregatorOptions,
     catalog: Catalog,
     on_change: Mutex<Option<ChangeListener>>,
@@ -173,7 +175,10 @@ impl Aggregator {
             subscriptions: Arc::new(subscriptions::Subscriptions::new(max_subscriptions)),
         });
         let agg = Aggregator { inner };
-        let starts: Vec<_> = (0..agg.inner.upstreams.len())
+        let starts: Vec<_> = agg
+            .inner
+            .upstreams
+            .ids()
             .map(|i| {
                 let agg = agg.clone();
                 tokio::spawn(async move { agg.connect(i).await })
@@ -183,7 +188,7 @@ impl Aggregator {
             let _ = s.await;
         }
         agg.inner.catalog.check_collisions()?;
-        for i in 0..agg.inner.upstreams.len() {
+        for i in agg.inner.upstreams.ids() {
             let agg = agg.clone();
             tokio::spawn(async move { agg.supervise(i).await });
         }
@@ -204,7 +209,7 @@ impl Aggregator {
     /// changing. Replaces [`Aggregator::on_list_changed`].
     pub fn announce_through(&self, server: mcp_server::Server) {
         let me = Arc::downgrade(&self.inner);
-        let announce = move |what: ListChanged, upstream: Option<usize>| {
+        let announce = move |what: ListChanged, upstream: Option<UpstreamId>| {
             let audience = me.upgrade().and_then(|inner| {
                 let views = inner.options.views.clone()?;
                 let key = inner.upstreams.get(upstream?)?.config.key.clone();
@@ -248,11 +253,11 @@ impl Aggregator {
     }
 
     /// The configuration key of upstream `i`, which names it in errors and logs.
-    pub(super) fn upstream_key(&self, i: usize) -> &str {
+    pub(super) fn upstream_key(&self, i: UpstreamId) -> &str {
         &self.inner.upstreams[i].config.key
     }
 
-    fn changed(&self, what: ListChanged, upstream: Option<usize>) {
+    fn changed(&self, what: ListChanged, upstream: Option<UpstreamId>) {
         let f = self.inner.on_change.lock().ok().and_then(|g| g.clone());
         if let Some(f) = f {
             f(what, upstream);
@@ -260,7 +265,7 @@ impl Aggregator {
     }
 
     /// Tells hosts that every list of upstream `i` may have changed.
-    fn announce_all(&self, i: usize) {
+    fn announce_all(&self, i: UpstreamId) {
         self.inner.catalog.bump();
         for c in [
             ListChanged::Tools,

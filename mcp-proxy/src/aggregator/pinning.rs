@@ -17,7 +17,7 @@ impl Aggregator {
             None => Pins::new(),
         };
         let listings = self.inner.catalog.read_listings(|l| l.tools.clone());
-        for (i, tools) in listings.into_iter().enumerate() {
+        for (i, tools) in listings.into_iter_ids() {
             let key = &self.inner.upstreams[i].config.key;
             for t in &tools {
                 pins.approve(key, t);

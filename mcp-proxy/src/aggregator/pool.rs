@@ -2,6 +2,7 @@
 //! changes, restarting it with backoff when its connection ends), closing it, and saying
 //! how it is doing.
 
+use super::id::UpstreamId;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -150,7 +151,7 @@ impl Aggregator {
     }
 
     /// Longest upstream `i` may take to answer one call: its own limit, else the gateway's.
-    pub(super) fn call_timeout(&self, i: usize) -> std::time::Duration {
+    pub(super) fn call_timeout(&self, i: UpstreamId) -> std::time::Duration {
         let own = self.inner.upstreams[i].config.call_timeout;
         own.unwrap_or(self.inner.options.call_timeout)
     }
@@ -216,7 +217,7 @@ impl Aggregator {
     }
 
     /// Connects upstream `i` and lists what it offers; false when it failed.
-    pub(super) async fn connect(&self, i: usize) -> bool {
+    pub(super) async fn connect(&self, i: UpstreamId) -> bool {
         let u = self.inner.upstreams[i].clone();
         let opened = match self.open_shared(&u).await {
             Ok(client) => match list_all(&client).await {
@@ -258,7 +259,7 @@ impl Aggregator {
 
     /// Keeps upstream `i` alive: relists on its list-changed notifications, and restarts it
     /// with backoff when its connection ends.
-    pub(super) async fn supervise(&self, i: usize) {
+    pub(super) async fn supervise(&self, i: UpstreamId) {
         let u = self.inner.upstreams[i].clone();
         let (min, max) = self.inner.options.restart_backoff;
         let mut backoff = min;
@@ -326,7 +327,7 @@ impl Aggregator {
 
     /// Lists upstream `i` again; when that fails, its last listing stays and the failure
     /// is reported in its status until a listing succeeds.
-    async fn relist(&self, i: usize, client: &Client) {
+    async fn relist(&self, i: UpstreamId, client: &Client) {
         let u = &self.inner.upstreams[i];
         match list_all(client).await {
             Ok(listing) => {
@@ -346,7 +347,7 @@ impl Aggregator {
 
     /// Waits (up to the connect timeout plus the longest backoff) for upstream `i` to be
     /// connected again after its connection dropped.
-    pub(super) async fn reconnected(&self, i: usize) -> bool {
+    pub(super) async fn reconnected(&self, i: UpstreamId) -> bool {
         let u = &self.inner.upstreams[i];
         let limit = self.inner.options.connect_timeout + self.inner.options.restart_backoff.1;
         let deadline = tokio::time::Instant::now() + limit;

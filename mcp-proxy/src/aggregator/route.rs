@@ -1,5 +1,6 @@
 //! Where an exposed tool name leads.
 
+use super::id::UpstreamId;
 use mcp_types::headers::HeaderParam;
 use mcp_types::protocol::Tool;
 use mcp_types::raw;
@@ -9,7 +10,7 @@ use serde_json::value::RawValue;
 /// upstream listed it (with the operator's overrides applied, its real name kept), and
 /// the tool's real name as JSON text (each call's params get it).
 pub(crate) struct Route {
-    pub(crate) upstream: usize,
+    pub(crate) upstream: UpstreamId,
     pub(crate) tool: Tool,
     pub(super) name: Box<RawValue>,
     /// Its `x-mcp-header` arguments (none when the annotations are invalid).
@@ -23,7 +24,7 @@ pub(crate) struct Route {
 }
 
 impl Route {
-    pub(super) fn new(upstream: usize, tool: Tool, hints_trusted: bool) -> Self {
+    pub(super) fn new(upstream: UpstreamId, tool: Tool, hints_trusted: bool) -> Self {
         let header_params = tool
             .input_schema
             .as_ref()

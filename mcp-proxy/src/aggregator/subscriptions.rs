@@ -17,6 +17,7 @@
 //! subscribed to is the upstream's, and an update goes out with the URI as the upstream
 //! wrote it.
 
+use super::id::UpstreamId;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -489,7 +490,7 @@ impl Aggregator {
     /// Whether upstream `i` can honour a resource subscription: it is connected, declares
     /// `resources.subscribe`, and speaks a revision with a way to subscribe
     /// (`resources/subscribe`, or `subscriptions/listen`: the method table's data).
-    pub(super) fn subscribes(&self, i: usize) -> bool {
+    pub(super) fn subscribes(&self, i: UpstreamId) -> bool {
         self.inner.upstreams[i].client().is_some_and(|c| {
             let r = c.revision();
             let declared = c.server().capabilities.resources.as_ref();

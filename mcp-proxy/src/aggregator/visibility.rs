@@ -1,6 +1,7 @@
 //! What the principal of a request sees of the catalog ([`crate::views`]): its tools,
 //! the upstreams whose prompts and resources it reaches, and its surface.
 
+use super::id::UpstreamId;
 use mcp_server::RequestContext;
 use mcp_types::protocol::Tool;
 
@@ -23,12 +24,12 @@ impl Aggregator {
     }
 
     /// Whether `scope` reaches upstream `i`.
-    pub(crate) fn reaches(&self, scope: &Scope, i: usize) -> bool {
+    pub(crate) fn reaches(&self, scope: &Scope, i: UpstreamId) -> bool {
         scope.sees_upstream(&self.inner.upstreams[i].config.key)
     }
 
     /// Whether `scope` sees upstream `i`'s tool exposed as `exposed`.
-    pub(crate) fn sees_tool(&self, scope: &Scope, i: usize, exposed: &str) -> bool {
+    pub(crate) fn sees_tool(&self, scope: &Scope, i: UpstreamId, exposed: &str) -> bool {
         scope.sees_tool(&self.inner.upstreams[i].config.key, exposed)
     }
 

@@ -9,6 +9,7 @@
 //! only on a `tasks/result` held open, are shown as `inputRequests` and answered with
 //! `tasks/update`. A 2026 upstream's task reaches a 2026 host as it is.
 
+use super::id::UpstreamId;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -54,7 +55,7 @@ pub(super) fn with_tasks_extension(ctx: &RequestContext) -> Value {
 
 impl Aggregator {
     /// The client of upstream `i`, or the error a host gets when it is down.
-    fn task_client(&self, i: usize) -> Result<Client, ErrorObject> {
+    fn task_client(&self, i: UpstreamId) -> Result<Client, ErrorObject> {
         let u = &self.inner.upstreams[i];
         u.client()
             .ok_or_else(|| ErrorObject::new(codes::INTERNAL_ERROR, u.unavailable()))
@@ -68,7 +69,7 @@ impl Aggregator {
     async fn task_call(
         &self,
         ctx: &RequestContext,
-        i: usize,
+        i: UpstreamId,
         method_name: &str,
         mut params: Value,
     ) -> Result<Value, ClientError> {
@@ -91,7 +92,7 @@ impl Aggregator {
     async fn task_request(
         &self,
         ctx: &RequestContext,
-        i: usize,
+        i: UpstreamId,
         method_name: &str,
         params: Value,
     ) -> Result<Value, ErrorObject> {
@@ -106,7 +107,7 @@ impl Aggregator {
     /// a task.
     async fn poll_task(
         &self,
-        i: usize,
+        i: UpstreamId,
         task_id: &str,
         ctx: &RequestContext,
     ) -> Result<Option<Task>, ClientError> {
@@ -151,7 +152,7 @@ impl Aggregator {
     /// for one that waits for input, whose questions reach the host as in any call.
     pub(super) async fn await_task(
         &self,
-        i: usize,
+        i: UpstreamId,
         task_id: &str,
         ctx: &RequestContext,
     ) -> Result<Value, ClientError> {
@@ -167,7 +168,7 @@ impl Aggregator {
     /// gave up on: it is cancelled.
     pub(super) async fn follow_extension_task(
         &self,
-        i: usize,
+        i: UpstreamId,
         task_id: &str,
         ctx: &RequestContext,
     ) -> Result<Value, ClientError> {
@@ -213,7 +214,7 @@ impl Aggregator {
     /// Shows an upstream's new task to the host under a gateway id.
     pub(super) fn relay_created(
         &self,
-        i: usize,
+        i: UpstreamId,
         value: Value,
     ) -> Result<Outcome<CallToolResult>, ErrorObject> {
         let key = &self.inner.upstreams[i].config.key;

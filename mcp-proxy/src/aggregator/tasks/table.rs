@@ -1,6 +1,7 @@
 //! The gateway's task ids: each upstream task a host sees, under an id of the gateway's
 //! (unpredictable, naming nothing of the upstream), kept for the task's retention.
 
+use super::super::id::UpstreamId;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -24,7 +25,7 @@ const MAX_TASKS: usize = 10_000;
 /// Where a gateway task id leads.
 #[derive(Clone)]
 pub(crate) struct Route {
-    pub(crate) upstream: usize,
+    pub(crate) upstream: UpstreamId,
     pub(crate) upstream_id: String,
     pub(crate) expires: Instant,
     /// A 2025-11-25 upstream task's questions, held for a 2026 host that polls.
@@ -60,7 +61,7 @@ impl TaskTable {
     /// A fresh gateway id for upstream `upstream`'s task `upstream_id`.
     pub(crate) fn register(
         &self,
-        upstream: usize,
+        upstream: UpstreamId,
         upstream_id: String,
         retention: Duration,
     ) -> String {
@@ -156,15 +157,19 @@ mod tests {
     #[test]
     fn gateway_task_ids_route_to_their_upstream_task_until_they_expire() {
         let table = TaskTable::default();
-        let a = table.register(0, "1".into(), Duration::from_secs(60));
-        let b = table.register(1, "1".into(), Duration::from_secs(60));
+        let ids: Vec<UpstreamId> = crate::aggregator::id::PerUpstream::new(vec![(), ()])
+            .ids()
+            .collect();
+        let (u0, u1) = (ids[0], ids[1]);
+        let a = table.register(u0, "1".into(), Duration::from_secs(60));
+        let b = table.register(u1, "1".into(), Duration::from_secs(60));
         assert_ne!(a, b);
         assert_ne!(a, "1");
         let (ra, rb) = (table.get(&a).expect("a"), table.get(&b).expect("b"));
-        assert_eq!((ra.upstream, ra.upstream_id.as_str()), (0, "1"));
-        assert_eq!((rb.upstream, rb.upstream_id.as_str()), (1, "1"));
+        assert_eq!((ra.upstream, ra.upstream_id.as_str()), (u0, "1"));
+        assert_eq!((rb.upstream, rb.upstream_id.as_str()), (u1, "1"));
         assert!(table.get("1").is_none());
-        let gone = table.register(0, "2".into(), Duration::ZERO);
+        let gone = table.register(u0, "2".into(), Duration::ZERO);
         assert!(table.get(&gone).is_none());
     }
 }
