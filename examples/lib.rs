@@ -32,6 +32,44 @@ pub fn init_logging() {
     }
 }
 
+/// Log lines kept in memory, for tests that read what was logged.
+#[derive(Clone, Default)]
+pub struct LogCapture(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl LogCapture {
+    /// Everything from every level logged on this thread while the guard lives. The
+    /// capture is per thread: run its test alone in its binary, or another test's use of
+    /// the same call sites may go unseen.
+    pub fn start() -> (LogCapture, tracing::subscriber::DefaultGuard) {
+        let capture = LogCapture::default();
+        let writer = capture.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .with_max_level(tracing::Level::TRACE)
+            .finish();
+        (capture, tracing::subscriber::set_default(subscriber))
+    }
+
+    /// What was logged so far.
+    pub fn text(&self) -> String {
+        let bytes = self.0.lock().map(|l| l.clone()).unwrap_or_default();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+impl std::io::Write for LogCapture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Ok(mut l) = self.0.lock() {
+            l.extend_from_slice(buf);
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 use std::io::{Read, Write};
 
 use mcp_revisions::Translator;

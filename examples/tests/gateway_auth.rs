@@ -4,14 +4,12 @@
 //! connect.
 
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tokio::io::AsyncBufReadExt;
 
 mod common;
-use common::{example, interop_dir, Stopped};
+use common::{example, http_gateway, interop_dir};
 
 const KEY: &str = "interop-key-0123456789";
 
@@ -43,31 +41,6 @@ fn config() -> PathBuf {
     let path = std::env::temp_dir().join(format!("mcp-gateway-auth-{}.json", std::process::id()));
     std::fs::write(&path, text.to_string()).expect("config");
     path
-}
-
-async fn gateway(config: &std::path::Path) -> (Stopped, String) {
-    let mut child = tokio::process::Command::new(example("gateway"))
-        .args([
-            "--config",
-            &config.display().to_string(),
-            "--http",
-            "127.0.0.1:0",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("gateway");
-    let out = child.stdout.take().expect("stdout");
-    let url = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::io::BufReader::new(out).lines().next_line(),
-    )
-    .await
-    .expect("the gateway started")
-    .expect("read")
-    .expect("a URL");
-    (Stopped(child), url)
 }
 
 /// Runs an SDK host with `token`: what it printed, or `Err` with its output if it failed.
@@ -111,7 +84,7 @@ async fn sdk_hosts_reach_the_gateway_with_a_bearer_token_and_see_their_view() {
         return;
     }
     let config = config();
-    let (_gw, url) = gateway(&config).await;
+    let (_gw, url) = http_gateway(&config).await;
     let calls = json!([["echo__echo", {"text": "through the gateway"}]]).to_string();
     let ts = vec!["host.mjs".to_owned(), url.clone(), calls.clone()];
     check(

@@ -5,20 +5,18 @@
 //! message the gateway writes validated against the host's schema. And era bridging: hosts
 //! of one era answering upstream questions (elicitation, sampling) asked the other era's way.
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_client::{ChildTransport, Client, ClientOptions, EraChoice, NoHandler, StdioCommand};
 use mcp_types::Revision;
 use serde_json::{json, Map, Value};
-use tokio::io::AsyncBufReadExt;
 
 mod common;
 use common::{
-    example, http_transport, interop_dir, run_json, server_everything_http, validate_all,
-    Recording, Stopped,
+    example, http_gateway, http_transport, interop_dir, run_json, server_everything_http,
+    validate_all, Recording,
 };
 
 /// A host run to the end: what it printed.
@@ -229,34 +227,6 @@ fn check(seen: &Value, revision: Revision) {
         revision >= Revision::V2025_03_26,
         "{revision}: annotations only from 2025-03-26"
     );
-}
-
-/// The gateway on Streamable HTTP, and its URL. Dropped, it is stopped with `SIGTERM` and
-/// waited for, so it closes its upstreams: killed outright it could not, and
-/// `server-everything` does not exit when its stdin closes once it has been used.
-async fn http_gateway(config: &Path) -> (Stopped, String) {
-    let mut child = tokio::process::Command::new(example("gateway"))
-        .args([
-            "--config",
-            &config.display().to_string(),
-            "--http",
-            "127.0.0.1:0",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("gateway");
-    let out = child.stdout.take().expect("stdout");
-    let url = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::io::BufReader::new(out).lines().next_line(),
-    )
-    .await
-    .expect("the gateway started")
-    .expect("read")
-    .expect("a URL");
-    (Stopped(child), url)
 }
 
 #[tokio::test]

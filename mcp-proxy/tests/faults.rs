@@ -466,13 +466,7 @@ struct Growing(std::sync::Arc<std::sync::Mutex<Vec<&'static str>>>);
 #[async_trait::async_trait]
 impl ServerHandler for Growing {
     fn capabilities(&self) -> ServerCapabilities {
-        ServerCapabilities {
-            tools: Some(ListChangedCapability {
-                list_changed: Some(true),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
+        changing_tools()
     }
     async fn list_tools(
         &self,

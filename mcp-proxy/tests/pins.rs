@@ -4,11 +4,10 @@
 //! `onChange: ask` the host's user is asked before each call; unpinned tools follow their
 //! own default.
 
-use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_client::{Client, ClientHandler, EraChoice, NoHandler};
+use mcp_client::{ClientHandler, EraChoice, NoHandler};
 use mcp_proxy::pins::{PinAction, Pins};
 use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport};
 use mcp_server::{ListChanged, Outcome, RequestContext, Server, ServerHandler};
@@ -43,13 +42,7 @@ impl Drifting {
 #[async_trait::async_trait]
 impl ServerHandler for Drifting {
     fn capabilities(&self) -> ServerCapabilities {
-        ServerCapabilities {
-            tools: Some(ListChangedCapability {
-                list_changed: Some(true),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
+        changing_tools()
     }
     async fn list_tools(
         &self,
@@ -94,18 +87,6 @@ async fn gateway(on_change: PinAction, unpinned: PinAction) -> (Drifting, Server
     (up, server, agg)
 }
 
-async fn names(c: &Client) -> Vec<String> {
-    let mut n: Vec<String> = c
-        .list_tools()
-        .await
-        .expect("list")
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
-    n.sort();
-    n
-}
-
 /// Changes the upstream's tools, tells the gateway, and waits until its catalog shows
 /// `expect`.
 async fn drift(
@@ -132,22 +113,6 @@ async fn drift(
     panic!("the catalog never became {expect:?}");
 }
 
-/// Log lines, kept.
-#[derive(Clone, Default)]
-struct Lines(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Lines {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if let Ok(mut l) = self.0.lock() {
-            l.extend_from_slice(buf);
-        }
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 const ERAS: [EraChoice; 2] = [EraChoice::Legacy(Revision::V2025_06_18), EraChoice::Modern];
 
 /// One test for both modes: the log is read through `tracing`'s per-thread subscriber,
@@ -159,17 +124,10 @@ async fn pinned_tools_that_change_are_hidden_or_asked_about() {
 }
 
 async fn a_pinned_tool_that_changes_is_hidden_and_the_change_logged() {
-    let lines = Lines::default();
-    let writer = lines.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::INFO)
-        .finish();
-    let _log = tracing::subscriber::set_default(subscriber);
+    let (lines, _log) = mcp_examples::LogCapture::start();
     let (up, server, agg) = gateway(PinAction::Hide, PinAction::Hide).await;
     let before = host(&agg, NoHandler, Default::default()).await;
-    assert_eq!(names(&before).await, ["fs__list", "fs__read"]);
+    assert_eq!(tool_names(&before).await, ["fs__list", "fs__read"]);
     drift(
         &up,
         &server,
@@ -187,7 +145,7 @@ async fn a_pinned_tool_that_changes_is_hidden_and_the_change_logged() {
     .await;
     for era in ERAS {
         let h = host(&agg, NoHandler, eliciting(era)).await;
-        assert_eq!(names(&h).await, ["fs__list"], "{era:?}");
+        assert_eq!(tool_names(&h).await, ["fs__list"], "{era:?}");
         let e = h
             .call_tool("fs__read", Map::new())
             .await
@@ -197,8 +155,7 @@ async fn a_pinned_tool_that_changes_is_hidden_and_the_change_logged() {
             "{era:?}: {e}"
         );
     }
-    let log = String::from_utf8_lossy(&lines.0.lock().map(|l| l.clone()).unwrap_or_default())
-        .into_owned();
+    let log = lines.text();
     let line = log
         .lines()
         .find(|l| l.contains("pinned tool changed"))
@@ -250,7 +207,7 @@ async fn with_ask_the_hosts_user_allows_each_call_to_a_changed_tool() {
         let asked = Asked::default();
         let h = host(&agg, asked.clone(), eliciting(era)).await;
         assert_eq!(
-            names(&h).await,
+            tool_names(&h).await,
             ["fs__list", "fs__new", "fs__read"],
             "{era:?}"
         );

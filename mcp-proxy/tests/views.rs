@@ -33,13 +33,7 @@ struct Shelf {
 #[async_trait::async_trait]
 impl ServerHandler for Shelf {
     fn capabilities(&self) -> ServerCapabilities {
-        ServerCapabilities {
-            tools: Some(ListChangedCapability {
-                list_changed: Some(true),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
+        changing_tools()
     }
     async fn list_tools(
         &self,
@@ -123,18 +117,6 @@ async fn host(
     connect_http(config, NoHandler, options).await
 }
 
-async fn names(c: &Client) -> Vec<String> {
-    let mut n: Vec<String> = c
-        .list_tools()
-        .await
-        .expect("list")
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
-    n.sort();
-    n
-}
-
 async fn refused(c: &Client, name: &str) -> String {
     match c.call_tool(name, Default::default()).await {
         Err(e) => e.to_string(),
@@ -156,8 +138,8 @@ async fn each_principal_sees_and_calls_only_its_view_in_both_eras() {
     for era in ERAS {
         let alice = host(&url, Some(ALICE), era).await.expect("alice connects");
         let bob = host(&url, Some(BOB), era).await.expect("bob connects");
-        assert_eq!(names(&alice).await, ["shop__plain"], "{era:?}");
-        assert_eq!(names(&bob).await, ["bank__transfer"], "{era:?}");
+        assert_eq!(tool_names(&alice).await, ["shop__plain"], "{era:?}");
+        assert_eq!(tool_names(&bob).await, ["bank__transfer"], "{era:?}");
         let ran = alice
             .call_tool("shop__plain", Default::default())
             .await
@@ -211,7 +193,7 @@ async fn each_principal_sees_and_calls_only_its_view_in_both_eras() {
         .expect("bob connects");
     let mut seen = Vec::new();
     for _ in 0..100 {
-        seen = names(&bob).await;
+        seen = tool_names(&bob).await;
         if seen.len() == 2 {
             break;
         }
@@ -220,7 +202,7 @@ async fn each_principal_sees_and_calls_only_its_view_in_both_eras() {
     assert_eq!(seen, ["bank__audit", "bank__transfer"]);
     for era in ERAS {
         let alice = host(&url, Some(ALICE), era).await.expect("alice connects");
-        assert_eq!(names(&alice).await, ["shop__plain"], "{era:?}");
+        assert_eq!(tool_names(&alice).await, ["shop__plain"], "{era:?}");
         assert!(refused(&alice, "bank__audit")
             .await
             .contains("Unknown tool"));
@@ -237,7 +219,7 @@ async fn no_view_sees_nothing_and_no_credential_is_refused() {
     .await;
     for era in ERAS {
         let carol = host(&url, Some(CAROL), era).await.expect("carol connects");
-        assert!(names(&carol).await.is_empty(), "{era:?}");
+        assert!(tool_names(&carol).await.is_empty(), "{era:?}");
         assert!(refused(&carol, "shop__plain")
             .await
             .contains("Unknown tool"));

@@ -9,32 +9,9 @@ use serde_json::json;
 mod auth_common;
 use auth_common::*;
 
-/// Log lines, kept.
-#[derive(Clone, Default)]
-struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Lines {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if let Ok(mut l) = self.0.lock() {
-            l.extend_from_slice(buf);
-        }
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn no_token_or_key_is_ever_logged() {
-    let lines = Lines::default();
-    let writer = lines.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::TRACE)
-        .finish();
-    let _log = tracing::subscriber::set_default(subscriber);
+    let (lines, _log) = mcp_examples::LogCapture::start();
     let addr = jwt_server().await;
     let good = rs256(&claims(|_| {}));
     let expired = rs256(&claims(|c| c["exp"] = json!(now() - 120)));
@@ -47,8 +24,7 @@ async fn no_token_or_key_is_ever_logged() {
     for key in ["key-ci-0123456789", "key-wrong-0123456789"] {
         call_modern(keyed, Some(key)).await;
     }
-    let log = String::from_utf8_lossy(&lines.0.lock().map(|l| l.clone()).unwrap_or_default())
-        .into_owned();
+    let log = lines.text();
     assert!(
         log.contains("request refused"),
         "the refusals are logged:\n{log}"

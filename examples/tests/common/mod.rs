@@ -221,3 +221,31 @@ impl Drop for Stopped {
         let _ = self.0.start_kill();
     }
 }
+
+/// The gateway on Streamable HTTP, and its URL. Dropped, it is stopped with `SIGTERM` and
+/// waited for, so it closes its upstreams: killed outright it could not, and
+/// `server-everything` does not exit when its stdin closes once it has been used.
+pub async fn http_gateway(config: &std::path::Path) -> (Stopped, String) {
+    let mut child = tokio::process::Command::new(example("gateway"))
+        .args([
+            "--config",
+            &config.display().to_string(),
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("gateway");
+    let out = child.stdout.take().expect("stdout");
+    let url = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(out)).next_line(),
+    )
+    .await
+    .expect("the gateway started")
+    .expect("read")
+    .expect("a URL");
+    (Stopped(child), url)
+}

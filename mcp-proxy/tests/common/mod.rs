@@ -99,6 +99,30 @@ pub fn tools_only() -> ServerCapabilities {
     }
 }
 
+/// Tools only, whose list may change (and is announced).
+pub fn changing_tools() -> ServerCapabilities {
+    ServerCapabilities {
+        tools: Some(ListChangedCapability {
+            list_changed: Some(true),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The names of the tools `host` lists, sorted.
+pub async fn tool_names(host: &Client) -> Vec<String> {
+    let mut n: Vec<String> = host
+        .list_tools()
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    n.sort();
+    n
+}
+
 /// How many processes have `marker` on their command line.
 pub fn processes_marked(marker: &str) -> usize {
     let out = std::process::Command::new("pgrep")
