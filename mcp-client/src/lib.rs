@@ -8,6 +8,7 @@
 //! [`ClientHandler`] — as real requests from a legacy server, and as the
 //! `InputRequiredResult` → retry loop of a 2026-07-28 one.
 
+pub mod auth;
 mod child;
 pub mod fetch;
 pub mod http;

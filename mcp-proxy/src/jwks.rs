@@ -1,5 +1,5 @@
 //! Token-signing keys fetched from the authorization server: its `jwks_uri`, given or
-//! discovered from its metadata (RFC 8414, then OpenID Connect discovery), cached, and
+//! discovered from its metadata (RFC 8414 and OpenID Connect discovery, in the MCP spec's order), cached, and
 //! fetched again when a token names a key id the cache does not hold (key rotation) or
 //! the cache is old. Fetches are bounded in size and time, one at a time, and at most
 //! every `min_refetch`, so neither a flood of forged key ids nor an issuer that is down
@@ -9,6 +9,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use mcp_client::auth::discovery::server_metadata_urls;
 use mcp_client::fetch::{get_json, FetchError};
 use mcp_server::auth::{JwkSet, KeySource, VerifyingKey};
 use serde_json::Value;
@@ -116,7 +117,7 @@ impl JwksUri {
             return Ok(u);
         }
         let mut last = None;
-        for url in metadata_urls(&issuer) {
+        for url in server_metadata_urls(&issuer) {
             match get_json(&url, MAX_DOCUMENT, self.timeout).await {
                 Ok(doc) => match jwks_uri_of(&doc, &issuer) {
                     Some(u) => {
@@ -154,29 +155,10 @@ impl JwksUri {
     }
 }
 
-/// Where an issuer's metadata may be: RFC 8414's path-inserted form, then OpenID Connect's.
-fn metadata_urls(issuer: &str) -> Vec<String> {
-    let trimmed = issuer.trim_end_matches('/');
-    let (origin, path) = match trimmed.split_once("://") {
-        Some((scheme, rest)) => match rest.find('/') {
-            Some(i) => (format!("{scheme}://{}", &rest[..i]), rest[i..].to_owned()),
-            None => (trimmed.to_owned(), String::new()),
-        },
-        None => (trimmed.to_owned(), String::new()),
-    };
-    vec![
-        format!("{origin}/.well-known/oauth-authorization-server{path}"),
-        format!("{trimmed}/.well-known/openid-configuration"),
-    ]
-}
-
-/// The `jwks_uri` of metadata that is `issuer`'s own (RFC 8414 §3.3).
+/// The `jwks_uri` of metadata that is `issuer`'s own: its `issuer` identical (RFC 8414
+/// §3.3).
 fn jwks_uri_of(doc: &Value, issuer: &str) -> Option<String> {
-    let same = doc
-        .get("issuer")
-        .and_then(Value::as_str)
-        .map(|i| i.trim_end_matches('/'))
-        == Some(issuer.trim_end_matches('/'));
+    let same = doc.get("issuer").and_then(Value::as_str) == Some(issuer);
     same.then(|| {
         doc.get("jwks_uri")
             .and_then(Value::as_str)
@@ -203,25 +185,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn metadata_is_looked_for_where_the_rfcs_put_it() {
-        assert_eq!(
-            metadata_urls("https://auth.example.com"),
-            [
-                "https://auth.example.com/.well-known/oauth-authorization-server",
-                "https://auth.example.com/.well-known/openid-configuration"
-            ]
-        );
-        assert_eq!(
-            metadata_urls("https://example.com/tenant1/"),
-            [
-                "https://example.com/.well-known/oauth-authorization-server/tenant1",
-                "https://example.com/tenant1/.well-known/openid-configuration"
-            ]
-        );
+    fn only_the_issuers_own_metadata_names_its_keys() {
         let doc = serde_json::json!({"issuer": "https://a", "jwks_uri": "https://a/jwks"});
         assert_eq!(
-            jwks_uri_of(&doc, "https://a/").as_deref(),
+            jwks_uri_of(&doc, "https://a").as_deref(),
             Some("https://a/jwks")
+        );
+        assert_eq!(
+            jwks_uri_of(&doc, "https://a/"),
+            None,
+            "identical, not alike"
         );
         assert_eq!(
             jwks_uri_of(&doc, "https://b"),
