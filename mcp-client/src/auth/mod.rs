@@ -1,12 +1,17 @@
 //! MCP authorization, client side: what a client needs to find out, on a `401`, where to
 //! get a token — the `WWW-Authenticate` challenge, the protected resource's metadata and
-//! its authorization server's (see the spec's `basic/authorization`). The flows that
-//! obtain a token build on these.
+//! its authorization server's (see the spec's `basic/authorization`) — and the pieces of
+//! the authorization code flow: PKCE, scope selection, the request and the checks of
+//! what comes back to the redirect URI. The flows that obtain a token build on these.
 
 mod challenge;
 pub mod discovery;
+mod pkce;
+mod request;
 
 pub use challenge::BearerChallenge;
 pub use discovery::{
     discover, AuthorizationServerMetadata, Discovery, DiscoveryError, ProtectedResourceMetadata,
 };
+pub use pkce::{NoRandomness, Pkce};
+pub use request::{select_scopes, AuthorizationRequest, RedirectError};
