@@ -116,6 +116,12 @@ impl JwksUri {
         if let Some(u) = self.read(|c| c.discovered.clone()) {
             return Ok(u);
         }
+        if !secure(&issuer) {
+            // Metadata read in the clear could name anyone's keys.
+            return Err(FetchError::Url(format!(
+                "{issuer}: metadata is read over https only (or from loopback)"
+            )));
+        }
         let mut last = None;
         for url in server_metadata_urls(&issuer) {
             match get_json(&url, MAX_DOCUMENT, self.timeout).await {
@@ -137,11 +143,20 @@ impl JwksUri {
         Err(last.unwrap_or(FetchError::Url(issuer)))
     }
 
-    async fn fetch(&self) {
+    async fn fetch(&self, kid: Option<&str>) {
         let _one = self.fetching.lock().await;
+        // Another request may have fetched while this one waited.
+        if !self.wants_fetch(kid) {
+            return;
+        }
         self.write(|c| c.last_attempt = Some(Instant::now()));
         let result = async {
             let url = self.jwks_uri().await?;
+            if !secure(&url) {
+                return Err(FetchError::Url(format!(
+                    "{url}: keys are fetched over https only (or from loopback)"
+                )));
+            }
             let doc = get_json(&url, MAX_DOCUMENT, self.timeout).await?;
             JwkSet::parse(&doc.to_string()).map_err(|e| FetchError::Body {
                 url,
@@ -153,6 +168,23 @@ impl JwksUri {
             Err(e) => tracing::warn!("keeping the JWKS cached (if any): {e}"),
         }
     }
+}
+
+/// Whether keys may be fetched from `url`: https, or http to this machine (tests, a
+/// sidecar) — anything else lets the network hand out signing keys.
+pub(crate) fn secure(url: &str) -> bool {
+    if url.starts_with("https://") {
+        return true;
+    }
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = match host.rsplit_once(':') {
+        Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) => h,
+        _ => host,
+    };
+    matches!(host, "127.0.0.1" | "localhost" | "[::1]")
 }
 
 /// The `jwks_uri` of metadata that is `issuer`'s own: its `issuer` identical (RFC 8414
@@ -171,7 +203,7 @@ fn jwks_uri_of(doc: &Value, issuer: &str) -> Option<String> {
 impl KeySource for JwksUri {
     async fn keys(&self, kid: Option<&str>) -> Vec<VerifyingKey> {
         if self.wants_fetch(kid) {
-            self.fetch().await;
+            self.fetch(kid).await;
         }
         let Some(set) = self.read(|c| c.set.as_ref().map(|(s, _)| s.clone())) else {
             return Vec::new();
@@ -183,6 +215,16 @@ impl KeySource for JwksUri {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_come_over_https_or_from_loopback_only() {
+        assert!(secure("https://auth.example.com/jwks"));
+        assert!(secure("http://127.0.0.1:8080/jwks"));
+        assert!(secure("http://localhost/jwks"));
+        assert!(!secure("http://auth.example.com/jwks"));
+        assert!(!secure("http://127.0.0.1.evil.example/jwks"));
+        assert!(!secure("ftp://x/jwks"));
+    }
 
     #[test]
     fn only_the_issuers_own_metadata_names_its_keys() {

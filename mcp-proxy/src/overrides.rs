@@ -16,8 +16,9 @@ pub struct ToolOverride {
     pub title: Option<String>,
     /// The description hosts see.
     pub description: Option<String>,
-    /// Annotation members laid over the upstream's (`{"readOnlyHint": true}` keeps its
-    /// other hints). Hints the operator wrote are relied on even for an untrusted upstream.
+    /// Annotation members laid over a trusted upstream's (`{"readOnlyHint": true}` keeps
+    /// its other hints); for an untrusted upstream, the only hints: the operator's are
+    /// relied on, and an untrusted upstream's must not ride along with them.
     pub annotations: Option<Map<String, Value>>,
 }
 
@@ -51,8 +52,9 @@ impl ToolOverride {
         self
     }
 
-    /// `tool` as hosts see it, its name left for the caller to expose.
-    pub fn apply(&self, tool: &mut Tool) {
+    /// `tool` as hosts see it, its name left for the caller to expose; `trusted`: whether
+    /// its upstream's own hints may be kept beside the operator's.
+    pub fn apply(&self, tool: &mut Tool, trusted: bool) {
         if let Some(t) = &self.title {
             tool.title = Some(t.clone());
         }
@@ -63,6 +65,7 @@ impl ToolOverride {
             let base = tool
                 .annotations
                 .as_ref()
+                .filter(|_| trusted)
                 .and_then(|a| serde_json::to_value(a).ok())
                 .and_then(|v| match v {
                     Value::Object(m) => Some(m),
@@ -99,7 +102,11 @@ mod tests {
                     .cloned()
                     .unwrap_or_default(),
             );
-        o.apply(&mut t);
+        let mut untrusted = t.clone();
+        o.apply(&mut untrusted, false);
+        let a = serde_json::to_value(untrusted.annotations).expect("annotations");
+        assert_eq!(a, json!({"destructiveHint": false, "readOnlyHint": false}));
+        o.apply(&mut t, true);
         assert_eq!(t.name, "rm");
         assert_eq!(t.description.as_deref(), Some("Removes a file."));
         let a = serde_json::to_value(t.annotations).expect("annotations");

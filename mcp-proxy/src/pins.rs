@@ -2,7 +2,8 @@
 //! approved looked like (a SHA-256 of each part of its definition, in a pin file written
 //! with `gateway --pin`), and when an upstream later changes a pinned tool, hides it
 //! (default) or has the host's user asked before each call, and logs which parts changed.
-//! Tools with no pin follow their own default (allow, hide or ask).
+//! Tools with no pin follow their own default (allow, hide or ask; from configuration,
+//! hide once a pin file holds any pin).
 //!
 //! ```json
 //! {"version": 1, "tools": {"fs/read_file": {"description": "sha256:…", "inputSchema": "sha256:…", …}}}
@@ -14,14 +15,21 @@ use std::fmt::Write as _;
 use mcp_types::protocol::Tool;
 use serde_json::{json, Value};
 
-/// The parts of a definition a pin covers; `name` is in the pin's key.
-const PARTS: [&str; 5] = [
+/// The parts of a definition a pin names; `name` is in the pin's key, and everything else
+/// a definition holds (unknown members included) is the part `rest`.
+const PARTS: [&str; 8] = [
     "title",
     "description",
     "inputSchema",
     "outputSchema",
     "annotations",
+    "icons",
+    "execution",
+    "_meta",
 ];
+
+/// The part that holds every member not named in [`PARTS`].
+const REST: &str = "rest";
 
 /// What to do with a tool whose definition is not the approved one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -76,10 +84,17 @@ fn digest(v: &Value) -> String {
 /// The digests of each part of `tool`'s definition.
 fn fingerprint(tool: &Tool) -> BTreeMap<String, String> {
     let v = serde_json::to_value(tool).unwrap_or(Value::Null);
-    PARTS
+    let mut parts: BTreeMap<String, String> = PARTS
         .iter()
         .map(|p| ((*p).to_owned(), digest(v.get(*p).unwrap_or(&Value::Null))))
-        .collect()
+        .collect();
+    let mut rest = v.as_object().cloned().unwrap_or_default();
+    rest.remove("name");
+    for p in PARTS {
+        rest.remove(p);
+    }
+    parts.insert(REST.to_owned(), digest(&Value::Object(rest)));
+    parts
 }
 
 fn pin_key(upstream: &str, tool: &str) -> String {
@@ -151,6 +166,7 @@ impl Pins {
         let changed: Vec<&'static str> = PARTS
             .iter()
             .copied()
+            .chain([REST])
             .filter(|p| pinned.get(*p) != now.get(*p))
             .collect();
         match changed.is_empty() {

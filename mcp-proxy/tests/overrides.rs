@@ -98,7 +98,8 @@ async fn hosts_see_the_override_and_the_upstream_its_real_name_and_the_arguments
         assert_eq!(t.description.as_deref(), Some("Deletes one file."));
         assert_eq!(
             serde_json::to_value(&t.annotations).expect("annotations"),
-            json!({"destructiveHint": false, "openWorldHint": false, "readOnlyHint": false})
+            json!({"destructiveHint": false, "readOnlyHint": false}),
+            "an untrusted upstream's own hints do not ride along with the operator's"
         );
         // Exactness of numbers and key order on the relay path is `exact.rs`'s; this
         // host and this upstream read arguments into maps.

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use mcp_client::{Client, ClientError, ClientHandler, EraChoice, NoHandler};
+use mcp_client::{Client, ClientError, ClientHandler, ClientOptions, EraChoice, NoHandler};
 use mcp_proxy::policy::{AskHost, Confirm, Confirmation, Surface, ToolFilter, Verdict};
 use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig};
 use mcp_server::{Outcome, RequestContext, ServerHandler};
@@ -168,6 +168,23 @@ async fn unannotated_tools_trigger_the_confirmation_hook_and_read_only_ones_do_n
     let r = call(&client, "shop__plain", json!({})).await.expect("call");
     assert!(r.is_error());
     assert!(text(&r).contains("the operator said no"), "{}", text(&r));
+    // A 2026 host that sends answers nobody asked for does not get past a refusal.
+    let modern = host(
+        &agg,
+        NoHandler,
+        ClientOptions {
+            era: EraChoice::Modern,
+            ..Default::default()
+        },
+    )
+    .await;
+    let params = json!({"name": "shop__plain", "arguments": {}, "inputResponses": {"x": {}}});
+    let r = modern
+        .request("tools/call", params, &Default::default())
+        .await
+        .expect("a result");
+    assert_eq!(r["isError"], json!(true), "{r}");
+    assert!(r.to_string().contains("the operator said no"), "{r}");
     client.close().await;
     agg.shutdown().await;
 }

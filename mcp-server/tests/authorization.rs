@@ -197,6 +197,13 @@ async fn a_legacy_session_stays_with_the_subject_that_opened_it() {
     let r = request(addr, "POST", "/mcp", &with(&alice), &call.to_string()).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(r.body.contains("alice [mcp:tools profile]"), "{}", r.body);
+    // A token reissued with fewer scopes narrows what the session's requests carry.
+    let narrower = format!(
+        "Bearer {}",
+        rs256(&claims(|c| c["scope"] = json!("mcp:tools")))
+    );
+    let r = request(addr, "POST", "/mcp", &with(&narrower), &call.to_string()).await;
+    assert!(r.body.contains("alice [mcp:tools]"), "{}", r.body);
     let r = request(addr, "POST", "/mcp", &with(&bob), &call.to_string()).await;
     assert_eq!(
         r.status, 404,

@@ -145,12 +145,30 @@ fn origin_and_path(url: &str) -> (String, String) {
     }
 }
 
+/// Whether `url` may be fetched in discovery: https, or http to this machine.
+pub fn secure(url: &str) -> bool {
+    if url.starts_with("https://") {
+        return true;
+    }
+    let (origin, _) = origin_and_path(url);
+    let host = origin.strip_prefix("http://").unwrap_or_default();
+    let host = match host.rsplit_once(':') {
+        Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) => h,
+        _ => host,
+    };
+    matches!(host, "127.0.0.1" | "localhost" | "[::1]")
+}
+
 /// Where to look for a server's protected resource metadata, in the spec's order: the
-/// challenge's URL alone when it gave one, else the path-suffixed and the root
-/// well-known URIs.
+/// challenge's URL alone when it gave one (and it is on the server's own origin: a
+/// challenge must not send the client to fetch anything anywhere), else the
+/// path-suffixed and the root well-known URIs.
 pub fn resource_metadata_urls(endpoint: &str, from_challenge: Option<&str>) -> Vec<String> {
     if let Some(url) = from_challenge {
-        return vec![url.to_owned()];
+        if origin_and_path(url).0 == origin_and_path(endpoint).0 {
+            return vec![url.to_owned()];
+        }
+        tracing::warn!(url, "ignoring a resource_metadata URL on another origin");
     }
     let (origin, path) = origin_and_path(endpoint);
     let mut urls = Vec::with_capacity(2);
@@ -214,9 +232,13 @@ pub async fn resource_metadata(
     let found = first_document(&urls, |url, doc| {
         let mut m: ProtectedResourceMetadata =
             serde_json::from_value(doc.clone()).map_err(|e| format!("{url}: {e}"))?;
-        // RFC 9728 §3.3: the resource must be the one the client asked about.
-        let named = m.resource.trim_end_matches('/');
-        if named != wanted && !wanted.starts_with(&format!("{named}/")) {
+        // RFC 9728 §3.3: the resource must be the one the client asked about: the same
+        // origin, and its path the endpoint's or a whole-segment prefix of it.
+        let (named_origin, named_path) = origin_and_path(&m.resource);
+        let (wanted_origin, wanted_path) = origin_and_path(&wanted);
+        let covers =
+            named_path == wanted_path || wanted_path.starts_with(&format!("{named_path}/"));
+        if named_origin != wanted_origin || !covers {
             wrong = Some((url.to_owned(), m.resource.clone()));
             return Err(format!("{url} names {}", m.resource));
         }
@@ -242,6 +264,13 @@ pub async fn resource_metadata(
 /// The metadata of the authorization server `issuer`; a document whose `issuer` is not
 /// identical to it is not used (RFC 8414 §3.3).
 pub async fn server_metadata(issuer: &str) -> Result<AuthorizationServerMetadata, DiscoveryError> {
+    if !secure(issuer) {
+        return Err(DiscoveryError::NoServerMetadata {
+            issuer: issuer.to_owned(),
+            tried: Vec::new(),
+            last: "an authorization server is reached over https only (or on loopback)".into(),
+        });
+    }
     let urls = server_metadata_urls(issuer);
     first_document(&urls, |url, doc| {
         let mut m: AuthorizationServerMetadata =
@@ -295,9 +324,18 @@ mod tests {
             ]
         );
         assert_eq!(
-            resource_metadata_urls("https://example.com/mcp", Some("https://x/prm")),
-            ["https://x/prm"]
+            resource_metadata_urls("https://example.com/mcp", Some("https://example.com/prm")),
+            ["https://example.com/prm"]
         );
+        assert_eq!(
+            resource_metadata_urls("https://example.com/mcp", Some("http://169.254.169.254/x")),
+            [
+                "https://example.com/.well-known/oauth-protected-resource/mcp",
+                "https://example.com/.well-known/oauth-protected-resource"
+            ],
+            "a URL on another origin is not fetched"
+        );
+        assert!(secure("https://a") && secure("http://127.0.0.1:9/x") && !secure("http://a/x"));
         assert_eq!(
             resource_metadata_urls("https://example.com", None),
             ["https://example.com/.well-known/oauth-protected-resource"]

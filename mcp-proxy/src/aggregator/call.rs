@@ -335,7 +335,10 @@ impl Aggregator {
     ) -> Result<Option<Outcome<RawResult>>, ErrorObject> {
         let key = self.inner.upstreams[i].config.key.clone();
         if plan.host_takes_task && created_task_id(&value).is_some() {
-            return self.relay_created(i, value).and_then(canonical).map(Some);
+            return self
+                .relay_created(ctx, i, value)
+                .and_then(canonical)
+                .map(Some);
         }
         let mut followed = false;
         if value.get("resultType").and_then(Value::as_str) == Some("task") {

@@ -218,7 +218,7 @@ impl Catalog {
 
     pub(super) fn check_collisions(&self) -> Result<(), StartError> {
         let mut seen: HashMap<String, String> = HashMap::new();
-        for (exposed, i, original) in self.tool_entries() {
+        for (exposed, i, original) in self.all_tool_entries() {
             let who = format!("{}/{}", self.members[i].key, original.name);
             if let Some(first) = seen.insert(exposed.clone(), who.clone()) {
                 return Err(StartError::NameCollision {
@@ -239,29 +239,36 @@ impl Catalog {
             .unwrap_or_else(|_| PerUpstream::new(Vec::new()))
     }
 
-    /// `(exposed name, upstream index, tool as the upstream sent it)`, in catalog order.
+    /// `(exposed name, upstream, tool as the upstream sent it, overrides applied)`, in
+    /// catalog order. A name exposed twice (two upstreams, or an override's name that an
+    /// upstream's own tool also has) is served by the first only: the later is hidden.
     pub(super) fn tool_entries(&self) -> Vec<(String, UpstreamId, Tool)> {
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        for (exposed, i, t) in self.all_tool_entries() {
+            if !seen.insert(exposed.clone()) {
+                tracing::warn!(tool = %exposed, upstream = %self.members[i].key, "name clash after a list change; the later tool is hidden");
+                continue;
+            }
+            out.push((exposed, i, t));
+        }
+        out
+    }
+
+    /// [`Catalog::tool_entries`] with every clash kept.
+    fn all_tool_entries(&self) -> Vec<(String, UpstreamId, Tool)> {
         let listings = self.read_listings(|l| (l.tools.clone(), l.pin_hidden.clone()));
         let naming = &self.namespacing;
-        let mut seen = BTreeMap::new();
         let mut out = Vec::new();
         for (i, (tools, hidden)) in listings.into_iter_ids() {
             let u = &self.members[i];
-            let ns = &u.namespace;
             for mut t in tools {
                 if !u.tools.permits(&t.name) || hidden.contains(&t.name) {
                     continue;
                 }
-                let exposed = naming.expose(ns, u.shown_name(&t));
+                let exposed = naming.expose(&u.namespace, u.shown_name(&t));
                 if let Some(o) = u.overrides.get(&t.name) {
-                    o.apply(&mut t);
-                }
-                if seen
-                    .insert(exposed.clone(), i)
-                    .is_some_and(|prev| prev != i)
-                {
-                    tracing::warn!(tool = %exposed, "name clash after a list change; the later tool is hidden");
-                    continue;
+                    o.apply(&mut t, u.trusted);
                 }
                 out.push((exposed, i, t));
             }

@@ -22,14 +22,7 @@ impl Aggregator {
         arguments: impl FnOnce() -> Option<Map<String, Value>>,
     ) -> Option<Outcome<CallToolResult>> {
         let hook = self.inner.options.confirm.as_ref()?;
-        if let Some(answer) = ctx.input_response(CONFIRM_KEY) {
-            return (!accepted(answer)).then(|| {
-                Outcome::Complete(tool_error(format!(
-                    "The user declined the call to {exposed}; nothing was done."
-                )))
-            });
-        }
-        if !ctx.input_responses().is_empty() || !may_be_destructive(tool, trusted) {
+        if !may_be_destructive(tool, trusted) {
             return None;
         }
         let arguments = arguments();
@@ -39,11 +32,25 @@ impl Aggregator {
             tool,
             arguments: arguments.as_ref(),
         };
+        // The hook decides every round: what it refuses stays refused, whatever answers a
+        // retry carries.
         match hook.confirm(&call).await {
             Verdict::Allow => None,
             Verdict::Refuse(why) => Some(Outcome::Complete(tool_error(format!(
                 "The call to {exposed} was refused: {why}"
             )))),
+            Verdict::AskHost if ctx.input_response(CONFIRM_KEY).is_some() => {
+                let answer = ctx.input_response(CONFIRM_KEY)?;
+                (!accepted(answer)).then(|| {
+                    Outcome::Complete(tool_error(format!(
+                        "The user declined the call to {exposed}; nothing was done."
+                    )))
+                })
+            }
+            // A later round of a call already asked about (its upstream's own questions
+            // being answered): the user was asked at its first round. A host that sends
+            // answers at once skips its own user's question, as it could by answering it.
+            Verdict::AskHost if !ctx.input_responses().is_empty() => None,
             Verdict::AskHost if ctx.client_capabilities().elicitation.is_none() => {
                 Some(Outcome::Complete(tool_error(format!(
                     "The call to {exposed} needs the user's confirmation (it may be destructive), \
@@ -84,7 +91,10 @@ impl Aggregator {
         }
         Some(ask_user(
             APPROVE_KEY,
-            format!("The tool {exposed} (upstream `{key}`) {why}. Allow this call anyway?"),
+            format!(
+                "The tool {exposed} (upstream `{key}`) {why}. It may change or delete data. \
+                 Allow this call anyway?"
+            ),
         ))
     }
 }

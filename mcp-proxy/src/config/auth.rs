@@ -87,8 +87,11 @@ fn jwt_authenticator(v: &Value, resource: &str) -> Result<JwtAuthenticator, Prob
             Ok(JwtAuthenticator::new(keys, options))
         }
         (None, Some(uri)) => {
-            if !(uri.starts_with("https://") || uri.starts_with("http://")) {
-                return Err(f.problem("jwksUri", format!("{uri:?} is not an http(s) URL")));
+            if !crate::jwks::secure(&uri) {
+                return Err(f.problem(
+                    "jwksUri",
+                    format!("{uri:?} must be https (or http to this machine)"),
+                ));
             }
             Ok(JwtAuthenticator::new(JwksUri::new(uri), options))
         }

@@ -49,7 +49,13 @@ pub(super) fn pins(v: &Value) -> Result<(std::path::PathBuf, Pins), Problem> {
         Err(e) => return Err(f.problem("file", format!("cannot read {}: {e}", file.display()))),
     };
     pins.on_change = action(&f, "onChange", PinAction::Hide, true)?;
-    pins.unpinned = action(&f, "unpinned", PinAction::Allow, false)?;
+    // Once tools were approved, a tool nobody approved (a renamed one, say) is hidden
+    // unless the operator says otherwise; before the first `--pin`, everything is new.
+    let default = match pins.is_empty() {
+        true => PinAction::Allow,
+        false => PinAction::Hide,
+    };
+    pins.unpinned = action(&f, "unpinned", default, false)?;
     Ok((file, pins))
 }
 

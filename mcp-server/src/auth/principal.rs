@@ -40,6 +40,19 @@ impl Principal {
         self
     }
 
+    /// Who this is, as one key: subject, credential name and issuer together, since a
+    /// JWT's `sub` and an API key's subject are names from different authorities and may
+    /// be the same text.
+    pub fn identity(&self) -> String {
+        let issuer = self
+            .claims
+            .get("iss")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let credential = self.credential.as_deref().unwrap_or_default();
+        format!("{}\u{0}{credential}\u{0}{issuer}", self.subject)
+    }
+
     /// Whether `scope` was granted.
     pub fn has_scope(&self, scope: &str) -> bool {
         self.scopes.iter().any(|s| s == scope)

@@ -61,8 +61,11 @@ pub(super) struct LegacySession {
     keep_alive: Duration,
     max_in_flight: usize,
     activity: Arc<Activity>,
-    /// The subject that opened it, when the endpoint authenticates: only it may use it.
+    /// Who opened it ([`Principal::identity`]), when the endpoint authenticates: only
+    /// they may use it.
     owner: Option<String>,
+    /// The server's session object, told whose credentials each POST came with.
+    session: Arc<crate::session::Session>,
 }
 
 impl LegacySession {
@@ -71,9 +74,11 @@ impl LegacySession {
             events: o.replay_events,
             bytes: o.replay_bytes,
         }));
+        let session = server.host_session(caller.clone());
         LegacySession {
-            owner: caller.principal.as_ref().map(|p| p.subject.clone()),
-            inbound: server.host_session(caller),
+            owner: caller.principal.as_ref().map(|p| p.identity()),
+            session: session.clone(),
+            inbound: session,
             peer: Peer::detached(router.clone()),
             router,
             keep_alive: o.keep_alive,
@@ -85,12 +90,20 @@ impl LegacySession {
         }
     }
 
-    /// Whether `principal` may use this session: the subject that opened it, or anyone
+    /// Whether `principal` may use this session: the identity that opened it, or anyone
     /// when the endpoint does not authenticate.
     pub(super) fn belongs_to(&self, principal: Option<&Principal>) -> bool {
         match &self.owner {
             None => true,
-            Some(owner) => principal.is_some_and(|p| &p.subject == owner),
+            Some(owner) => principal.is_some_and(|p| &p.identity() == owner),
+        }
+    }
+
+    /// Serves what comes next for `principal`: the same identity as before, with the
+    /// scopes and claims of its latest credentials.
+    pub(super) fn adopt(&self, principal: Option<Arc<Principal>>) {
+        if self.owner.is_some() {
+            self.session.set_principal(principal);
         }
     }
 

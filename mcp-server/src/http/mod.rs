@@ -247,10 +247,7 @@ impl StreamableHttp {
             return modern::serve(&self.inner.server, o.keep_alive, frame, h, caller).await;
         }
         match header_str(h, headers::SESSION_ID) {
-            Some(id) => {
-                self.post_in_session(id, frame, h, caller.principal.as_deref())
-                    .await
-            }
+            Some(id) => self.post_in_session(id, frame, h, caller.principal).await,
             None => self.open_session(frame, h, caller).await,
         }
     }
@@ -260,15 +257,16 @@ impl StreamableHttp {
         id: &str,
         frame: Frame,
         h: &HeaderMap,
-        principal: Option<&Principal>,
+        principal: Option<Arc<Principal>>,
     ) -> Response<HttpBody> {
         let session = self.inner.sessions.get(id).await;
         let Some(session) = session else {
             return not_found();
         };
-        if !session.belongs_to(principal) {
+        if !session.belongs_to(principal.as_deref()) {
             return guard::not_yours();
         }
+        session.adopt(principal);
         if let Some(v) = header_str(h, headers::PROTOCOL_VERSION) {
             let supported = &self.inner.server.options().supported;
             if Revision::parse(v).map_or(true, |r| !supported.contains(&r)) {

@@ -138,7 +138,7 @@ impl Session {
         // that ends while nothing changes would otherwise leave this task (and the
         // session's state it holds) behind for good.
         let host = self.host.as_ref().map(|h| h.session().clone());
-        let principal = self.caller.principal.clone();
+        let caller = self.caller.clone();
         tokio::spawn(async move {
             let ended = async {
                 match &host {
@@ -153,7 +153,7 @@ impl Session {
                     c = changes.recv() => c,
                 };
                 match change {
-                    Ok(c) if !c.reaches(principal.as_deref()) => {}
+                    Ok(c) if !c.reaches(current_principal(&caller).as_deref()) => {}
                     Ok(c) => {
                         if !notifier.notify(c.what.method(), json!({})).await {
                             return;
@@ -314,4 +314,11 @@ async fn relay_changes(
             Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
         }
     }
+}
+
+/// The principal a session's requests are for now.
+fn current_principal(
+    caller: &std::sync::RwLock<crate::context::Caller>,
+) -> Option<std::sync::Arc<crate::auth::Principal>> {
+    caller.read().ok().and_then(|c| c.principal.clone())
 }

@@ -61,7 +61,9 @@ pub(crate) struct Session {
     host: Option<HostSessionGuard>,
     /// Who this connection or request is for, as its credentials said, and over HTTP the
     /// request that carried it.
-    caller: crate::context::Caller,
+    /// Updated by each POST of a legacy HTTP session, so its requests are served for
+    /// the credentials they came with.
+    caller: Arc<std::sync::RwLock<crate::context::Caller>>,
 }
 
 fn invalid_params(method_name: &str, e: impl std::fmt::Display) -> ErrorObject {
@@ -106,7 +108,7 @@ impl Session {
         caller: crate::context::Caller,
     ) -> Arc<Self> {
         Arc::new_cyclic(|me| Session {
-            caller,
+            caller: Arc::new(std::sync::RwLock::new(caller)),
             host: host.then(|| HostSession::start().1),
             calls_now: handler.calls_now(),
             handler,
@@ -116,6 +118,19 @@ impl Session {
             declared: DeclaredCache::default(),
             me: me.clone(),
         })
+    }
+
+    /// Who the session's requests are for now.
+    pub(crate) fn principal(&self) -> Option<Arc<crate::auth::Principal>> {
+        self.caller.read().ok().and_then(|c| c.principal.clone())
+    }
+
+    /// From now on, its requests are for `principal` (the credentials of a legacy HTTP
+    /// session's latest POST: a token reissued with fewer scopes narrows what it sees).
+    pub(crate) fn set_principal(&self, principal: Option<Arc<crate::auth::Principal>>) {
+        if let Ok(mut c) = self.caller.write() {
+            c.principal = principal;
+        }
     }
 
     fn legacy_state(&self) -> Option<LegacyState> {
@@ -242,8 +257,8 @@ impl Session {
             related_task: None,
             log_level: asker.log_level,
             host: self.host.as_ref().map(|g| g.session().clone()),
-            principal: self.caller.principal.clone(),
-            http: self.caller.http.clone(),
+            principal: self.principal(),
+            http: self.caller.read().ok().and_then(|c| c.http.clone()),
             notifier: Notifier {
                 peer: peer.clone(),
                 revision,

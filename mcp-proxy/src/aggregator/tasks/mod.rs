@@ -61,8 +61,16 @@ impl Aggregator {
             .ok_or_else(|| ErrorObject::new(codes::INTERNAL_ERROR, u.unavailable()))
     }
 
-    fn route_task(&self, id: &str) -> Result<Route, ErrorObject> {
-        self.inner.tasks.get(id).ok_or_else(|| unknown_task(id))
+    /// Where task `id` leads, for the host of `ctx`: a task another principal started, or
+    /// one of an upstream outside the view, is unknown to it.
+    fn route_task(&self, ctx: &RequestContext, id: &str) -> Result<Route, ErrorObject> {
+        let route = self.inner.tasks.get(id).ok_or_else(|| unknown_task(id))?;
+        let theirs = route.owner == table::owner_of(ctx.principal())
+            && self.reaches(&self.scope(ctx), route.upstream);
+        match theirs {
+            true => Ok(route),
+            false => Err(unknown_task(id)),
+        }
     }
 
     /// One plain request about a task to its upstream, for the host of `ctx`.
@@ -214,15 +222,19 @@ impl Aggregator {
     /// Shows an upstream's new task to the host under a gateway id.
     pub(super) fn relay_created(
         &self,
+        ctx: &RequestContext,
         i: UpstreamId,
         value: Value,
     ) -> Result<Outcome<CallToolResult>, ErrorObject> {
         let key = &self.inner.upstreams[i].config.key;
         let mut task = created_task(key, value)?;
-        let id = self
-            .inner
-            .tasks
-            .register(i, std::mem::take(&mut task.task_id), retention(&task));
+        let owner = table::owner_of(ctx.principal());
+        let id = self.inner.tasks.register(
+            i,
+            owner,
+            std::mem::take(&mut task.task_id),
+            retention(&task),
+        );
         tracing::debug!(upstream = %key, task = %id, "relaying an upstream task");
         task.task_id = id;
         task.result_type = None;
@@ -237,7 +249,7 @@ impl Aggregator {
         ctx: &RequestContext,
         gateway_id: &str,
     ) -> Result<Task, ErrorObject> {
-        let route = self.route_task(gateway_id)?;
+        let route = self.route_task(ctx, gateway_id)?;
         let (i, key) = (route.upstream, self.upstream_key(route.upstream));
         let v = self
             .task_request(
@@ -298,7 +310,7 @@ impl Aggregator {
         ctx: &RequestContext,
         gateway_id: &str,
     ) -> Result<Outcome<Value>, ErrorObject> {
-        let route = self.route_task(gateway_id)?;
+        let route = self.route_task(ctx, gateway_id)?;
         let (i, key) = (route.upstream, self.upstream_key(route.upstream));
         if features::has_tasks_extension(self.task_client(i)?.revision()) {
             return Err(ErrorObject::new(
@@ -331,7 +343,7 @@ impl Aggregator {
         ctx: &RequestContext,
         gateway_id: &str,
     ) -> Result<Task, ErrorObject> {
-        let route = self.route_task(gateway_id)?;
+        let route = self.route_task(ctx, gateway_id)?;
         let (i, key) = (route.upstream, self.upstream_key(route.upstream));
         let params = json!({"taskId": route.upstream_id});
         let v = match self.task_call(ctx, i, method::TASKS_CANCEL, params).await {
@@ -405,7 +417,7 @@ impl Aggregator {
         gateway_id: &str,
         responses: Option<Map<String, Value>>,
     ) -> Result<(), ErrorObject> {
-        let route = self.route_task(gateway_id)?;
+        let route = self.route_task(ctx, gateway_id)?;
         let i = route.upstream;
         if !features::has_tasks_extension(self.task_client(i)?.revision()) {
             // Answers to questions not open are ignored, as the extension says.

@@ -26,6 +26,8 @@ const MAX_TASKS: usize = 10_000;
 #[derive(Clone)]
 pub(crate) struct Route {
     pub(crate) upstream: UpstreamId,
+    /// Who started it (see [`owner_of`]): only they may reach it.
+    pub(crate) owner: Option<String>,
     pub(crate) upstream_id: String,
     pub(crate) expires: Instant,
     /// A 2025-11-25 upstream task's questions, held for a 2026 host that polls.
@@ -51,6 +53,12 @@ pub(crate) struct TaskInput {
     pub(crate) done: AtomicBool,
 }
 
+/// Who a request is for, as a task's owner: the principal's subject, credential and
+/// issuer together (a JWT's `sub` and an API key's subject may be the same text).
+pub(crate) fn owner_of(principal: Option<&mcp_server::auth::Principal>) -> Option<String> {
+    principal.map(mcp_server::auth::Principal::identity)
+}
+
 /// Gateway task id → the upstream task behind it.
 #[derive(Default)]
 pub(crate) struct TaskTable {
@@ -62,6 +70,7 @@ impl TaskTable {
     pub(crate) fn register(
         &self,
         upstream: UpstreamId,
+        owner: Option<String>,
         upstream_id: String,
         retention: Duration,
     ) -> String {
@@ -82,6 +91,7 @@ impl TaskTable {
                 id.clone(),
                 Route {
                     upstream,
+                    owner,
                     upstream_id,
                     expires: now + retention.min(MAX_RETENTION),
                     input: None,
@@ -161,15 +171,15 @@ mod tests {
             .ids()
             .collect();
         let (u0, u1) = (ids[0], ids[1]);
-        let a = table.register(u0, "1".into(), Duration::from_secs(60));
-        let b = table.register(u1, "1".into(), Duration::from_secs(60));
+        let a = table.register(u0, None, "1".into(), Duration::from_secs(60));
+        let b = table.register(u1, None, "1".into(), Duration::from_secs(60));
         assert_ne!(a, b);
         assert_ne!(a, "1");
         let (ra, rb) = (table.get(&a).expect("a"), table.get(&b).expect("b"));
         assert_eq!((ra.upstream, ra.upstream_id.as_str()), (u0, "1"));
         assert_eq!((rb.upstream, rb.upstream_id.as_str()), (u1, "1"));
         assert!(table.get("1").is_none());
-        let gone = table.register(u0, "2".into(), Duration::ZERO);
+        let gone = table.register(u0, None, "2".into(), Duration::ZERO);
         assert!(table.get(&gone).is_none());
     }
 }
