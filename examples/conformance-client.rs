@@ -108,6 +108,33 @@ fn arguments_for(tool: &Tool) -> Map<String, Value> {
         .collect()
 }
 
+/// The OAuth client the `auth/*` scenarios test: dynamic registration or the suite's
+/// client metadata document, pre-registered credentials when the scenario's context gives
+/// them, and an authorization server that grants without a user.
+fn oauth_client(scenario: &str) -> mcp_client::auth::OAuth {
+    use mcp_client::auth::{ClientIdentity, FollowRedirects, OAuth, OAuthOptions};
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or_default();
+    let mut options = OAuthOptions::new(
+        "mcp-rs conformance client",
+        "http://localhost:3000/callback",
+    );
+    options.client_metadata_url =
+        Some("https://conformance-test.local/client-metadata.json".into());
+    let id = context.get("client_id").and_then(Value::as_str);
+    let secret = context.get("client_secret").and_then(Value::as_str);
+    if let (Some(id), Some(secret)) = (id, secret) {
+        let mut c = ClientIdentity::public(id);
+        c.client_secret = Some(secret.to_owned());
+        c.auth_method = "client_secret_basic".into();
+        options.client = Some(c);
+    }
+    tracing::debug!(scenario, "authorizing as the suite's OAuth client");
+    OAuth::new(options, FollowRedirects)
+}
+
 async fn run(scenario: &str, url: &str, revision: Revision) -> Result<(), ClientError> {
     let era = if revision == Revision::V2026_07_28 {
         EraChoice::Modern
@@ -121,8 +148,12 @@ async fn run(scenario: &str, url: &str, revision: Revision) -> Result<(), Client
             .with_sampling()
             .with_roots()
     };
-    let transport = HttpTransport::new(HttpConfig::new(url))
-        .map_err(|e| ClientError::Negotiation(e.to_string()))?;
+    let mut config = HttpConfig::new(url);
+    if scenario.starts_with("auth/") {
+        config.auth = Some(std::sync::Arc::new(oauth_client(scenario)));
+    }
+    let transport =
+        HttpTransport::new(config).map_err(|e| ClientError::Negotiation(e.to_string()))?;
     let client = Client::connect(transport, Cooperative, options).await?;
     let obj = |v: Value| v.as_object().cloned().unwrap_or_default();
     match scenario {
@@ -223,10 +254,6 @@ async fn main() {
         eprintln!("usage: conformance-client URL (with MCP_CONFORMANCE_SCENARIO set)");
         std::process::exit(2);
     };
-    if scenario.starts_with("auth/") {
-        eprintln!("conformance-client: authorization is not implemented");
-        std::process::exit(1);
-    }
     if let Err(e) = run(&scenario, &url, revision).await {
         eprintln!("conformance-client: {scenario}: {e}");
         std::process::exit(1);

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use crate::auth::BearerChallenge;
 use async_trait::async_trait;
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri};
@@ -45,7 +46,7 @@ pub(crate) fn connector() -> Connector {
 }
 
 /// How to reach an HTTP server.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HttpConfig {
     /// The MCP endpoint (`http://…/mcp` or `https://…`).
     pub url: String,
@@ -53,6 +54,25 @@ pub struct HttpConfig {
     pub headers: Vec<(String, String)>,
     /// How many times a broken legacy SSE stream is resumed with `Last-Event-ID`.
     pub max_resumes: usize,
+    /// Who gets the access token when the server asks for one (`401`): see
+    /// [`crate::auth::OAuth`]. With it, every request carries the current token, and a
+    /// refused one is renewed and the request sent again, as often as the provider
+    /// agrees to try (OAuth's `max_attempts` in a row).
+    pub auth: Option<Arc<dyn crate::auth::AuthProvider>>,
+}
+
+impl std::fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("url", &self.url)
+            .field(
+                "headers",
+                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
+            .field("max_resumes", &self.max_resumes)
+            .field("auth", &self.auth.is_some())
+            .finish()
+    }
 }
 
 impl HttpConfig {
@@ -62,6 +82,7 @@ impl HttpConfig {
             url: url.into(),
             headers: Vec::new(),
             max_resumes: 5,
+            auth: None,
         }
     }
 }
@@ -79,6 +100,7 @@ pub enum HttpError {
 
 struct Shared {
     client: HyperClient<Connector, Full<Bytes>>,
+    auth: Option<Arc<dyn crate::auth::AuthProvider>>,
     url: Uri,
     extra: HeaderMap,
     session: Mutex<Option<String>>,
@@ -124,6 +146,7 @@ impl HttpTransport {
         Ok(HttpTransport {
             shared: Arc::new(Shared {
                 client,
+                auth: config.auth.clone(),
                 url,
                 extra,
                 session: Mutex::new(None),
@@ -190,8 +213,69 @@ impl Shared {
         }
     }
 
-    fn headers_for(&self, frame: &Frame) -> HeaderMap {
+    /// The configured headers, and the current access token if there is one.
+    fn base_headers(&self) -> HeaderMap {
         let mut h = self.extra.clone();
+        let token = self.auth.as_ref().and_then(|a| a.access_token());
+        if let Some(v) = token.and_then(|t| HeaderValue::from_str(&format!("Bearer {t}")).ok()) {
+            h.insert(header::AUTHORIZATION, v);
+        }
+        h
+    }
+
+    /// The challenge of a refusal the auth provider should handle, if this is one: a
+    /// `401`, or a `403` with `insufficient_scope` (step-up).
+    fn refused(
+        &self,
+        resp: &http::Response<hyper::body::Incoming>,
+    ) -> Option<Option<BearerChallenge>> {
+        self.auth.as_ref()?;
+        let challenge = resp
+            .headers()
+            .get(header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(BearerChallenge::parse);
+        let step_up = resp.status() == StatusCode::FORBIDDEN
+            && challenge.as_ref().and_then(|c| c.error.as_deref()) == Some("insufficient_scope");
+        (resp.status() == StatusCode::UNAUTHORIZED || step_up).then_some(challenge)
+    }
+
+    /// POSTs `body`; a refusal the auth provider can answer gets it a token and the POST
+    /// goes again, until it is accepted or the provider gives up.
+    async fn post(
+        &self,
+        body: Bytes,
+        frame: &Frame,
+    ) -> Result<http::Response<hyper::body::Incoming>, ErrorObject> {
+        loop {
+            let mut req = Request::new(Full::new(body.clone()));
+            *req.method_mut() = Method::POST;
+            *req.uri_mut() = self.url.clone();
+            *req.headers_mut() = self.headers_for(frame);
+            let resp = self.client.request(req).await.map_err(|e| {
+                tracing::warn!("POST {} failed: {e}", self.url);
+                ErrorObject::new(codes::INTERNAL_ERROR, format!("HTTP request failed: {e}"))
+            })?;
+            let Some(auth) = &self.auth else {
+                return Ok(resp);
+            };
+            let Some(challenge) = self.refused(&resp) else {
+                auth.accepted();
+                return Ok(resp);
+            };
+            let endpoint = self.url.to_string();
+            if let Err(e) = auth.unauthorized(&endpoint, challenge).await {
+                tracing::warn!("authorization for {endpoint} failed: {e}");
+                return Err(ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    format!("HTTP {}: authorization failed: {e}", resp.status()),
+                ));
+            }
+        }
+    }
+
+    fn headers_for(&self, frame: &Frame) -> HeaderMap {
+        let mut h = self.base_headers();
         h.insert(
             header::ACCEPT,
             HeaderValue::from_static("application/json, text/event-stream"),
@@ -269,18 +353,9 @@ impl Shared {
             }
         }
         let body = Bytes::from(serde_json::to_vec(&frame).unwrap_or_default());
-        let mut req = Request::new(Full::new(body));
-        *req.method_mut() = Method::POST;
-        *req.uri_mut() = self.url.clone();
-        *req.headers_mut() = self.headers_for(&frame);
-        let resp = match self.client.request(req).await {
+        let resp = match self.post(body, &frame).await {
             Ok(r) => r,
-            Err(e) => {
-                tracing::warn!("POST {} failed: {e}", self.url);
-                let error =
-                    ErrorObject::new(codes::INTERNAL_ERROR, format!("HTTP request failed: {e}"));
-                return self.fail(&ids, error).await;
-            }
+            Err(error) => return self.fail(&ids, error).await,
         };
         let status = resp.status();
         if let Some(s) = resp
@@ -465,7 +540,7 @@ impl Shared {
         let mut req = Request::new(Full::new(Bytes::new()));
         *req.method_mut() = Method::GET;
         *req.uri_mut() = self.url.clone();
-        let mut h = self.extra.clone();
+        let mut h = self.base_headers();
         h.insert(
             header::ACCEPT,
             HeaderValue::from_static("text/event-stream"),
@@ -558,7 +633,7 @@ impl Transport for HttpTransport {
             let mut req = Request::new(Full::new(Bytes::new()));
             *req.method_mut() = Method::DELETE;
             *req.uri_mut() = self.shared.url.clone();
-            let mut h = self.shared.extra.clone();
+            let mut h = self.shared.base_headers();
             set(&mut h, headers::SESSION_ID, &s);
             *req.headers_mut() = h;
             let _ =

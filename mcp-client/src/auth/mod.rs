@@ -6,12 +6,18 @@
 
 mod challenge;
 pub mod discovery;
+mod oauth;
 mod pkce;
 mod request;
+mod token;
 
 pub use challenge::BearerChallenge;
 pub use discovery::{
     discover, AuthorizationServerMetadata, Discovery, DiscoveryError, ProtectedResourceMetadata,
 };
+pub use oauth::{
+    AuthError, AuthProvider, AuthorizationHandler, FollowRedirects, OAuth, OAuthOptions,
+};
 pub use pkce::{NoRandomness, Pkce};
 pub use request::{select_scopes, AuthorizationRequest, RedirectError};
+pub use token::{register, request_token, ClientIdentity, Token, TokenError};

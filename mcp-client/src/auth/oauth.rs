@@ -1,0 +1,266 @@
+//! The OAuth client an HTTP transport uses on a `401`: discovery, the client's identity
+//! (pre-registered, a Client ID Metadata Document, or dynamic registration, in that
+//! order), the authorization code flow with PKCE through an [`AuthorizationHandler`],
+//! the token request, and step-up on `403 insufficient_scope`, with a retry limit.
+
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+
+use super::discovery::{discover, DiscoveryError};
+use super::request::{select_scopes, AuthorizationRequest, RedirectError};
+use super::token::{register, request_token, ClientIdentity, Token, TokenError};
+use super::BearerChallenge;
+
+/// Gets a token for an HTTP transport: asked for the current one before each request,
+/// and told when the server refuses one.
+#[async_trait]
+pub trait AuthProvider: Send + Sync + 'static {
+    /// The access token to send now, if any.
+    fn access_token(&self) -> Option<String>;
+
+    /// A request with the current token was not refused.
+    fn accepted(&self) {}
+
+    /// The server at `endpoint` answered `401` (or `403` with `insufficient_scope`) with
+    /// `challenge`: get a token the request can be retried with.
+    async fn unauthorized(
+        &self,
+        endpoint: &str,
+        challenge: Option<BearerChallenge>,
+    ) -> Result<(), AuthError>;
+}
+
+/// Where the user grants access: the authorization URL in, the URL the user-agent was
+/// sent back to (the redirect URI with `code` and `state`) out.
+#[async_trait]
+pub trait AuthorizationHandler: Send + Sync + 'static {
+    /// Has the user authorize at `url`, and returns where the authorization server sent
+    /// the user-agent back (starting with `redirect_uri`).
+    async fn authorize(&self, url: &str, redirect_uri: &str) -> Result<String, AuthError>;
+}
+
+/// Why no token could be had.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthError {
+    /// Discovery failed.
+    #[error("authorization discovery: {0}")]
+    Discovery(#[from] DiscoveryError),
+    /// The authorization server would not register, authorize or give a token.
+    #[error("{0}")]
+    Token(#[from] TokenError),
+    /// The redirect back could not be used.
+    #[error("{0}")]
+    Redirect(#[from] RedirectError),
+    /// The client has no way to be known to this authorization server.
+    #[error("no client identity for {0}: no pre-registered client, no metadata document it takes, no registration endpoint")]
+    NoClientIdentity(String),
+    /// Asked again and again: the server keeps refusing the tokens it gives.
+    #[error("gave up after {0} authorizations in a row")]
+    TooManyAttempts(usize),
+    /// The user (or the handler) did not complete the authorization.
+    #[error("authorization not completed: {0}")]
+    NotCompleted(String),
+}
+
+/// What the client is, for every authorization server.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct OAuthOptions {
+    /// `client_name` for dynamic registration.
+    pub client_name: String,
+    /// The redirect URI.
+    pub redirect_uri: String,
+    /// A pre-registered client, used whenever given.
+    pub client: Option<ClientIdentity>,
+    /// The URL of this client's Client ID Metadata Document, used as its `client_id`
+    /// where the server takes such documents.
+    pub client_metadata_url: Option<String>,
+    /// Authorizations in a row (without a request succeeding) before giving up.
+    pub max_attempts: usize,
+}
+
+impl OAuthOptions {
+    /// A client named `client_name` whose redirect URI is `redirect_uri`.
+    pub fn new(client_name: impl Into<String>, redirect_uri: impl Into<String>) -> Self {
+        OAuthOptions {
+            client_name: client_name.into(),
+            redirect_uri: redirect_uri.into(),
+            client: None,
+            client_metadata_url: None,
+            max_attempts: 3,
+        }
+    }
+}
+
+#[derive(Default)]
+struct State {
+    token: Option<Token>,
+    attempts: usize,
+    /// Scopes granted or asked so far, kept across step-ups.
+    scopes: Option<String>,
+}
+
+/// The authorization code flow with PKCE, as an [`AuthProvider`].
+pub struct OAuth {
+    options: OAuthOptions,
+    handler: Box<dyn AuthorizationHandler>,
+    state: Mutex<State>,
+    one_at_a_time: tokio::sync::Mutex<()>,
+}
+
+impl OAuth {
+    /// A provider with `options`, the user's consent through `handler`.
+    pub fn new(options: OAuthOptions, handler: impl AuthorizationHandler) -> Self {
+        OAuth {
+            options,
+            handler: Box::new(handler),
+            state: Mutex::new(State::default()),
+            one_at_a_time: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    fn with_state<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+        match self.state.lock() {
+            Ok(mut s) => f(&mut s),
+            Err(p) => f(&mut p.into_inner()),
+        }
+    }
+
+    async fn identity(
+        &self,
+        server: &super::AuthorizationServerMetadata,
+    ) -> Result<ClientIdentity, AuthError> {
+        if let Some(c) = &self.options.client {
+            return Ok(c.clone());
+        }
+        if let (Some(url), Some(true)) = (
+            &self.options.client_metadata_url,
+            server.client_id_metadata_document_supported,
+        ) {
+            return Ok(ClientIdentity::public(url.clone()));
+        }
+        if server.registration_endpoint.is_some() {
+            return Ok(register(
+                server,
+                &self.options.client_name,
+                &self.options.redirect_uri,
+            )
+            .await?);
+        }
+        Err(AuthError::NoClientIdentity(server.issuer.clone()))
+    }
+
+    /// The scopes to ask: the challenge's (joined with those already held, on a step-up),
+    /// else the resource's.
+    fn scopes(
+        &self,
+        challenge: Option<&BearerChallenge>,
+        resource: &super::ProtectedResourceMetadata,
+    ) -> Option<String> {
+        let wanted = select_scopes(challenge, resource);
+        let step_up = challenge.and_then(|c| c.error.as_deref()) == Some("insufficient_scope");
+        let held = self.with_state(|s| s.scopes.clone());
+        match (step_up, held, wanted) {
+            (true, Some(held), Some(more)) => {
+                let mut all: Vec<&str> = held.split_whitespace().collect();
+                for s in more.split_whitespace() {
+                    if !all.contains(&s) {
+                        all.push(s);
+                    }
+                }
+                Some(all.join(" "))
+            }
+            (_, _, wanted) => wanted,
+        }
+    }
+}
+
+#[async_trait]
+impl AuthProvider for OAuth {
+    fn access_token(&self) -> Option<String> {
+        self.with_state(|s| s.token.as_ref().map(|t| t.access_token.clone()))
+    }
+
+    fn accepted(&self) {
+        self.with_state(|s| s.attempts = 0);
+    }
+
+    async fn unauthorized(
+        &self,
+        endpoint: &str,
+        challenge: Option<BearerChallenge>,
+    ) -> Result<(), AuthError> {
+        let _one = self.one_at_a_time.lock().await;
+        let attempts = self.with_state(|s| {
+            s.attempts += 1;
+            s.attempts
+        });
+        if attempts > self.options.max_attempts {
+            return Err(AuthError::TooManyAttempts(self.options.max_attempts));
+        }
+        let found = discover(endpoint, challenge.as_ref()).await?;
+        let server = &found.authorization_server;
+        let client = self.identity(server).await?;
+        let scope = self.scopes(challenge.as_ref(), &found.resource);
+        let resource = found.resource.resource.clone();
+        let request = AuthorizationRequest::new(
+            server,
+            &client.client_id,
+            &self.options.redirect_uri,
+            &resource,
+            scope.as_deref(),
+        )
+        .map_err(|e| AuthError::NotCompleted(e.to_string()))?;
+        let back = self
+            .handler
+            .authorize(&request.url, &request.redirect_uri)
+            .await?;
+        let iss_required = server.authorization_response_iss_parameter_supported == Some(true);
+        let code = request.code_from(&back, iss_required)?;
+        let token = request_token(
+            server,
+            &client,
+            &[
+                ("grant_type", "authorization_code"),
+                ("code", &code),
+                ("redirect_uri", &self.options.redirect_uri),
+                ("code_verifier", request.code_verifier()),
+                ("resource", &resource),
+            ],
+        )
+        .await?;
+        self.with_state(|s| {
+            s.scopes = token.scope.clone().or(scope);
+            s.token = Some(token);
+        });
+        Ok(())
+    }
+}
+
+/// An [`AuthorizationHandler`] that needs no user: it fetches the authorization URL and
+/// follows the server's redirects until one leads to the redirect URI. For servers that
+/// grant without asking (tests, conformance, some machine flows).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FollowRedirects;
+
+#[async_trait]
+impl AuthorizationHandler for FollowRedirects {
+    async fn authorize(&self, url: &str, redirect_uri: &str) -> Result<String, AuthError> {
+        let mut at = url.to_owned();
+        for _ in 0..8 {
+            let location = crate::fetch::redirect_of(&at, std::time::Duration::from_secs(15))
+                .await
+                .map_err(|e| AuthError::NotCompleted(e.to_string()))?;
+            let Some(next) = location else {
+                return Err(AuthError::NotCompleted(format!("{at} did not redirect")));
+            };
+            if next.starts_with(redirect_uri) {
+                return Ok(next);
+            }
+            at = next;
+        }
+        Err(AuthError::NotCompleted("too many redirects".into()))
+    }
+}

@@ -1,0 +1,260 @@
+//! The token endpoint (RFC 6749 §4.1.3, §5) and dynamic client registration (RFC 7591):
+//! the client's identity, how it authenticates, and the tokens it gets.
+
+use std::time::{Duration, Instant};
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::discovery::AuthorizationServerMetadata;
+use super::request::{form, form_encode};
+use crate::fetch::post_json;
+
+const MAX_DOCUMENT: usize = 256 * 1024;
+const TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Who the client is to an authorization server.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClientIdentity {
+    /// `client_id` (pre-registered, registered, or a Client ID Metadata Document URL).
+    pub client_id: String,
+    /// Its secret, if it has one.
+    pub client_secret: Option<String>,
+    /// How it authenticates at the token endpoint: `none`, `client_secret_basic` or
+    /// `client_secret_post`.
+    pub auth_method: String,
+}
+
+impl std::fmt::Debug for ClientIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientIdentity")
+            .field("client_id", &self.client_id)
+            .field("auth_method", &self.auth_method)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientIdentity {
+    /// A public client (no secret; `none`).
+    pub fn public(client_id: impl Into<String>) -> Self {
+        ClientIdentity {
+            client_id: client_id.into(),
+            client_secret: None,
+            auth_method: "none".into(),
+        }
+    }
+
+    /// A confidential client, authenticating the way `server` supports (Basic unless it
+    /// lists only `client_secret_post`, RFC 8414 §2's default being Basic).
+    pub fn confidential(
+        client_id: impl Into<String>,
+        secret: impl Into<String>,
+        server: &AuthorizationServerMetadata,
+    ) -> Self {
+        let methods = server.token_endpoint_auth_methods_supported.as_deref();
+        let post_only = methods.is_some_and(|m| {
+            m.iter().any(|x| x == "client_secret_post")
+                && !m.iter().any(|x| x == "client_secret_basic")
+        });
+        ClientIdentity {
+            client_id: client_id.into(),
+            client_secret: Some(secret.into()),
+            auth_method: if post_only {
+                "client_secret_post"
+            } else {
+                "client_secret_basic"
+            }
+            .into(),
+        }
+    }
+}
+
+/// Why the authorization server would not help.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokenError {
+    /// The server has no endpoint for it.
+    #[error("the authorization server has no {0}")]
+    NoEndpoint(&'static str),
+    /// It could not be reached or answered nonsense.
+    #[error("{0}")]
+    Transport(String),
+    /// It said no (an OAuth error, RFC 6749 §5.2).
+    #[error("{endpoint} refused: {error}")]
+    Refused {
+        /// Which endpoint.
+        endpoint: &'static str,
+        /// `error` and `error_description`.
+        error: String,
+    },
+}
+
+/// An access token, and what came with it.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Token {
+    /// The access token.
+    pub access_token: String,
+    /// The refresh token, if any.
+    pub refresh_token: Option<String>,
+    /// When it expires, if said.
+    pub expires_at: Option<Instant>,
+    /// The scopes granted, if said.
+    pub scope: Option<String>,
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Token")
+            .field("expires_at", &self.expires_at)
+            .field("scope", &self.scope)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Deserialize)]
+struct TokenResponse {
+    access_token: String,
+    #[serde(default)]
+    token_type: Option<String>,
+    #[serde(default)]
+    expires_in: Option<u64>,
+    #[serde(default)]
+    refresh_token: Option<String>,
+    #[serde(default)]
+    scope: Option<String>,
+}
+
+fn oauth_error(v: &Value) -> String {
+    let e = v
+        .get("error")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown error");
+    match v.get("error_description").and_then(Value::as_str) {
+        Some(d) => format!("{e}: {d}"),
+        None => e.to_owned(),
+    }
+}
+
+/// A token request of `grant` (its own parameters in `params`) for `client`.
+pub async fn request_token(
+    server: &AuthorizationServerMetadata,
+    client: &ClientIdentity,
+    params: &[(&str, &str)],
+) -> Result<Token, TokenError> {
+    let endpoint = server
+        .token_endpoint
+        .as_deref()
+        .ok_or(TokenError::NoEndpoint("token endpoint"))?;
+    let mut pairs: Vec<(&str, &str)> = params.to_vec();
+    let basic;
+    let authorization = match (client.auth_method.as_str(), &client.client_secret) {
+        ("client_secret_basic", Some(secret)) => {
+            // RFC 6749 §2.3.1: each form-encoded, then joined and base64'd.
+            let raw = format!("{}:{}", form_encode(&client.client_id), form_encode(secret));
+            basic = format!("Basic {}", STANDARD.encode(raw));
+            Some(basic.as_str())
+        }
+        ("client_secret_post", Some(secret)) => {
+            pairs.push(("client_id", &client.client_id));
+            pairs.push(("client_secret", secret));
+            None
+        }
+        _ => {
+            pairs.push(("client_id", &client.client_id));
+            None
+        }
+    };
+    let (status, body) = post_json(
+        endpoint,
+        "application/x-www-form-urlencoded",
+        form(&pairs),
+        authorization,
+        MAX_DOCUMENT,
+        TIMEOUT,
+    )
+    .await
+    .map_err(|e| TokenError::Transport(e.to_string()))?;
+    if !status.is_success() {
+        return Err(TokenError::Refused {
+            endpoint: "token endpoint",
+            error: oauth_error(&body),
+        });
+    }
+    let t: TokenResponse = serde_json::from_value(body)
+        .map_err(|e| TokenError::Transport(format!("token response: {e}")))?;
+    if t.token_type
+        .as_deref()
+        .is_some_and(|k| !k.eq_ignore_ascii_case("bearer"))
+    {
+        return Err(TokenError::Transport("token type is not Bearer".into()));
+    }
+    Ok(Token {
+        access_token: t.access_token,
+        refresh_token: t.refresh_token,
+        expires_at: t
+            .expires_in
+            .map(|s| Instant::now() + Duration::from_secs(s)),
+        scope: t.scope,
+    })
+}
+
+/// Registers a public client for `redirect_uri` (RFC 7591) and says who it now is.
+pub async fn register(
+    server: &AuthorizationServerMetadata,
+    client_name: &str,
+    redirect_uri: &str,
+) -> Result<ClientIdentity, TokenError> {
+    let endpoint = server
+        .registration_endpoint
+        .as_deref()
+        .ok_or(TokenError::NoEndpoint("registration endpoint"))?;
+    // SEP-837: `native` for an app that takes its redirect on this machine, else `web`.
+    let local = ["http://localhost", "http://127.0.0.1", "http://[::1]"]
+        .iter()
+        .any(|p| redirect_uri.starts_with(p));
+    let metadata = json!({
+        "client_name": client_name,
+        "application_type": if local { "native" } else { "web" },
+        "redirect_uris": [redirect_uri],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "none",
+    });
+    let (status, body) = post_json(
+        endpoint,
+        "application/json",
+        metadata.to_string(),
+        None,
+        MAX_DOCUMENT,
+        TIMEOUT,
+    )
+    .await
+    .map_err(|e| TokenError::Transport(e.to_string()))?;
+    if !status.is_success() {
+        return Err(TokenError::Refused {
+            endpoint: "registration endpoint",
+            error: oauth_error(&body),
+        });
+    }
+    let id = body
+        .get("client_id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| TokenError::Transport("registration gave no client_id".into()))?;
+    let secret = body.get("client_secret").and_then(Value::as_str);
+    let method = body
+        .get("token_endpoint_auth_method")
+        .and_then(Value::as_str);
+    Ok(match (secret, method) {
+        (Some(s), Some(m)) if m != "none" => ClientIdentity {
+            client_id: id.to_owned(),
+            client_secret: Some(s.to_owned()),
+            auth_method: m.to_owned(),
+        },
+        (Some(s), None) => ClientIdentity::confidential(id, s, server),
+        _ => ClientIdentity::public(id),
+    })
+}
