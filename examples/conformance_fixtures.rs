@@ -544,8 +544,12 @@ impl ServerHandler for Conformance {
         }
     }
 
-    fn header_params(&self, name: &str) -> Vec<mcp_types::headers::HeaderParam> {
-        self.tools.header_params(name)
+    fn header_params(
+        &self,
+        name: &str,
+        principal: Option<&mcp_server::auth::Principal>,
+    ) -> Vec<mcp_types::headers::HeaderParam> {
+        self.tools.header_params(name, principal)
     }
 
     async fn list_tools(

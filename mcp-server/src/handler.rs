@@ -133,10 +133,15 @@ pub trait ServerHandler: Send + Sync + 'static {
     /// The arguments of tool `name` that a 2026-07-28 client mirrors into `Mcp-Param-*`
     /// headers (the `x-mcp-header` annotations of its `inputSchema`), which the HTTP
     /// endpoint checks against the body before the call reaches the handler. Asked on
-    /// every HTTP `tools/call`, so answer from what was read when the tool was listed.
+    /// every HTTP `tools/call`, so answer from what was read when the tool was listed;
+    /// `principal` is who asks (answer as for an unknown tool if they may not see it).
     /// Default: none.
-    fn header_params(&self, name: &str) -> Vec<mcp_types::headers::HeaderParam> {
-        let _ = name;
+    fn header_params(
+        &self,
+        name: &str,
+        principal: Option<&crate::auth::Principal>,
+    ) -> Vec<mcp_types::headers::HeaderParam> {
+        let _ = (name, principal);
         Vec::new()
     }
 

@@ -352,7 +352,11 @@ impl ServerHandler for ToolRegistry {
         }
     }
 
-    fn header_params(&self, name: &str) -> Vec<mcp_types::headers::HeaderParam> {
+    fn header_params(
+        &self,
+        name: &str,
+        _principal: Option<&crate::auth::Principal>,
+    ) -> Vec<mcp_types::headers::HeaderParam> {
         self.entries
             .iter()
             .find(|e| e.tool.name == name)

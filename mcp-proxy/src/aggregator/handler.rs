@@ -129,10 +129,16 @@ impl ServerHandler for Aggregator {
 
     /// The upstream's annotations, as it listed the tool: hosts mirror them, and the
     /// gateway checks what they mirror before relaying.
-    fn header_params(&self, name: &str) -> Vec<mcp_types::headers::HeaderParam> {
+    fn header_params(
+        &self,
+        name: &str,
+        principal: Option<&mcp_server::auth::Principal>,
+    ) -> Vec<mcp_types::headers::HeaderParam> {
+        let scope = crate::views::Scope::of(self.inner.options.views.as_ref(), principal);
         self.inner
             .catalog
             .route(name)
+            .filter(|r| self.sees_tool(&scope, r.upstream, name))
             .map(|r| r.header_params.clone())
             .unwrap_or_default()
     }

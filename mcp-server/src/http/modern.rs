@@ -54,7 +54,8 @@ pub(super) async fn serve(
             )
         }
     };
-    if let Err((code, why)) = check_modern_headers(h, &req).and_then(|()| mirrored(server, h, &req))
+    if let Err((code, why)) = check_modern_headers(h, &req)
+        .and_then(|()| mirrored(server, h, &req, caller.principal.as_deref()))
     {
         tracing::info!("rejected 2026 request: {why}");
         return rpc_error(StatusCode::BAD_REQUEST, Some(req.id), code, why);
@@ -100,7 +101,12 @@ pub(super) async fn serve(
 }
 
 /// The `Mcp-Param-*` check of a `tools/call`, for the tool the handler says it is.
-fn mirrored(server: &Server, h: &HeaderMap, req: &Request) -> Result<(), (i64, String)> {
+fn mirrored(
+    server: &Server,
+    h: &HeaderMap,
+    req: &Request,
+    principal: Option<&crate::auth::Principal>,
+) -> Result<(), (i64, String)> {
     if req.method != mcp_types::protocol::method::TOOLS_CALL {
         return Ok(());
     }
@@ -112,7 +118,7 @@ fn mirrored(server: &Server, h: &HeaderMap, req: &Request) -> Result<(), (i64, S
     };
     // The Mcp-Name header was just checked equal to the body's name.
     let name = mcp_types::headers::decode_value(name.trim()).unwrap_or_default();
-    check_param_headers(h, req, &server.handler().header_params(&name))
+    check_param_headers(h, req, &server.handler().header_params(&name, principal))
 }
 
 /// Whether `m` is the answer to request `id`.
