@@ -9,6 +9,7 @@ pub mod discovery;
 mod oauth;
 mod pkce;
 mod request;
+mod store;
 mod token;
 
 pub use challenge::BearerChallenge;
@@ -20,4 +21,5 @@ pub use oauth::{
 };
 pub use pkce::{NoRandomness, Pkce};
 pub use request::{select_scopes, AuthorizationRequest, RedirectError};
+pub use store::{FileStore, MemoryStore, TokenStore};
 pub use token::{register, request_token, ClientIdentity, Token, TokenError};

@@ -3,12 +3,13 @@
 //! order), the authorization code flow with PKCE through an [`AuthorizationHandler`],
 //! the token request, and step-up on `403 insufficient_scope`, with a retry limit.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
 use super::discovery::{discover, DiscoveryError};
 use super::request::{select_scopes, AuthorizationRequest, RedirectError};
+use super::store::TokenStore;
 use super::token::{register, request_token, ClientIdentity, Token, TokenError};
 use super::BearerChallenge;
 
@@ -65,7 +66,7 @@ pub enum AuthError {
 }
 
 /// What the client is, for every authorization server.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct OAuthOptions {
     /// `client_name` for dynamic registration.
@@ -79,6 +80,22 @@ pub struct OAuthOptions {
     pub client_metadata_url: Option<String>,
     /// Authorizations in a row (without a request succeeding) before giving up.
     pub max_attempts: usize,
+    /// Where tokens are kept between runs, and under which key (the server's URL, say):
+    /// a kept token that has not expired is used without authorizing again.
+    pub store: Option<(Arc<dyn TokenStore>, String)>,
+}
+
+impl std::fmt::Debug for OAuthOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthOptions")
+            .field("client_name", &self.client_name)
+            .field("redirect_uri", &self.redirect_uri)
+            .field("client", &self.client)
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("max_attempts", &self.max_attempts)
+            .field("store", &self.store.as_ref().map(|(_, key)| key))
+            .finish()
+    }
 }
 
 impl OAuthOptions {
@@ -90,6 +107,7 @@ impl OAuthOptions {
             client: None,
             client_metadata_url: None,
             max_attempts: 3,
+            store: None,
         }
     }
 }
@@ -97,6 +115,8 @@ impl OAuthOptions {
 #[derive(Default)]
 struct State {
     token: Option<Token>,
+    /// Whether the store was read.
+    loaded: bool,
     attempts: usize,
     /// Scopes granted or asked so far, kept across step-ups.
     scopes: Option<String>,
@@ -180,7 +200,18 @@ impl OAuth {
 #[async_trait]
 impl AuthProvider for OAuth {
     fn access_token(&self) -> Option<String> {
-        self.with_state(|s| s.token.as_ref().map(|t| t.access_token.clone()))
+        let store = self.options.store.clone();
+        self.with_state(|s| {
+            if !s.loaded {
+                s.loaded = true;
+                s.token = store.as_ref().and_then(|(st, key)| st.load(key));
+            }
+            let live = s
+                .token
+                .as_ref()
+                .filter(|t| t.expires_at.is_none_or(|at| at > std::time::Instant::now()));
+            live.map(|t| t.access_token.clone())
+        })
     }
 
     fn accepted(&self) {
@@ -231,9 +262,13 @@ impl AuthProvider for OAuth {
             ],
         )
         .await?;
+        if let Some((store, key)) = &self.options.store {
+            store.save(key, &token);
+        }
         self.with_state(|s| {
             s.scopes = token.scope.clone().or(scope);
             s.token = Some(token);
+            s.loaded = true;
         });
         Ok(())
     }
@@ -262,5 +297,43 @@ impl AuthorizationHandler for FollowRedirects {
             at = next;
         }
         Err(AuthError::NotCompleted("too many redirects".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::MemoryStore;
+    use std::time::{Duration, Instant};
+
+    fn kept(expires_in: Duration) -> Token {
+        Token {
+            access_token: "kept-token".into(),
+            refresh_token: None,
+            expires_at: Some(Instant::now() + expires_in),
+            scope: None,
+        }
+    }
+
+    #[test]
+    fn a_kept_token_is_used_until_it_expires() {
+        let store: Arc<dyn TokenStore> = Arc::new(MemoryStore::default());
+        store.save("https://a.example/mcp", &kept(Duration::from_secs(60)));
+        store.save("https://b.example/mcp", &kept(Duration::ZERO));
+        let oauth = |key: &str| {
+            let mut o = OAuthOptions::new("t", "http://localhost/cb");
+            o.store = Some((store.clone(), key.to_owned()));
+            OAuth::new(o, FollowRedirects)
+        };
+        assert_eq!(
+            oauth("https://a.example/mcp").access_token().as_deref(),
+            Some("kept-token")
+        );
+        assert_eq!(
+            oauth("https://b.example/mcp").access_token(),
+            None,
+            "expired"
+        );
+        assert_eq!(oauth("https://c.example/mcp").access_token(), None);
     }
 }
