@@ -437,7 +437,12 @@ impl Shared {
                         }
                     }
                 }
-                self.clone().open_get_stream();
+                // Opened before the caller hears the answer, so the stream exists before
+                // any request the caller makes next (a reconnect of a POST stream is then
+                // never mistaken for it, nor it for a reconnect).
+                if let Some(opened) = self.clone().open_get_stream() {
+                    let _ = tokio::time::timeout(Duration::from_secs(2), opened).await;
+                }
             }
         }
         self.push(m).await;
@@ -565,21 +570,32 @@ impl Shared {
     }
 
     /// Legacy: the GET stream for server-initiated messages, reopened when it drops.
-    fn open_get_stream(self: Arc<Self>) {
+    /// What it returns resolves once the first GET is answered; the caller waits for it
+    /// a little (two seconds: a server that holds its response head back is not waited
+    /// for).
+    fn open_get_stream(self: Arc<Self>) -> Option<tokio::sync::oneshot::Receiver<()>> {
         if let Ok(mut open) = self.get_stream_open.lock() {
             if *open || self.session.lock().map(|s| s.is_none()).unwrap_or(true) {
-                return;
+                return None;
             }
             *open = true;
         }
+        let first = self.clone();
+        let (opened_tx, opened) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(async move {
+            let this = first;
             let mut last_id = None;
             let mut failures = 0;
-            while !self.is_closed() && failures <= self.max_resumes {
-                match self.get(last_id.as_deref()).await {
+            let mut opened_tx = Some(opened_tx);
+            while !this.is_closed() && failures <= this.max_resumes {
+                let got = this.get(last_id.as_deref()).await;
+                if let Some(tx) = opened_tx.take() {
+                    let _ = tx.send(());
+                }
+                match got {
                     Some(body) => {
                         failures = 0;
-                        if self
+                        if this
                             .read_events(body, &mut Vec::new(), &mut last_id)
                             .await
                             .is_none()
@@ -594,6 +610,7 @@ impl Shared {
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
         });
+        Some(opened)
     }
 }
 
