@@ -47,42 +47,69 @@ pub enum FetchError {
     },
 }
 
+/// `url` as a URI, if it is `http(s)`.
+fn http_uri(url: &str) -> Result<Uri, FetchError> {
+    let uri: Uri = url.parse().map_err(|_| FetchError::Url(url.to_owned()))?;
+    match uri.scheme_str() {
+        Some("http" | "https") => Ok(uri),
+        _ => Err(FetchError::Url(url.to_owned())),
+    }
+}
+
+/// Sends `request` (to `url`) on a fresh client over the shared connector.
+async fn send<B>(
+    url: &str,
+    request: Result<Request<B>, http::Error>,
+) -> Result<http::Response<hyper::body::Incoming>, FetchError>
+where
+    B: hyper::body::Body + Send + Unpin + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let request = request.map_err(|e| FetchError::Url(format!("{url}: {e}")))?;
+    let client =
+        HyperClient::builder(hyper_util::rt::TokioExecutor::new()).build::<_, B>(connector());
+    client
+        .request(request)
+        .await
+        .map_err(|e| FetchError::Transport {
+            url: url.to_owned(),
+            why: e.to_string(),
+        })
+}
+
+/// The body of `response`, at most `max_bytes` of it.
+async fn read_limited(
+    url: &str,
+    response: http::Response<hyper::body::Incoming>,
+    max_bytes: usize,
+) -> Result<Bytes, FetchError> {
+    Ok(Limited::new(response.into_body(), max_bytes)
+        .collect()
+        .await
+        .map_err(|e| FetchError::Body {
+            url: url.to_owned(),
+            why: format!("unreadable or longer than {max_bytes} bytes: {e}"),
+        })?
+        .to_bytes())
+}
+
 /// `GET url` (`Accept: application/json`), its body at most `max_bytes`, the whole
 /// exchange within `timeout`, parsed as JSON. Redirects are not followed: a document that
 /// moved is the publisher's to fix, and following one could lead anywhere.
 pub async fn get_json(url: &str, max_bytes: usize, timeout: Duration) -> Result<Value, FetchError> {
-    let uri: Uri = url.parse().map_err(|_| FetchError::Url(url.to_owned()))?;
-    if !matches!(uri.scheme_str(), Some("http" | "https")) {
-        return Err(FetchError::Url(url.to_owned()));
-    }
-    let client = HyperClient::builder(hyper_util::rt::TokioExecutor::new())
-        .build::<_, Empty<Bytes>>(connector());
-    let request = Request::get(uri)
+    let request = Request::get(http_uri(url)?)
         .header(header::ACCEPT, "application/json")
-        .body(Empty::new())
-        .map_err(|e| FetchError::Url(format!("{url}: {e}")))?;
+        .body(Empty::<Bytes>::new());
     let exchange = async {
-        let response = client
-            .request(request)
-            .await
-            .map_err(|e| FetchError::Transport {
-                url: url.to_owned(),
-                why: e.to_string(),
-            })?;
+        let response = send(url, request).await?;
         if response.status() != StatusCode::OK {
             return Err(FetchError::Status {
                 url: url.to_owned(),
                 status: response.status(),
             });
         }
-        let body = Limited::new(response.into_body(), max_bytes)
-            .collect()
-            .await
-            .map_err(|e| FetchError::Body {
-                url: url.to_owned(),
-                why: format!("unreadable or longer than {max_bytes} bytes: {e}"),
-            })?
-            .to_bytes();
+        let body = read_limited(url, response, max_bytes).await?;
         serde_json::from_slice(&body).map_err(|e| FetchError::Body {
             url: url.to_owned(),
             why: format!("not JSON: {e}"),
@@ -94,9 +121,8 @@ pub async fn get_json(url: &str, max_bytes: usize, timeout: Duration) -> Result<
 }
 
 /// `POST url` with `body` of `content_type` (and `authorization`, if given), read as
-/// [`get_json`] reads: bounded, in time, no redirects. A `4xx` with a JSON body (an OAuth
-/// error) comes back as it is, with
-/// its status: what an error means is the caller's protocol to read.
+/// [`get_json`] reads: bounded, in time, no redirects. Any status comes back with the
+/// body (JSON, else `null`): what an error means is the caller's protocol to read.
 pub async fn post_json(
     url: &str,
     content_type: &str,
@@ -105,40 +131,18 @@ pub async fn post_json(
     max_bytes: usize,
     timeout: Duration,
 ) -> Result<(StatusCode, Value), FetchError> {
-    let uri: Uri = url.parse().map_err(|_| FetchError::Url(url.to_owned()))?;
-    if !matches!(uri.scheme_str(), Some("http" | "https")) {
-        return Err(FetchError::Url(url.to_owned()));
-    }
-    let client = HyperClient::builder(hyper_util::rt::TokioExecutor::new())
-        .build::<_, Full<Bytes>>(connector());
-    let mut request = Request::post(uri)
+    let mut request = Request::post(http_uri(url)?)
         .header(header::ACCEPT, "application/json")
         .header(header::CONTENT_TYPE, content_type);
     if let Some(a) = authorization {
         request = request.header(header::AUTHORIZATION, a);
     }
-    let request = request
-        .body(Full::new(Bytes::from(body)))
-        .map_err(|e| FetchError::Url(format!("{url}: {e}")))?;
+    let request = request.body(Full::new(Bytes::from(body)));
     let exchange = async {
-        let response = client
-            .request(request)
-            .await
-            .map_err(|e| FetchError::Transport {
-                url: url.to_owned(),
-                why: e.to_string(),
-            })?;
+        let response = send(url, request).await?;
         let status = response.status();
-        let body = Limited::new(response.into_body(), max_bytes)
-            .collect()
-            .await
-            .map_err(|e| FetchError::Body {
-                url: url.to_owned(),
-                why: format!("unreadable or longer than {max_bytes} bytes: {e}"),
-            })?
-            .to_bytes();
-        let value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        Ok((status, value))
+        let body = read_limited(url, response, max_bytes).await?;
+        Ok((status, serde_json::from_slice(&body).unwrap_or(Value::Null)))
     };
     tokio::time::timeout(timeout, exchange)
         .await
@@ -148,27 +152,16 @@ pub async fn post_json(
 /// `GET url`, not following a redirect: where it redirects to (`Location`, made absolute
 /// against `url`), or `None` when it answers otherwise.
 pub async fn redirect_of(url: &str, timeout: Duration) -> Result<Option<String>, FetchError> {
-    let uri: Uri = url.parse().map_err(|_| FetchError::Url(url.to_owned()))?;
-    if !matches!(uri.scheme_str(), Some("http" | "https")) {
-        return Err(FetchError::Url(url.to_owned()));
-    }
+    let uri = http_uri(url)?;
     let origin = format!(
         "{}://{}",
         uri.scheme_str().unwrap_or("https"),
         uri.authority().map(|a| a.as_str()).unwrap_or_default()
     );
-    let client = HyperClient::builder(hyper_util::rt::TokioExecutor::new())
-        .build::<_, Empty<Bytes>>(connector());
-    let request = Request::get(uri)
-        .body(Empty::new())
-        .map_err(|e| FetchError::Url(format!("{url}: {e}")))?;
-    let response = tokio::time::timeout(timeout, client.request(request))
+    let request = Request::get(uri).body(Empty::<Bytes>::new());
+    let response = tokio::time::timeout(timeout, send(url, request))
         .await
-        .map_err(|_| FetchError::Timeout(url.to_owned()))?
-        .map_err(|e| FetchError::Transport {
-            url: url.to_owned(),
-            why: e.to_string(),
-        })?;
+        .map_err(|_| FetchError::Timeout(url.to_owned()))??;
     if !response.status().is_redirection() {
         return Ok(None);
     }

@@ -9,7 +9,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use mcp_client::auth::discovery::server_metadata_urls;
+use mcp_client::auth::discovery::{secure, server_metadata_urls};
 use mcp_client::fetch::{get_json, FetchError};
 use mcp_server::auth::{JwkSet, KeySource, VerifyingKey};
 use serde_json::Value;
@@ -170,23 +170,6 @@ impl JwksUri {
     }
 }
 
-/// Whether keys may be fetched from `url`: https, or http to this machine (tests, a
-/// sidecar) — anything else lets the network hand out signing keys.
-pub(crate) fn secure(url: &str) -> bool {
-    if url.starts_with("https://") {
-        return true;
-    }
-    let Some(rest) = url.strip_prefix("http://") else {
-        return false;
-    };
-    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let host = match host.rsplit_once(':') {
-        Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) => h,
-        _ => host,
-    };
-    matches!(host, "127.0.0.1" | "localhost" | "[::1]")
-}
-
 /// The `jwks_uri` of metadata that is `issuer`'s own: its `issuer` identical (RFC 8414
 /// §3.3).
 fn jwks_uri_of(doc: &Value, issuer: &str) -> Option<String> {
@@ -215,16 +198,6 @@ impl KeySource for JwksUri {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn keys_come_over_https_or_from_loopback_only() {
-        assert!(secure("https://auth.example.com/jwks"));
-        assert!(secure("http://127.0.0.1:8080/jwks"));
-        assert!(secure("http://localhost/jwks"));
-        assert!(!secure("http://auth.example.com/jwks"));
-        assert!(!secure("http://127.0.0.1.evil.example/jwks"));
-        assert!(!secure("ftp://x/jwks"));
-    }
 
     #[test]
     fn only_the_issuers_own_metadata_names_its_keys() {

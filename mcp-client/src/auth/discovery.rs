@@ -336,6 +336,12 @@ mod tests {
             "a URL on another origin is not fetched"
         );
         assert!(secure("https://a") && secure("http://127.0.0.1:9/x") && !secure("http://a/x"));
+        assert!(secure("https://auth.example.com/jwks"));
+        assert!(secure("http://127.0.0.1:8080/jwks"));
+        assert!(secure("http://localhost/jwks"));
+        assert!(!secure("http://auth.example.com/jwks"));
+        assert!(!secure("http://127.0.0.1.evil.example/jwks"));
+        assert!(!secure("ftp://x/jwks"));
         assert_eq!(
             resource_metadata_urls("https://example.com", None),
             ["https://example.com/.well-known/oauth-protected-resource"]

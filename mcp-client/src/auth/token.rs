@@ -139,6 +139,33 @@ fn oauth_error(v: &Value) -> String {
     }
 }
 
+/// POSTs `body` to the authorization server's `endpoint` (named for errors): its JSON
+/// answer, or the OAuth error it refused with.
+async fn post_to(
+    (name, endpoint): (&'static str, &str),
+    content_type: &str,
+    body: String,
+    authorization: Option<&str>,
+) -> Result<Value, TokenError> {
+    let (status, body) = post_json(
+        endpoint,
+        content_type,
+        body,
+        authorization,
+        MAX_DOCUMENT,
+        TIMEOUT,
+    )
+    .await
+    .map_err(|e| TokenError::Transport(e.to_string()))?;
+    if !status.is_success() {
+        return Err(TokenError::Refused {
+            endpoint: name,
+            error: oauth_error(&body),
+        });
+    }
+    Ok(body)
+}
+
 /// A token request of `grant` (its own parameters in `params`) for `client`.
 pub async fn request_token(
     server: &AuthorizationServerMetadata,
@@ -168,22 +195,13 @@ pub async fn request_token(
             None
         }
     };
-    let (status, body) = post_json(
-        endpoint,
+    let body = post_to(
+        ("token endpoint", endpoint),
         "application/x-www-form-urlencoded",
         form(&pairs),
         authorization,
-        MAX_DOCUMENT,
-        TIMEOUT,
     )
-    .await
-    .map_err(|e| TokenError::Transport(e.to_string()))?;
-    if !status.is_success() {
-        return Err(TokenError::Refused {
-            endpoint: "token endpoint",
-            error: oauth_error(&body),
-        });
-    }
+    .await?;
     let t: TokenResponse = serde_json::from_value(body)
         .map_err(|e| TokenError::Transport(format!("token response: {e}")))?;
     if t.token_type
@@ -224,22 +242,13 @@ pub async fn register(
         "response_types": ["code"],
         "token_endpoint_auth_method": "none",
     });
-    let (status, body) = post_json(
-        endpoint,
+    let body = post_to(
+        ("registration endpoint", endpoint),
         "application/json",
         metadata.to_string(),
         None,
-        MAX_DOCUMENT,
-        TIMEOUT,
     )
-    .await
-    .map_err(|e| TokenError::Transport(e.to_string()))?;
-    if !status.is_success() {
-        return Err(TokenError::Refused {
-            endpoint: "registration endpoint",
-            error: oauth_error(&body),
-        });
-    }
+    .await?;
     let id = body
         .get("client_id")
         .and_then(Value::as_str)

@@ -87,7 +87,7 @@ fn jwt_authenticator(v: &Value, resource: &str) -> Result<JwtAuthenticator, Prob
             Ok(JwtAuthenticator::new(keys, options))
         }
         (None, Some(uri)) => {
-            if !crate::jwks::secure(&uri) {
+            if !mcp_client::auth::discovery::secure(&uri) {
                 return Err(f.problem(
                     "jwksUri",
                     format!("{uri:?} must be https (or http to this machine)"),
