@@ -215,8 +215,13 @@ impl Shared {
 
     /// The configured headers, and the current access token if there is one.
     fn base_headers(&self) -> HeaderMap {
-        let mut h = self.extra.clone();
         let token = self.auth.as_ref().and_then(|a| a.access_token());
+        self.headers_with(token.as_deref())
+    }
+
+    /// The configured headers, and `token` as the bearer.
+    fn headers_with(&self, token: Option<&str>) -> HeaderMap {
+        let mut h = self.extra.clone();
         if let Some(v) = token.and_then(|t| HeaderValue::from_str(&format!("Bearer {t}")).ok()) {
             h.insert(header::AUTHORIZATION, v);
         }
@@ -251,7 +256,8 @@ impl Shared {
             let mut req = Request::new(Full::new(body.clone()));
             *req.method_mut() = Method::POST;
             *req.uri_mut() = self.url.clone();
-            *req.headers_mut() = self.headers_for(frame);
+            let token = self.auth.as_ref().and_then(|a| a.access_token());
+            *req.headers_mut() = self.headers_for(frame, token.as_deref());
             let resp = self.client.request(req).await.map_err(|e| {
                 tracing::warn!("POST {} failed: {e}", self.url);
                 ErrorObject::new(codes::INTERNAL_ERROR, format!("HTTP request failed: {e}"))
@@ -260,11 +266,16 @@ impl Shared {
                 return Ok(resp);
             };
             let Some(challenge) = self.refused(&resp) else {
-                auth.accepted();
+                // A notification's 202 says little: servers let some through unchecked.
+                let answered = resp.status().is_success() && !request_ids(frame).is_empty();
+                if let (Some(t), true) = (&token, answered) {
+                    auth.accepted(t);
+                }
                 return Ok(resp);
             };
             let endpoint = self.url.to_string();
-            if let Err(e) = auth.unauthorized(&endpoint, challenge).await {
+            let refused = crate::auth::Refused::new(&endpoint, challenge, token);
+            if let Err(e) = auth.unauthorized(refused).await {
                 tracing::warn!("authorization for {endpoint} failed: {e}");
                 return Err(ErrorObject::new(
                     codes::INTERNAL_ERROR,
@@ -274,8 +285,8 @@ impl Shared {
         }
     }
 
-    fn headers_for(&self, frame: &Frame) -> HeaderMap {
-        let mut h = self.base_headers();
+    fn headers_for(&self, frame: &Frame, token: Option<&str>) -> HeaderMap {
+        let mut h = self.headers_with(token);
         h.insert(
             header::ACCEPT,
             HeaderValue::from_static("application/json, text/event-stream"),

@@ -8,6 +8,7 @@ mod challenge;
 pub mod discovery;
 mod oauth;
 mod pkce;
+mod provider;
 mod request;
 mod store;
 mod token;
@@ -16,10 +17,9 @@ pub use challenge::BearerChallenge;
 pub use discovery::{
     discover, AuthorizationServerMetadata, Discovery, DiscoveryError, ProtectedResourceMetadata,
 };
-pub use oauth::{
-    AuthError, AuthProvider, AuthorizationHandler, FollowRedirects, OAuth, OAuthOptions,
-};
+pub use oauth::{AuthorizationHandler, FollowRedirects, OAuth, OAuthOptions};
 pub use pkce::{NoRandomness, Pkce};
+pub use provider::{AuthError, AuthProvider, Refused};
 pub use request::{select_scopes, AuthorizationRequest, RedirectError};
 pub use store::{FileStore, MemoryStore, TokenStore};
 pub use token::{register, request_token, ClientIdentity, Token, TokenError};

@@ -7,30 +7,12 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
-use super::discovery::{discover, DiscoveryError};
-use super::request::{select_scopes, AuthorizationRequest, RedirectError};
+use super::discovery::discover;
+use super::provider::{AuthError, AuthProvider, Refused};
+use super::request::{select_scopes, AuthorizationRequest};
 use super::store::TokenStore;
-use super::token::{register, request_token, ClientIdentity, Token, TokenError};
+use super::token::{register, request_token, ClientIdentity, Token};
 use super::BearerChallenge;
-
-/// Gets a token for an HTTP transport: asked for the current one before each request,
-/// and told when the server refuses one.
-#[async_trait]
-pub trait AuthProvider: Send + Sync + 'static {
-    /// The access token to send now, if any.
-    fn access_token(&self) -> Option<String>;
-
-    /// A request with the current token was not refused.
-    fn accepted(&self) {}
-
-    /// The server at `endpoint` answered `401` (or `403` with `insufficient_scope`) with
-    /// `challenge`: get a token the request can be retried with.
-    async fn unauthorized(
-        &self,
-        endpoint: &str,
-        challenge: Option<BearerChallenge>,
-    ) -> Result<(), AuthError>;
-}
 
 /// Where the user grants access: the authorization URL in, the URL the user-agent was
 /// sent back to (the redirect URI with `code` and `state`) out.
@@ -39,30 +21,6 @@ pub trait AuthorizationHandler: Send + Sync + 'static {
     /// Has the user authorize at `url`, and returns where the authorization server sent
     /// the user-agent back (starting with `redirect_uri`).
     async fn authorize(&self, url: &str, redirect_uri: &str) -> Result<String, AuthError>;
-}
-
-/// Why no token could be had.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AuthError {
-    /// Discovery failed.
-    #[error("authorization discovery: {0}")]
-    Discovery(#[from] DiscoveryError),
-    /// The authorization server would not register, authorize or give a token.
-    #[error("{0}")]
-    Token(#[from] TokenError),
-    /// The redirect back could not be used.
-    #[error("{0}")]
-    Redirect(#[from] RedirectError),
-    /// The client has no way to be known to this authorization server.
-    #[error("no client identity for {0}: no pre-registered client, no metadata document it takes, no registration endpoint")]
-    NoClientIdentity(String),
-    /// Asked again and again: the server keeps refusing the tokens it gives.
-    #[error("gave up after {0} authorizations in a row")]
-    TooManyAttempts(usize),
-    /// The user (or the handler) did not complete the authorization.
-    #[error("authorization not completed: {0}")]
-    NotCompleted(String),
 }
 
 /// What the client is, for every authorization server.
@@ -214,16 +172,22 @@ impl AuthProvider for OAuth {
         })
     }
 
-    fn accepted(&self) {
-        self.with_state(|s| s.attempts = 0);
+    fn accepted(&self, token: &str) {
+        self.with_state(|s| {
+            if s.token.as_ref().is_some_and(|t| t.access_token == token) {
+                s.attempts = 0;
+            }
+        });
     }
 
-    async fn unauthorized(
-        &self,
-        endpoint: &str,
-        challenge: Option<BearerChallenge>,
-    ) -> Result<(), AuthError> {
+    async fn unauthorized(&self, refused: Refused) -> Result<(), AuthError> {
         let _one = self.one_at_a_time.lock().await;
+        let renewed = self
+            .access_token()
+            .is_some_and(|now| Some(&now) != refused.token.as_ref());
+        if renewed {
+            return Ok(());
+        }
         let attempts = self.with_state(|s| {
             s.attempts += 1;
             s.attempts
@@ -231,6 +195,8 @@ impl AuthProvider for OAuth {
         if attempts > self.options.max_attempts {
             return Err(AuthError::TooManyAttempts(self.options.max_attempts));
         }
+        let endpoint = refused.endpoint.as_str();
+        let challenge = refused.challenge;
         let found = discover(endpoint, challenge.as_ref()).await?;
         let server = &found.authorization_server;
         let client = self.identity(server).await?;
@@ -335,5 +301,45 @@ mod tests {
             "expired"
         );
         assert_eq!(oauth("https://c.example/mcp").access_token(), None);
+    }
+
+    fn holding(token: &str, attempts: usize) -> OAuth {
+        let oauth = OAuth::new(
+            OAuthOptions::new("t", "http://localhost/cb"),
+            FollowRedirects,
+        );
+        oauth.with_state(|s| {
+            s.token = Some(Token {
+                access_token: token.into(),
+                ..kept(Duration::from_secs(60))
+            });
+            s.loaded = true;
+            s.attempts = attempts;
+        });
+        oauth
+    }
+
+    fn refused(token: &str) -> Refused {
+        Refused::new("http://127.0.0.1:1/mcp", None, Some(token.into()))
+    }
+
+    #[tokio::test]
+    async fn a_refusal_of_a_token_already_replaced_does_not_authorize_again() {
+        let oauth = holding("new", 0);
+        assert!(oauth.unauthorized(refused("old")).await.is_ok());
+        assert_eq!(oauth.with_state(|s| s.attempts), 0);
+        let again = oauth.unauthorized(refused("new")).await;
+        assert!(matches!(again, Err(AuthError::Discovery(_))), "{again:?}");
+    }
+
+    #[tokio::test]
+    async fn only_a_success_with_the_current_token_resets_the_retry_limit() {
+        let oauth = holding("current", 3);
+        oauth.accepted("stale");
+        let r = oauth.unauthorized(refused("current")).await;
+        assert!(matches!(r, Err(AuthError::TooManyAttempts(3))), "{r:?}");
+        oauth.accepted("current");
+        let r = oauth.unauthorized(refused("current")).await;
+        assert!(matches!(r, Err(AuthError::Discovery(_))), "{r:?}");
     }
 }
