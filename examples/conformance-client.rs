@@ -110,29 +110,45 @@ fn arguments_for(tool: &Tool) -> Map<String, Value> {
 
 /// The OAuth client the `auth/*` scenarios test: dynamic registration or the suite's
 /// client metadata document, pre-registered credentials when the scenario's context gives
-/// them, and an authorization server that grants without a user.
-fn oauth_client(scenario: &str) -> mcp_client::auth::OAuth {
-    use mcp_client::auth::{ClientIdentity, FollowRedirects, OAuth, OAuthOptions};
+/// them (a secret, or a key to sign assertions with), and an authorization server that
+/// grants without a user. The `client-credentials` scenarios are machine clients.
+fn oauth_client(scenario: &str) -> Result<mcp_client::auth::OAuth, String> {
+    use mcp_client::auth::{
+        ClientIdentity, ClientKey, FollowRedirects, OAuth, OAuthOptions, StaticWorkloadToken,
+    };
     let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
         .ok()
         .and_then(|c| serde_json::from_str(&c).ok())
         .unwrap_or_default();
+    let text = |k: &str| context.get(k).and_then(Value::as_str);
     let mut options = OAuthOptions::new(
         "mcp-rs conformance client",
         "http://localhost:3000/callback",
     );
     options.client_metadata_url =
         Some("https://conformance-test.local/client-metadata.json".into());
-    let id = context.get("client_id").and_then(Value::as_str);
-    let secret = context.get("client_secret").and_then(Value::as_str);
-    if let (Some(id), Some(secret)) = (id, secret) {
-        let mut c = ClientIdentity::public(id);
-        c.client_secret = Some(secret.to_owned());
-        c.auth_method = "client_secret_basic".into();
-        options.client = Some(c);
-    }
+    options.client = match (
+        text("client_id"),
+        text("client_secret"),
+        text("private_key_pem"),
+    ) {
+        (Some(id), Some(secret), _) => Some(ClientIdentity::with_secret(id, secret)),
+        (Some(id), None, Some(pem)) => {
+            let alg = text("signing_algorithm").unwrap_or("ES256");
+            let key = ClientKey::from_pem(pem, alg).map_err(|e| e.to_string())?;
+            Some(ClientIdentity::private_key_jwt(id, key))
+        }
+        (Some(id), None, None) => Some(ClientIdentity::public(id)),
+        _ => None,
+    };
     tracing::debug!(scenario, "authorizing as the suite's OAuth client");
-    OAuth::new(options, FollowRedirects)
+    Ok(match (scenario, text("valid_jwt")) {
+        (s, _) if s.starts_with("auth/client-credentials") => OAuth::client_credentials(options),
+        (_, Some(workload)) => {
+            OAuth::workload_identity(options, StaticWorkloadToken(workload.to_owned()))
+        }
+        _ => OAuth::new(options, FollowRedirects),
+    })
 }
 
 async fn run(scenario: &str, url: &str, revision: Revision) -> Result<(), ClientError> {
@@ -150,7 +166,8 @@ async fn run(scenario: &str, url: &str, revision: Revision) -> Result<(), Client
     };
     let mut config = HttpConfig::new(url);
     if scenario.starts_with("auth/") {
-        config.auth = Some(std::sync::Arc::new(oauth_client(scenario)));
+        let oauth = oauth_client(scenario).map_err(ClientError::Negotiation)?;
+        config.auth = Some(std::sync::Arc::new(oauth));
     }
     let transport =
         HttpTransport::new(config).map_err(|e| ClientError::Negotiation(e.to_string()))?;

@@ -4,22 +4,28 @@
 //! the authorization code flow: PKCE, scope selection, the request and the checks of
 //! what comes back to the redirect URI. The flows that obtain a token build on these.
 
+mod assertion;
 mod challenge;
 pub mod discovery;
+mod grant;
 mod oauth;
 mod pkce;
 mod provider;
 mod request;
 mod store;
 mod token;
+mod workload;
 
+pub use assertion::{ClientKey, ClientKeyError, JWT_BEARER_ASSERTION};
 pub use challenge::BearerChallenge;
 pub use discovery::{
     discover, AuthorizationServerMetadata, Discovery, DiscoveryError, ProtectedResourceMetadata,
 };
+pub use grant::JWT_BEARER_GRANT;
 pub use oauth::{AuthorizationHandler, FollowRedirects, OAuth, OAuthOptions};
 pub use pkce::{NoRandomness, Pkce};
 pub use provider::{AuthError, AuthProvider, Refused};
 pub use request::{select_scopes, AuthorizationRequest, RedirectError};
 pub use store::{FileStore, MemoryStore, TokenStore};
 pub use token::{register, request_token, ClientIdentity, Token, TokenError};
+pub use workload::{StaticWorkloadToken, WorkloadToken, WorkloadTokenFile};

@@ -1,17 +1,21 @@
 //! The OAuth client an HTTP transport uses on a `401`: discovery, the client's identity
 //! (pre-registered, a Client ID Metadata Document, or dynamic registration, in that
-//! order), the authorization code flow with PKCE through an [`AuthorizationHandler`],
-//! the token request, and step-up on `403 insufficient_scope`, with a retry limit.
+//! order), a grant (the authorization code flow with PKCE through an
+//! [`AuthorizationHandler`], or client credentials), renewal (refresh tokens, ahead of
+//! expiry and on a refusal), and step-up on `403 insufficient_scope`, with a retry limit.
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
-use super::discovery::discover;
+use super::discovery::{discover, AuthorizationServerMetadata, Discovery};
+use super::grant;
 use super::provider::{AuthError, AuthProvider, Refused};
-use super::request::{select_scopes, AuthorizationRequest};
+use super::request::select_scopes;
 use super::store::TokenStore;
-use super::token::{register, request_token, ClientIdentity, Token};
+use super::token::{register, ClientIdentity, Token};
+use super::workload::WorkloadToken;
 use super::BearerChallenge;
 
 /// Where the user grants access: the authorization URL in, the URL the user-agent was
@@ -78,27 +82,96 @@ struct State {
     attempts: usize,
     /// Scopes granted or asked so far, kept across step-ups.
     scopes: Option<String>,
+    /// What the last discovery found: where tokens are renewed.
+    found: Option<Arc<Discovery>>,
+    /// The client registered at an authorization server (by issuer): a registration is
+    /// good at that server only (SEP-2352).
+    registered: Option<(String, ClientIdentity)>,
+    /// A renewal is under way.
+    renewing: bool,
+    /// When the token held was had (or read from the store).
+    since: Option<Instant>,
+    /// When a renewal ahead of expiry was last begun: a failing one is not begun again
+    /// for every request.
+    tried: Option<Instant>,
 }
 
-/// The authorization code flow with PKCE, as an [`AuthProvider`].
+/// How a token is had from the authorization server.
+enum Flow {
+    /// The authorization code flow with PKCE; the user's consent through the handler.
+    Code(Box<dyn AuthorizationHandler>),
+    /// The client credentials grant (the `oauth-client-credentials` extension): the
+    /// client is its own principal, no user, no redirect.
+    ClientCredentials,
+    /// The JWT bearer grant with the workload's own identity token (workload identity
+    /// federation).
+    JwtBearer(Box<dyn WorkloadToken>),
+}
+
+impl Flow {
+    /// Whether a token is had without a user, so it can be renewed at any time.
+    fn unattended(&self) -> bool {
+        !matches!(self, Flow::Code(_))
+    }
+}
+
+/// OAuth 2.1 for an HTTP transport, as an [`AuthProvider`]: the authorization code flow
+/// with PKCE ([`OAuth::new`]) or the client credentials grant
+/// ([`OAuth::client_credentials`]). Tokens with a refresh token are refreshed shortly
+/// before they expire, and on a refusal before authorizing again; a client credentials
+/// token is requested again the same way.
+#[derive(Clone)]
 pub struct OAuth {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     options: OAuthOptions,
-    handler: Box<dyn AuthorizationHandler>,
+    flow: Flow,
     state: Mutex<State>,
     one_at_a_time: tokio::sync::Mutex<()>,
 }
 
+/// How long before its expiry a token is renewed, at most; a short-lived token is
+/// renewed when half its life is left, so renewals never follow one another.
+const RENEW_AHEAD: Duration = Duration::from_secs(60);
+
+/// Renewals ahead of expiry are begun at most this often.
+const RENEW_EVERY: Duration = Duration::from_secs(5);
+
 impl OAuth {
-    /// A provider with `options`, the user's consent through `handler`.
+    /// The authorization code flow with `options`, the user's consent through `handler`.
     pub fn new(options: OAuthOptions, handler: impl AuthorizationHandler) -> Self {
-        OAuth {
-            options,
-            handler: Box::new(handler),
-            state: Mutex::new(State::default()),
-            one_at_a_time: tokio::sync::Mutex::new(()),
-        }
+        Self::with_flow(options, Flow::Code(Box::new(handler)))
     }
 
+    /// The client credentials grant, as the pre-registered `options.client` (with a
+    /// secret or a signing key; without one, every authorization fails with
+    /// [`AuthError::NoClientIdentity`]).
+    pub fn client_credentials(options: OAuthOptions) -> Self {
+        Self::with_flow(options, Flow::ClientCredentials)
+    }
+
+    /// The JWT bearer grant (RFC 7523 §2.1) with the workload identity token `source`
+    /// gives, as `options.client` (workload identity federation, SEP-1933). A refused
+    /// grant is reported, not retried with another grant.
+    pub fn workload_identity(options: OAuthOptions, source: impl WorkloadToken) -> Self {
+        Self::with_flow(options, Flow::JwtBearer(Box::new(source)))
+    }
+
+    fn with_flow(options: OAuthOptions, flow: Flow) -> Self {
+        OAuth {
+            inner: Arc::new(Inner {
+                options,
+                flow,
+                state: Mutex::new(State::default()),
+                one_at_a_time: tokio::sync::Mutex::new(()),
+            }),
+        }
+    }
+}
+
+impl Inner {
     fn with_state<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
         match self.state.lock() {
             Ok(mut s) => f(&mut s),
@@ -108,24 +181,37 @@ impl OAuth {
 
     async fn identity(
         &self,
-        server: &super::AuthorizationServerMetadata,
+        server: &AuthorizationServerMetadata,
     ) -> Result<ClientIdentity, AuthError> {
         if let Some(c) = &self.options.client {
             return Ok(c.clone());
         }
-        if let (Some(url), Some(true)) = (
+        let code_flow = matches!(self.flow, Flow::Code(_));
+        if let (Some(url), Some(true), true) = (
             &self.options.client_metadata_url,
             server.client_id_metadata_document_supported,
+            code_flow,
         ) {
             return Ok(ClientIdentity::public(url.clone()));
         }
-        if server.registration_endpoint.is_some() {
-            return Ok(register(
+        let known = self.with_state(|s| {
+            s.registered
+                .as_ref()
+                .filter(|(issuer, _)| *issuer == server.issuer)
+                .map(|(_, c)| c.clone())
+        });
+        if let Some(c) = known {
+            return Ok(c);
+        }
+        if server.registration_endpoint.is_some() && code_flow {
+            let c = register(
                 server,
                 &self.options.client_name,
                 &self.options.redirect_uri,
             )
-            .await?);
+            .await?;
+            self.with_state(|s| s.registered = Some((server.issuer.clone(), c.clone())));
+            return Ok(c);
         }
         Err(AuthError::NoClientIdentity(server.issuer.clone()))
     }
@@ -153,27 +239,167 @@ impl OAuth {
             (_, _, wanted) => wanted,
         }
     }
+
+    /// Keeps `token` (in the store too), with the scopes it was asked for.
+    fn keep(&self, token: Token, asked: Option<String>) {
+        if let Some((store, key)) = &self.options.store {
+            store.save(key, &token);
+        }
+        self.with_state(|s| {
+            s.scopes = token.scope.clone().or(asked).or(s.scopes.take());
+            s.token = Some(token);
+            s.loaded = true;
+            s.since = Some(Instant::now());
+        });
+    }
+
+    /// A new token by the refresh token, if there is one and the server still takes it
+    /// (one it refuses is forgotten). `Ok(false)` when there is none.
+    async fn refresh(&self, found: &Discovery) -> Result<bool, AuthError> {
+        let server = &found.authorization_server;
+        let resource = found.resource.resource.as_str();
+        let refresh = self.with_state(|s| s.token.as_ref().and_then(|t| t.refresh_token.clone()));
+        let Some(refresh) = refresh else {
+            return Ok(false);
+        };
+        let client = self.identity(server).await?;
+        match grant::refresh(server, &client, &refresh, resource).await {
+            Ok(mut token) => {
+                // RFC 6749 §6: a server may keep the refresh token it had issued.
+                token.refresh_token.get_or_insert(refresh);
+                self.keep(token, None);
+                Ok(true)
+            }
+            Err(e) => {
+                tracing::info!("refreshing the token failed, authorizing again: {e}");
+                self.forget_refresh_token();
+                Ok(false)
+            }
+        }
+    }
+
+    /// A new token without the user: by the refresh token, else by an unattended grant
+    /// asking the scopes held. `Ok(false)` when neither applies.
+    async fn renew(&self, found: &Discovery) -> Result<bool, AuthError> {
+        if self.refresh(found).await? {
+            return Ok(true);
+        }
+        if self.flow.unattended() {
+            let scope = self.with_state(|s| s.scopes.clone());
+            let token = self.grant(found, scope.as_deref()).await?;
+            self.keep(token, scope);
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// A new token by this provider's grant, asking `scope`.
+    async fn grant(&self, found: &Discovery, scope: Option<&str>) -> Result<Token, AuthError> {
+        let server = &found.authorization_server;
+        let resource = found.resource.resource.as_str();
+        let client = self.identity(server).await?;
+        Ok(match &self.flow {
+            Flow::ClientCredentials => {
+                grant::client_credentials(server, &client, resource, scope).await?
+            }
+            Flow::JwtBearer(source) => {
+                let assertion = source.token(&server.issuer).await?;
+                grant::jwt_bearer(server, &client, &assertion, resource, scope).await?
+            }
+            Flow::Code(handler) => {
+                let redirect_uri = &self.options.redirect_uri;
+                let code = grant::Code {
+                    server,
+                    client: &client,
+                    redirect_uri,
+                    resource,
+                };
+                code.run(handler.as_ref(), scope).await?
+            }
+        })
+    }
+
+    fn forget_refresh_token(&self) {
+        let kept = self.with_state(|s| {
+            let t = s.token.as_mut()?;
+            t.refresh_token = None;
+            Some(t.clone())
+        });
+        if let (Some((store, key)), Some(t)) = (&self.options.store, kept) {
+            store.remove(key);
+            store.save(key, &t);
+        }
+    }
+
+    /// Renews the token in the background if it expires soon and can be renewed.
+    fn renew_ahead(self: &Arc<Self>) {
+        let due = self.with_state(|s| {
+            let t = s.token.as_ref()?;
+            let (now, at) = (Instant::now(), t.expires_at?);
+            let life = at.saturating_duration_since(s.since.unwrap_or(now));
+            let soon = at <= now + RENEW_AHEAD.min(life / 2);
+            let can = t.refresh_token.is_some() || self.flow.unattended();
+            let found = s.found.clone()?;
+            let rested = s.tried.is_none_or(|t| now >= t + RENEW_EVERY);
+            (soon && can && rested && !s.renewing).then(|| {
+                s.renewing = true;
+                s.tried = Some(now);
+                found
+            })
+        });
+        let Some(found) = due else { return };
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            self.with_state(|s| s.renewing = false);
+            return;
+        };
+        let me = self.clone();
+        rt.spawn(async move {
+            let _one = me.one_at_a_time.lock().await;
+            if let Err(e) = me.renew(&found).await {
+                tracing::info!("renewing the token ahead of its expiry failed: {e}");
+            }
+            me.with_state(|s| s.renewing = false);
+        });
+    }
+
+    async fn authorize(&self, refused: Refused) -> Result<(), AuthError> {
+        let challenge = refused.challenge.as_ref();
+        let found = Arc::new(discover(&refused.endpoint, challenge).await?);
+        self.with_state(|s| s.found = Some(found.clone()));
+        // A step-up needs a grant for more scopes; anything else may just be an expiry.
+        if !refused.is_step_up() && self.refresh(&found).await? {
+            return Ok(());
+        }
+        let scope = self.scopes(challenge, &found.resource);
+        let token = self.grant(&found, scope.as_deref()).await?;
+        self.keep(token, scope);
+        Ok(())
+    }
 }
 
 #[async_trait]
 impl AuthProvider for OAuth {
     fn access_token(&self) -> Option<String> {
-        let store = self.options.store.clone();
-        self.with_state(|s| {
+        let inner = &self.inner;
+        let store = inner.options.store.clone();
+        let live = inner.with_state(|s| {
             if !s.loaded {
                 s.loaded = true;
                 s.token = store.as_ref().and_then(|(st, key)| st.load(key));
+                s.since = Some(Instant::now());
             }
             let live = s
                 .token
                 .as_ref()
-                .filter(|t| t.expires_at.is_none_or(|at| at > std::time::Instant::now()));
+                .filter(|t| t.expires_at.is_none_or(|at| at > Instant::now()));
             live.map(|t| t.access_token.clone())
-        })
+        });
+        inner.renew_ahead();
+        live
     }
 
     fn accepted(&self, token: &str) {
-        self.with_state(|s| {
+        self.inner.with_state(|s| {
             if s.token.as_ref().is_some_and(|t| t.access_token == token) {
                 s.attempts = 0;
             }
@@ -181,62 +407,22 @@ impl AuthProvider for OAuth {
     }
 
     async fn unauthorized(&self, refused: Refused) -> Result<(), AuthError> {
-        let _one = self.one_at_a_time.lock().await;
+        let inner = &self.inner;
+        let _one = inner.one_at_a_time.lock().await;
         let renewed = self
             .access_token()
             .is_some_and(|now| Some(&now) != refused.token.as_ref());
         if renewed {
             return Ok(());
         }
-        let attempts = self.with_state(|s| {
+        let attempts = inner.with_state(|s| {
             s.attempts += 1;
             s.attempts
         });
-        if attempts > self.options.max_attempts {
-            return Err(AuthError::TooManyAttempts(self.options.max_attempts));
+        if attempts > inner.options.max_attempts {
+            return Err(AuthError::TooManyAttempts(inner.options.max_attempts));
         }
-        let endpoint = refused.endpoint.as_str();
-        let challenge = refused.challenge;
-        let found = discover(endpoint, challenge.as_ref()).await?;
-        let server = &found.authorization_server;
-        let client = self.identity(server).await?;
-        let scope = self.scopes(challenge.as_ref(), &found.resource);
-        let resource = found.resource.resource.clone();
-        let request = AuthorizationRequest::new(
-            server,
-            &client.client_id,
-            &self.options.redirect_uri,
-            &resource,
-            scope.as_deref(),
-        )
-        .map_err(|e| AuthError::NotCompleted(e.to_string()))?;
-        let back = self
-            .handler
-            .authorize(&request.url, &request.redirect_uri)
-            .await?;
-        let iss_required = server.authorization_response_iss_parameter_supported == Some(true);
-        let code = request.code_from(&back, iss_required)?;
-        let token = request_token(
-            server,
-            &client,
-            &[
-                ("grant_type", "authorization_code"),
-                ("code", &code),
-                ("redirect_uri", &self.options.redirect_uri),
-                ("code_verifier", request.code_verifier()),
-                ("resource", &resource),
-            ],
-        )
-        .await?;
-        if let Some((store, key)) = &self.options.store {
-            store.save(key, &token);
-        }
-        self.with_state(|s| {
-            s.scopes = token.scope.clone().or(scope);
-            s.token = Some(token);
-            s.loaded = true;
-        });
-        Ok(())
+        inner.authorize(refused).await
     }
 }
 
@@ -308,7 +494,7 @@ mod tests {
             OAuthOptions::new("t", "http://localhost/cb"),
             FollowRedirects,
         );
-        oauth.with_state(|s| {
+        oauth.inner.with_state(|s| {
             s.token = Some(Token {
                 access_token: token.into(),
                 ..kept(Duration::from_secs(60))
@@ -327,7 +513,7 @@ mod tests {
     async fn a_refusal_of_a_token_already_replaced_does_not_authorize_again() {
         let oauth = holding("new", 0);
         assert!(oauth.unauthorized(refused("old")).await.is_ok());
-        assert_eq!(oauth.with_state(|s| s.attempts), 0);
+        assert_eq!(oauth.inner.with_state(|s| s.attempts), 0);
         let again = oauth.unauthorized(refused("new")).await;
         assert!(matches!(again, Err(AuthError::Discovery(_))), "{again:?}");
     }

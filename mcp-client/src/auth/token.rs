@@ -8,6 +8,7 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::assertion::{ClientKey, JWT_BEARER_ASSERTION};
 use super::discovery::AuthorizationServerMetadata;
 use super::request::{form, form_encode};
 use crate::fetch::post_json;
@@ -16,15 +17,17 @@ const MAX_DOCUMENT: usize = 256 * 1024;
 const TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Who the client is to an authorization server.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct ClientIdentity {
     /// `client_id` (pre-registered, registered, or a Client ID Metadata Document URL).
     pub client_id: String,
     /// Its secret, if it has one.
     pub client_secret: Option<String>,
-    /// How it authenticates at the token endpoint: `none`, `client_secret_basic` or
-    /// `client_secret_post`.
+    /// Its signing key, for `private_key_jwt`.
+    pub key: Option<ClientKey>,
+    /// How it authenticates at the token endpoint: `none`, `client_secret_basic`,
+    /// `client_secret_post` or `private_key_jwt`.
     pub auth_method: String,
 }
 
@@ -43,7 +46,29 @@ impl ClientIdentity {
         ClientIdentity {
             client_id: client_id.into(),
             client_secret: None,
+            key: None,
             auth_method: "none".into(),
+        }
+    }
+
+    /// A client that signs its own assertions (`private_key_jwt`).
+    pub fn private_key_jwt(client_id: impl Into<String>, key: ClientKey) -> Self {
+        ClientIdentity {
+            client_id: client_id.into(),
+            client_secret: None,
+            key: Some(key),
+            auth_method: "private_key_jwt".into(),
+        }
+    }
+
+    /// A confidential client with a secret, authenticating with `client_secret_basic`;
+    /// see [`ClientIdentity::confidential`] to follow what a server lists.
+    pub fn with_secret(client_id: impl Into<String>, secret: impl Into<String>) -> Self {
+        ClientIdentity {
+            client_id: client_id.into(),
+            client_secret: Some(secret.into()),
+            key: None,
+            auth_method: "client_secret_basic".into(),
         }
     }
 
@@ -62,6 +87,7 @@ impl ClientIdentity {
         ClientIdentity {
             client_id: client_id.into(),
             client_secret: Some(secret.into()),
+            key: None,
             auth_method: if post_only {
                 "client_secret_post"
             } else {
@@ -177,8 +203,19 @@ pub async fn request_token(
         .as_deref()
         .ok_or(TokenError::NoEndpoint("token endpoint"))?;
     let mut pairs: Vec<(&str, &str)> = params.to_vec();
-    let basic;
+    let (basic, assertion);
     let authorization = match (client.auth_method.as_str(), &client.client_secret) {
+        ("private_key_jwt", _) => {
+            let key = client.key.as_ref().ok_or_else(|| {
+                TokenError::Transport("private_key_jwt without a signing key".into())
+            })?;
+            // RFC 7523 §3: the audience is the authorization server (its issuer).
+            assertion = key.assertion(&client.client_id, &server.issuer)?;
+            pairs.push(("client_id", &client.client_id));
+            pairs.push(("client_assertion_type", JWT_BEARER_ASSERTION));
+            pairs.push(("client_assertion", &assertion));
+            None
+        }
         ("client_secret_basic", Some(secret)) => {
             // RFC 6749 §2.3.1: each form-encoded, then joined and base64'd.
             let raw = format!("{}:{}", form_encode(&client.client_id), form_encode(secret));
@@ -261,6 +298,7 @@ pub async fn register(
         (Some(s), Some(m)) if m != "none" => ClientIdentity {
             client_id: id.to_owned(),
             client_secret: Some(s.to_owned()),
+            key: None,
             auth_method: m.to_owned(),
         },
         (Some(s), None) => ClientIdentity::confidential(id, s, server),
