@@ -398,7 +398,7 @@ pub(super) fn answer_kind(answer: &RawValue, plan: &TaskPlan) -> AnswerKind {
     let text = answer.get();
     let wants_task = plan.as_task || plan.host_takes_task;
     let escapes = raw::has_key_escapes(text);
-    let may_task = wants_task && (escapes || raw::may_contain_key(text, "task"));
+    let may_task = wants_task && (escapes || finders::TASK.may_be_in(text));
     if !escapes && !may_task {
         match only_result_type(text) {
             ResultTypeSeen::None => return AnswerKind::Plain,
@@ -438,16 +438,15 @@ enum ResultTypeSeen {
 }
 
 fn only_result_type(text: &str) -> ResultTypeSeen {
-    const KEY: &[u8] = b"\"resultType\"";
     let bytes = text.as_bytes();
-    let mut found = memchr::memmem::find_iter(bytes, KEY);
+    let mut found = finders::RESULT_TYPE.find_iter(bytes);
     let Some(at) = found.next() else {
         return ResultTypeSeen::None;
     };
     if found.next().is_some() {
         return ResultTypeSeen::Unclear;
     }
-    let rest = bytes[at + KEY.len()..].trim_ascii_start();
+    let rest = bytes[at + finders::RESULT_TYPE_KEY.len()..].trim_ascii_start();
     let Some(rest) = rest.strip_prefix(b":") else {
         return ResultTypeSeen::Unclear;
     };
@@ -486,8 +485,8 @@ pub(super) fn tidy_result(
 ) -> Result<Box<RawValue>, ErrorObject> {
     let text = body.get();
     let escapes = raw::has_key_escapes(text);
-    let hop_meta = escapes || raw::may_contain_key(text, meta::RELATED_TASK);
-    let structured = escapes || raw::may_contain_key(text, "structuredContent");
+    let hop_meta = escapes || finders::RELATED_TASK.may_be_in(text);
+    let structured = escapes || finders::STRUCTURED.may_be_in(text);
     if !hop_meta && !structured {
         return Ok(body);
     }
@@ -524,7 +523,8 @@ fn add_text_copy(o: &mut RawObject<'_>) {
     let Ok(blocks) = serde_json::from_str::<Vec<&RawValue>>(content) else {
         return;
     };
-    let value: Option<Value> = serde_json::from_str(structured.get()).ok();
+    // Read only when a block's text could be the same object written differently.
+    let mut value: Option<Option<Value>> = None;
     let duplicate = blocks.iter().any(|b| {
         #[derive(serde::Deserialize)]
         struct Block<'a> {
@@ -533,12 +533,21 @@ fn add_text_copy(o: &mut RawObject<'_>) {
             #[serde(borrow)]
             text: Option<Cow<'a, str>>,
         }
-        serde_json::from_str::<Block<'_>>(b.get()).is_ok_and(|b| {
-            b.kind == "text"
-                && b.text
-                    .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-                    .is_some_and(|t| Some(&t) == value.as_ref())
-        })
+        let Ok(Block {
+            kind,
+            text: Some(t),
+        }) = serde_json::from_str::<Block<'_>>(b.get())
+        else {
+            return false;
+        };
+        if kind != "text" || !t.trim_start().starts_with(['{', '[']) {
+            return false;
+        }
+        if *t == *structured.get() {
+            return true;
+        }
+        let value = value.get_or_insert_with(|| serde_json::from_str(structured.get()).ok());
+        value.is_some() && serde_json::from_str::<Value>(&t).ok() == *value
     });
     if duplicate {
         return;
@@ -552,6 +561,24 @@ fn add_text_copy(o: &mut RawObject<'_>) {
     let content = raw::to_array(&items);
     drop(items);
     o.insert("content", content);
+}
+
+/// The searchers for the names every answer is looked at for, built once: building one
+/// costs more than searching a short answer.
+mod finders {
+    use std::sync::LazyLock;
+
+    use mcp_types::meta;
+    use mcp_types::raw::KeyFinder;
+
+    pub(super) static TASK: LazyLock<KeyFinder> = LazyLock::new(|| KeyFinder::new("task"));
+    pub(super) static RELATED_TASK: LazyLock<KeyFinder> =
+        LazyLock::new(|| KeyFinder::new(meta::RELATED_TASK));
+    pub(super) static STRUCTURED: LazyLock<KeyFinder> =
+        LazyLock::new(|| KeyFinder::new("structuredContent"));
+    pub(super) const RESULT_TYPE_KEY: &[u8] = b"\"resultType\"";
+    pub(super) static RESULT_TYPE: LazyLock<memchr::memmem::Finder<'static>> =
+        LazyLock::new(|| memchr::memmem::Finder::new(RESULT_TYPE_KEY));
 }
 
 #[cfg(test)]

@@ -51,8 +51,8 @@ impl Session {
             .is_some_and(|r| r.has("ttlMs", revision));
         let plain = !raw::has_key_escapes(text)
             && !may_cache
-            && !raw::may_contain_key(text, "_meta")
-            && !raw::may_contain_key(text, "ttlMs");
+            && !finders::META.may_be_in(text)
+            && !finders::TTL_MS.may_be_in(text);
         if plain {
             // Nothing to keep in step with: the server's name is one member more.
             if let Some(out) = raw::append_member(&body, "_meta", &self.shared.info_meta) {
@@ -107,4 +107,14 @@ pub(super) fn with_meta(body: &RawValue, key: &str, value: Box<RawValue>, keep: 
     let mut o = RawObject::from_raw(body).map_err(internal)?;
     meta::set_raw(&mut o, key, &value, keep);
     Ok(o.to_raw())
+}
+
+/// The searchers for the names every result is looked at for, built once.
+mod finders {
+    use std::sync::LazyLock;
+
+    use mcp_types::raw::KeyFinder;
+
+    pub(super) static META: LazyLock<KeyFinder> = LazyLock::new(|| KeyFinder::new("_meta"));
+    pub(super) static TTL_MS: LazyLock<KeyFinder> = LazyLock::new(|| KeyFinder::new("ttlMs"));
 }

@@ -46,6 +46,16 @@ impl IdNumber {
             NumberText::Text(_) => None,
         }
     }
+
+    /// Appends the id's JSON text to `out`.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        match &self.0 {
+            NumberText::Integer(n) => {
+                out.extend_from_slice(itoa::Buffer::new().format(*n).as_bytes())
+            }
+            NumberText::Text(t) => out.extend_from_slice(t.as_bytes()),
+        }
+    }
 }
 
 impl From<i64> for IdNumber {
@@ -158,5 +168,30 @@ pub(super) fn id_from_raw(raw: &RawValue) -> Result<Option<RequestId>, String> {
         Some(b'n') if text == "null" => Ok(None),
         Some(b'-' | b'0'..=b'9') => Ok(Some(RequestId::Number(IdNumber::from_text(text)))),
         _ => Err(format!("an id must be a string or a number, not {text}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_ids_are_written_back_as_they_were_written() {
+        for text in [
+            "0",
+            "-1",
+            "42",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "9223372036854775808",
+            "123456789012345678901234567890",
+            "1.0",
+            "1e3",
+            "-0",
+        ] {
+            let mut out = Vec::new();
+            IdNumber::from_text(text).write_to(&mut out);
+            assert_eq!(String::from_utf8_lossy(&out), text);
+        }
     }
 }

@@ -3,11 +3,8 @@
 //! would only cost time. Only what is not raw (an error object, unknown envelope members)
 //! is written by serde_json.
 
-use std::io::Write;
-
 use serde::Serialize;
 
-use super::id::IdNumber;
 use super::{Extra, Frame, Message, RequestId};
 use crate::raw::write_str;
 
@@ -78,13 +75,8 @@ fn write_id(out: &mut Vec<u8>, id: &RequestId) {
     out.extend_from_slice(br#","id":"#);
     match id {
         RequestId::String(s) => write_str(out, s),
-        RequestId::Number(n) => write_number(out, n),
+        RequestId::Number(n) => n.write_to(out),
     }
-}
-
-fn write_number(out: &mut Vec<u8>, n: &IdNumber) {
-    // A Vec takes any write; the number's text is written as it came.
-    let _ = write!(out, "{n}");
 }
 
 fn write_method(out: &mut Vec<u8>, method: &str) {

@@ -525,6 +525,23 @@ mod tests {
         assert!(!may_contain_key(r#"{"x_meta":1}"#, "_meta"));
         let long = "k".repeat(100);
         assert!(may_contain_key(&format!(r#"{{"{long}":1}}"#), &long));
+        // A searcher built once answers the same.
+        let pad = format!(r#""pad":"{}","#, "x".repeat(5000));
+        let finder = KeyFinder::new("_meta");
+        for prefix in ["", pad.as_str()] {
+            let has = |t: &str| {
+                let text = format!("{{{prefix}{t}}}");
+                let (slow, fast) = (may_contain_key(&text, "_meta"), finder.may_be_in(&text));
+                assert_eq!(slow, fast, "{t}");
+                fast
+            };
+            assert!(has(r#""a":{"_meta":1}"#), "{}", prefix.len());
+            assert!(has(r#""s":"_meta""#), "as a value it may be a key too");
+            assert!(!has(r#""x_meta":1"#));
+            assert!(!has(r#""_metax":1"#));
+            assert!(!has(r#""s":"say \"_meta\"""#));
+            assert!(!has(r#""_met":"a""#));
+        }
         assert!(has_key_escapes(r#"{"result\u0054ype":1}"#));
         assert!(has_key_escapes(r#"{"a\/b":1}"#));
         assert!(!has_key_escapes(r#"{"a":"line\nbreak \\ slash"}"#));

@@ -59,8 +59,6 @@ pub fn is_array(raw: &RawValue) -> bool {
 /// must not miss one treats text holding `\u` or `\/` as containing everything (see
 /// [`has_key_escapes`]).
 pub fn may_contain_key(text: &str, key: &str) -> bool {
-    // The name itself is searched (one SIMD pass: in most payloads it is not there at all),
-    // and each place it is found is checked for its quotes.
     let (hay, needle) = (text.as_bytes(), key.as_bytes());
     if needle.is_empty() {
         return text.contains("\"\"");
@@ -69,6 +67,29 @@ pub fn may_contain_key(text: &str, key: &str) -> bool {
         let end = i + needle.len();
         i > 0 && hay[i - 1] == b'"' && hay.get(end) == Some(&b'"')
     })
+}
+
+/// [`may_contain_key`] for one key, its searcher built once: for the names a relay looks
+/// for in every message (building a searcher costs more than searching a short one).
+/// Keep one in a `static` (`LazyLock`).
+#[derive(Debug, Clone)]
+pub struct KeyFinder {
+    quoted: memchr::memmem::Finder<'static>,
+}
+
+impl KeyFinder {
+    /// A searcher for member `key`.
+    pub fn new(key: &str) -> Self {
+        let quoted = format!("\"{key}\"");
+        KeyFinder {
+            quoted: memchr::memmem::Finder::new(quoted.as_bytes()).into_owned(),
+        }
+    }
+
+    /// Whether `text` may contain the key, as [`may_contain_key`] says.
+    pub fn may_be_in(&self, text: &str) -> bool {
+        self.quoted.find(text.as_bytes()).is_some()
+    }
 }
 
 /// Whether `text` holds an escape that could spell a member name differently from its
@@ -161,7 +182,12 @@ pub(crate) fn push_str(out: &mut String, s: &str) {
 
 /// Whether `s` is its own JSON string body (nothing to escape).
 fn is_plain(s: &str) -> bool {
-    s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\')
+    // No early exit inside a chunk, so the compiler can test many bytes at once.
+    s.as_bytes().chunks(32).all(|chunk| {
+        !chunk.iter().fold(false, |bad, &b| {
+            bad | (b < 0x20) | (b == b'"') | (b == b'\\')
+        })
+    })
 }
 
 /// `object` (a JSON object's raw text) with one member added at its end, everything
@@ -248,6 +274,27 @@ impl<'de> Deserializer<'de> for Prewritten {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn plain_strings_are_told_from_those_needing_escapes_anywhere_in_them() {
+        let long = "é".repeat(40);
+        assert!(is_plain(""));
+        assert!(is_plain(&long));
+        for bad in ['"', '\\', '\n', '\u{1f}'] {
+            for at in [0, 31, 32, 70] {
+                let mut s = long.chars().take(at).collect::<String>();
+                s.push(bad);
+                s.push_str("tail");
+                assert!(!is_plain(&s), "{bad:?} at {at}");
+                let mut out = String::new();
+                push_str(&mut out, &s);
+                assert_eq!(
+                    serde_json::from_str::<String>(&out).ok().as_deref(),
+                    Some(&*s)
+                );
+            }
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -60,3 +60,26 @@ fn the_text_copy_keeps_numbers_and_key_order() {
     let again = tidy_result("up", out.clone()).expect("tidy");
     assert_eq!(again.get(), out.get());
 }
+
+#[test]
+fn a_text_block_holding_the_structured_value_in_any_spelling_counts_as_its_copy() {
+    let with_text = |text: &str| {
+        let block = serde_json::json!({"type": "text", "text": text}).to_string();
+        raw(&format!(
+            r#"{{"content":[{block}],"structuredContent":{{"a":1,"b":[true]}}}}"#
+        ))
+    };
+    for same in [r#"{"a":1,"b":[true]}"#, r#" { "b" : [ true ], "a" : 1 }"#] {
+        let body = with_text(same);
+        assert_eq!(
+            tidy_result("up", body.clone()).expect("tidy").get(),
+            body.get()
+        );
+    }
+    for other in ["a: 1", r#"{"a":2,"b":[true]}"#, "[1]"] {
+        let out = tidy_result("up", with_text(other)).expect("tidy");
+        let v: Value = serde_json::from_str(out.get()).expect("json");
+        assert_eq!(v["content"].as_array().map(Vec::len), Some(2), "{other}");
+        assert_eq!(v["content"][1]["text"], r#"{"a":1,"b":[true]}"#);
+    }
+}
