@@ -4,6 +4,7 @@ mod conformance_fixtures;
 mod conformance_tasks;
 mod echo_tools;
 mod notes_tools;
+pub mod oauth_server;
 pub use conformance_fixtures::Conformance;
 pub use echo_tools::*;
 pub use notes_tools::*;

@@ -8,6 +8,7 @@ mod assertion;
 mod challenge;
 pub mod discovery;
 mod grant;
+mod loopback;
 mod oauth;
 mod pkce;
 mod provider;
@@ -22,6 +23,7 @@ pub use discovery::{
     discover, AuthorizationServerMetadata, Discovery, DiscoveryError, ProtectedResourceMetadata,
 };
 pub use grant::JWT_BEARER_GRANT;
+pub use loopback::LoopbackBrowser;
 pub use oauth::{AuthorizationHandler, FollowRedirects, OAuth, OAuthOptions};
 pub use pkce::{NoRandomness, Pkce};
 pub use provider::{AuthError, AuthProvider, Refused};

@@ -40,6 +40,9 @@ pub struct OAuthOptions {
     /// The URL of this client's Client ID Metadata Document, used as its `client_id`
     /// where the server takes such documents.
     pub client_metadata_url: Option<String>,
+    /// Scopes to ask (space-separated) besides those the server's challenge or metadata
+    /// name.
+    pub scopes: Option<String>,
     /// Authorizations in a row (without a request succeeding) before giving up.
     pub max_attempts: usize,
     /// Where tokens are kept between runs, and under which key (the server's URL, say):
@@ -54,6 +57,7 @@ impl std::fmt::Debug for OAuthOptions {
             .field("redirect_uri", &self.redirect_uri)
             .field("client", &self.client)
             .field("client_metadata_url", &self.client_metadata_url)
+            .field("scopes", &self.scopes)
             .field("max_attempts", &self.max_attempts)
             .field("store", &self.store.as_ref().map(|(_, key)| key))
             .finish()
@@ -68,6 +72,7 @@ impl OAuthOptions {
             redirect_uri: redirect_uri.into(),
             client: None,
             client_metadata_url: None,
+            scopes: None,
             max_attempts: 3,
             store: None,
         }
@@ -225,19 +230,9 @@ impl Inner {
     ) -> Option<String> {
         let wanted = select_scopes(challenge, resource);
         let step_up = challenge.and_then(|c| c.error.as_deref()) == Some("insufficient_scope");
-        let held = self.with_state(|s| s.scopes.clone());
-        match (step_up, held, wanted) {
-            (true, Some(held), Some(more)) => {
-                let mut all: Vec<&str> = held.split_whitespace().collect();
-                for s in more.split_whitespace() {
-                    if !all.contains(&s) {
-                        all.push(s);
-                    }
-                }
-                Some(all.join(" "))
-            }
-            (_, _, wanted) => wanted,
-        }
+        let held = self.with_state(|s| s.scopes.clone()).filter(|_| step_up);
+        let configured = self.options.scopes.as_deref();
+        union([held.as_deref(), configured, wanted.as_deref()])
     }
 
     /// Keeps `token` (in the store too), with the scopes it was asked for.
@@ -375,6 +370,17 @@ impl Inner {
         self.keep(token, scope);
         Ok(())
     }
+}
+
+/// The scopes of every list given, each once, in order; `None` if there are none.
+fn union<'a>(lists: impl IntoIterator<Item = Option<&'a str>>) -> Option<String> {
+    let mut all: Vec<&str> = Vec::new();
+    for scope in lists.into_iter().flatten().flat_map(str::split_whitespace) {
+        if !all.contains(&scope) {
+            all.push(scope);
+        }
+    }
+    (!all.is_empty()).then(|| all.join(" "))
 }
 
 #[async_trait]

@@ -19,6 +19,21 @@ use mcp_server::auth::{
 use super::{keys, known_keys, Fields, Problem};
 use crate::jwks::JwksUri;
 
+/// A secret given as `<field>` or, better, named by `<field>Env` (an environment
+/// variable): `None` when neither is there, an error when both are or the variable is
+/// not set.
+pub(super) fn secret(f: &Fields<'_>, field: &str) -> Result<Option<String>, Problem> {
+    let env = format!("{field}Env");
+    match (f.string(field)?, f.string(&env)?) {
+        (Some(s), None) => Ok(Some(s)),
+        (None, Some(var)) => std::env::var(&var)
+            .map(Some)
+            .map_err(|_| f.problem(&env, format!("environment variable {var} is not set"))),
+        (None, None) => Ok(None),
+        (Some(_), Some(_)) => Err(f.problem(&env, format!("give `{field}` or `{env}`, not both"))),
+    }
+}
+
 /// The `auth` object at `gateway.auth`.
 pub(super) fn authorization(v: &Value) -> Result<Authorization, Problem> {
     let at = "gateway.auth";
@@ -117,13 +132,8 @@ fn api_keys(v: &Value) -> Result<ApiKeys, Problem> {
         let name = f
             .string("name")?
             .ok_or_else(|| f.problem("name", "required: names the key in logs and views"))?;
-        let secret = match (f.string("key")?, f.string("keyEnv")?) {
-            (Some(k), None) => k,
-            (None, Some(var)) => std::env::var(&var).map_err(|_| {
-                f.problem("keyEnv", format!("environment variable {var} is not set"))
-            })?,
-            _ => return Err(f.problem("", "needs `key` or `keyEnv` (one of them)")),
-        };
+        let secret = secret(&f, "key")?
+            .ok_or_else(|| f.problem("", "needs `key` or `keyEnv` (one of them)"))?;
         if secret.len() < 16 {
             return Err(f.problem("key", "must be at least 16 characters"));
         }

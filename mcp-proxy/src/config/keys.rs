@@ -29,6 +29,23 @@ pub(super) const SERVER: &[&str] = &[
     "callTimeoutSeconds",
     "maxMessageBytes",
     "overrides",
+    "auth",
+];
+
+/// A `url` server's `auth`.
+pub(super) const UPSTREAM_AUTH: &[&str] = &[
+    "type",
+    "clientId",
+    "clientSecret",
+    "clientSecretEnv",
+    "privateKeyFile",
+    "signingAlgorithm",
+    "keyId",
+    "clientMetadataUrl",
+    "redirectUri",
+    "scopes",
+    "tokenStore",
+    "tokenFile",
 ];
 
 /// One entry of a server's `overrides`.

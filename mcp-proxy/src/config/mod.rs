@@ -33,6 +33,7 @@ mod auth;
 mod keys;
 mod overrides;
 mod pins;
+mod upstream_auth;
 mod views;
 
 use crate::naming::Prefixed;
@@ -324,8 +325,23 @@ fn transport(f: &Fields<'_>) -> Result<UpstreamTransport, Problem> {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 return Err(f.problem("url", format!("{url:?} is not an http(s) URL")));
             }
+            let headers: Vec<(String, String)> = f.map("headers")?.into_iter().collect();
+            let auth = match f.obj.get("auth") {
+                None => None,
+                Some(_)
+                    if headers
+                        .iter()
+                        .any(|(k, _)| k.eq_ignore_ascii_case("authorization")) =>
+                {
+                    return Err(
+                        f.problem("auth", "give `auth` or an `Authorization` header, not both")
+                    )
+                }
+                Some(a) => Some(upstream_auth::upstream_auth(a, &f.at, &url)?),
+            };
             Ok(UpstreamTransport::Http(HttpConfig {
-                headers: f.map("headers")?.into_iter().collect(),
+                headers,
+                auth,
                 ..HttpConfig::new(url)
             }))
         }
