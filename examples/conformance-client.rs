@@ -114,7 +114,8 @@ fn arguments_for(tool: &Tool) -> Map<String, Value> {
 /// grants without a user. The `client-credentials` scenarios are machine clients.
 fn oauth_client(scenario: &str) -> Result<mcp_client::auth::OAuth, String> {
     use mcp_client::auth::{
-        ClientIdentity, ClientKey, FollowRedirects, OAuth, OAuthOptions, StaticWorkloadToken,
+        ClientIdentity, ClientKey, FollowRedirects, IdJagExchange, OAuth, OAuthOptions,
+        StaticAssertion,
     };
     let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
         .ok()
@@ -144,9 +145,16 @@ fn oauth_client(scenario: &str) -> Result<mcp_client::auth::OAuth, String> {
     tracing::debug!(scenario, "authorizing as the suite's OAuth client");
     Ok(match (scenario, text("valid_jwt")) {
         (s, _) if s.starts_with("auth/client-credentials") => OAuth::client_credentials(options),
-        (_, Some(workload)) => {
-            OAuth::workload_identity(options, StaticWorkloadToken(workload.to_owned()))
+        _ if text("idp_id_token").is_some() => {
+            let idp = IdJagExchange::new(
+                text("idp_issuer").unwrap_or_default(),
+                text("idp_token_endpoint").unwrap_or_default(),
+                ClientIdentity::public(text("idp_client_id").unwrap_or_default()),
+                text("idp_id_token").unwrap_or_default(),
+            );
+            OAuth::jwt_bearer(options, idp)
         }
+        (_, Some(workload)) => OAuth::jwt_bearer(options, StaticAssertion(workload.to_owned())),
         _ => OAuth::new(options, FollowRedirects),
     })
 }

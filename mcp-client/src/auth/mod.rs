@@ -8,6 +8,8 @@ mod assertion;
 mod challenge;
 pub mod discovery;
 mod grant;
+mod grant_assertion;
+mod id_jag;
 mod loopback;
 mod oauth;
 mod pkce;
@@ -15,7 +17,6 @@ mod provider;
 mod request;
 mod store;
 mod token;
-mod workload;
 
 pub use assertion::{ClientKey, ClientKeyError, JWT_BEARER_ASSERTION};
 pub use challenge::BearerChallenge;
@@ -23,6 +24,8 @@ pub use discovery::{
     discover, AuthorizationServerMetadata, Discovery, DiscoveryError, ProtectedResourceMetadata,
 };
 pub use grant::JWT_BEARER_GRANT;
+pub use grant_assertion::{AssertionFile, GrantAssertion, StaticAssertion};
+pub use id_jag::IdJagExchange;
 pub use loopback::LoopbackBrowser;
 pub use oauth::{AuthorizationHandler, FollowRedirects, OAuth, OAuthOptions};
 pub use pkce::{NoRandomness, Pkce};
@@ -30,4 +33,3 @@ pub use provider::{AuthError, AuthProvider, Refused};
 pub use request::{select_scopes, AuthorizationRequest, RedirectError};
 pub use store::{FileStore, MemoryStore, TokenStore};
 pub use token::{register, request_token, ClientIdentity, Token, TokenError};
-pub use workload::{StaticWorkloadToken, WorkloadToken, WorkloadTokenFile};

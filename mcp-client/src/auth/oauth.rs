@@ -11,11 +11,11 @@ use async_trait::async_trait;
 
 use super::discovery::{discover, AuthorizationServerMetadata, Discovery};
 use super::grant;
+use super::grant_assertion::GrantAssertion;
 use super::provider::{AuthError, AuthProvider, Refused};
 use super::request::select_scopes;
 use super::store::TokenStore;
 use super::token::{register, ClientIdentity, Token};
-use super::workload::WorkloadToken;
 use super::BearerChallenge;
 
 /// Where the user grants access: the authorization URL in, the URL the user-agent was
@@ -108,9 +108,9 @@ enum Flow {
     /// The client credentials grant (the `oauth-client-credentials` extension): the
     /// client is its own principal, no user, no redirect.
     ClientCredentials,
-    /// The JWT bearer grant with the workload's own identity token (workload identity
-    /// federation).
-    JwtBearer(Box<dyn WorkloadToken>),
+    /// The JWT bearer grant with an assertion from elsewhere (workload identity
+    /// federation, enterprise-managed authorization).
+    JwtBearer(Box<dyn GrantAssertion>),
 }
 
 impl Flow {
@@ -157,10 +157,11 @@ impl OAuth {
         Self::with_flow(options, Flow::ClientCredentials)
     }
 
-    /// The JWT bearer grant (RFC 7523 §2.1) with the workload identity token `source`
-    /// gives, as `options.client` (workload identity federation, SEP-1933). A refused
-    /// grant is reported, not retried with another grant.
-    pub fn workload_identity(options: OAuthOptions, source: impl WorkloadToken) -> Self {
+    /// The JWT bearer grant (RFC 7523 §2.1) with the assertion `source` gives, as
+    /// `options.client`: workload identity federation (SEP-1933) with an
+    /// [`super::AssertionFile`], enterprise-managed authorization (SEP-990) with an
+    /// [`super::IdJagExchange`]. A refused grant is reported, not retried with another.
+    pub fn jwt_bearer(options: OAuthOptions, source: impl GrantAssertion) -> Self {
         Self::with_flow(options, Flow::JwtBearer(Box::new(source)))
     }
 
@@ -298,7 +299,7 @@ impl Inner {
                 grant::client_credentials(server, &client, resource, scope).await?
             }
             Flow::JwtBearer(source) => {
-                let assertion = source.token(&server.issuer).await?;
+                let assertion = source.assertion(&server.issuer, resource).await?;
                 grant::jwt_bearer(server, &client, &assertion, resource, scope).await?
             }
             Flow::Code(handler) => {

@@ -202,6 +202,33 @@ pub async fn request_token(
         .token_endpoint
         .as_deref()
         .ok_or(TokenError::NoEndpoint("token endpoint"))?;
+    let body = post_token_request(endpoint, &server.issuer, client, params).await?;
+    let t: TokenResponse = serde_json::from_value(body)
+        .map_err(|e| TokenError::Transport(format!("token response: {e}")))?;
+    if t.token_type
+        .as_deref()
+        .is_some_and(|k| !k.eq_ignore_ascii_case("bearer"))
+    {
+        return Err(TokenError::Transport("token type is not Bearer".into()));
+    }
+    Ok(Token {
+        access_token: t.access_token,
+        refresh_token: t.refresh_token,
+        expires_at: t
+            .expires_in
+            .map(|s| Instant::now() + Duration::from_secs(s)),
+        scope: t.scope,
+    })
+}
+
+/// POSTs a token request (`params` and `client`'s authentication) to `endpoint` of the
+/// server `issuer`: its JSON answer, or the OAuth error it refused with.
+pub(crate) async fn post_token_request(
+    endpoint: &str,
+    issuer: &str,
+    client: &ClientIdentity,
+    params: &[(&str, &str)],
+) -> Result<Value, TokenError> {
     let mut pairs: Vec<(&str, &str)> = params.to_vec();
     let (basic, assertion);
     let authorization = match (client.auth_method.as_str(), &client.client_secret) {
@@ -210,7 +237,7 @@ pub async fn request_token(
                 TokenError::Transport("private_key_jwt without a signing key".into())
             })?;
             // RFC 7523 §3: the audience is the authorization server (its issuer).
-            assertion = key.assertion(&client.client_id, &server.issuer)?;
+            assertion = key.assertion(&client.client_id, issuer)?;
             pairs.push(("client_id", &client.client_id));
             pairs.push(("client_assertion_type", JWT_BEARER_ASSERTION));
             pairs.push(("client_assertion", &assertion));
@@ -232,29 +259,13 @@ pub async fn request_token(
             None
         }
     };
-    let body = post_to(
+    post_to(
         ("token endpoint", endpoint),
         "application/x-www-form-urlencoded",
         form(&pairs),
         authorization,
     )
-    .await?;
-    let t: TokenResponse = serde_json::from_value(body)
-        .map_err(|e| TokenError::Transport(format!("token response: {e}")))?;
-    if t.token_type
-        .as_deref()
-        .is_some_and(|k| !k.eq_ignore_ascii_case("bearer"))
-    {
-        return Err(TokenError::Transport("token type is not Bearer".into()));
-    }
-    Ok(Token {
-        access_token: t.access_token,
-        refresh_token: t.refresh_token,
-        expires_at: t
-            .expires_in
-            .map(|s| Instant::now() + Duration::from_secs(s)),
-        scope: t.scope,
-    })
+    .await
 }
 
 /// Registers a public client for `redirect_uri` (RFC 7591) and says who it now is.

@@ -20,8 +20,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use mcp_client::auth::{
-    AuthProvider, ClientIdentity, ClientKey, FileStore, LoopbackBrowser, OAuth, OAuthOptions,
-    TokenStore, WorkloadTokenFile,
+    AssertionFile, AuthProvider, ClientIdentity, ClientKey, FileStore, LoopbackBrowser, OAuth,
+    OAuthOptions, TokenStore,
 };
 
 use super::auth::secret;
@@ -89,7 +89,7 @@ pub(super) fn upstream_auth(
                     "required: the file the platform keeps the workload's token in",
                 )
             })?;
-            OAuth::workload_identity(options, WorkloadTokenFile(file.into()))
+            OAuth::jwt_bearer(options, AssertionFile(file.into()))
         }
         other => {
             return Err(f.problem(
