@@ -128,6 +128,8 @@ fn oauth_client(scenario: &str) -> Result<mcp_client::auth::OAuth, String> {
     );
     options.client_metadata_url =
         Some("https://conformance-test.local/client-metadata.json".into());
+    // DPoP-bound tokens wherever the authorization server takes DPoP proofs.
+    options.dpop = true;
     options.client = match (
         text("client_id"),
         text("client_secret"),

@@ -120,29 +120,44 @@ pub async fn get_json(url: &str, max_bytes: usize, timeout: Duration) -> Result<
         .map_err(|_| FetchError::Timeout(url.to_owned()))?
 }
 
-/// `POST url` with `body` of `content_type` (and `authorization`, if given), read as
-/// [`get_json`] reads: bounded, in time, no redirects. Any status comes back with the
-/// body (JSON, else `null`): what an error means is the caller's protocol to read.
+/// What a `POST` got back: the status, the headers and the body (JSON, else `null`).
+#[derive(Debug)]
+pub struct Posted {
+    /// The status.
+    pub status: StatusCode,
+    /// The headers.
+    pub headers: http::HeaderMap,
+    /// The body, if it is JSON.
+    pub body: Value,
+}
+
+/// `POST url` with `body` of `content_type` and `headers`, read as [`get_json`] reads:
+/// bounded, in time, no redirects. Any status comes back with the body: what an error
+/// means is the caller's protocol to read.
 pub async fn post_json(
     url: &str,
     content_type: &str,
     body: String,
-    authorization: Option<&str>,
+    headers: &[(&str, &str)],
     max_bytes: usize,
     timeout: Duration,
-) -> Result<(StatusCode, Value), FetchError> {
+) -> Result<Posted, FetchError> {
     let mut request = Request::post(http_uri(url)?)
         .header(header::ACCEPT, "application/json")
         .header(header::CONTENT_TYPE, content_type);
-    if let Some(a) = authorization {
-        request = request.header(header::AUTHORIZATION, a);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
     }
     let request = request.body(Full::new(Bytes::from(body)));
     let exchange = async {
         let response = send(url, request).await?;
-        let status = response.status();
+        let (status, headers) = (response.status(), response.headers().clone());
         let body = read_limited(url, response, max_bytes).await?;
-        Ok((status, serde_json::from_slice(&body).unwrap_or(Value::Null)))
+        Ok(Posted {
+            status,
+            headers,
+            body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        })
     };
     tokio::time::timeout(timeout, exchange)
         .await

@@ -16,31 +16,39 @@ pub struct BearerChallenge {
 }
 
 impl BearerChallenge {
-    /// The Bearer challenge among those of a `WWW-Authenticate` value (several schemes may
-    /// share one header), or `None` when there is none.
+    /// The Bearer (or DPoP) challenge among those of a `WWW-Authenticate` value (several
+    /// schemes may share one header), or `None` when there is none.
     pub fn parse(header: &str) -> Option<BearerChallenge> {
         let mut rest = header;
+        let mut dpop = None;
         loop {
             let (scheme, after) = split_token(rest.trim_start());
             if scheme.is_empty() {
-                return None;
+                return dpop;
             }
             let (params, next) = parameters(after);
+            let get = |k: &str| {
+                params
+                    .iter()
+                    .find(|(n, _)| n.eq_ignore_ascii_case(k))
+                    .map(|(_, v)| v.clone())
+            };
+            let challenge = || BearerChallenge {
+                resource_metadata: get("resource_metadata"),
+                scope: get("scope"),
+                error: get("error"),
+                error_description: get("error_description"),
+            };
             if scheme.eq_ignore_ascii_case("bearer") {
-                let get = |k: &str| {
-                    params
-                        .iter()
-                        .find(|(n, _)| n.eq_ignore_ascii_case(k))
-                        .map(|(_, v)| v.clone())
-                };
-                return Some(BearerChallenge {
-                    resource_metadata: get("resource_metadata"),
-                    scope: get("scope"),
-                    error: get("error"),
-                    error_description: get("error_description"),
-                });
+                return Some(challenge());
             }
-            rest = next?;
+            // A DPoP challenge (RFC 9449 §7.1) carries the same parameters; a Bearer one
+            // beside it is preferred.
+            if scheme.eq_ignore_ascii_case("dpop") && dpop.is_none() {
+                dpop = Some(challenge());
+            }
+            let Some(next) = next else { return dpop };
+            rest = next;
         }
     }
 
@@ -137,6 +145,12 @@ mod tests {
             Some(BearerChallenge::default())
         );
         assert_eq!(BearerChallenge::parse(r#"Basic realm="x""#), None);
+        let c = BearerChallenge::parse(
+            r#"DPoP error="use_dpop_nonce", resource_metadata="https://m/x""#,
+        )
+        .expect("a DPoP challenge alone is read");
+        assert_eq!(c.error.as_deref(), Some("use_dpop_nonce"));
+        assert_eq!(c.resource_metadata.as_deref(), Some("https://m/x"));
         assert_eq!(BearerChallenge::parse(""), None);
     }
 }

@@ -70,6 +70,9 @@ pub struct AuthorizationServerMetadata {
     /// Whether it sends `iss` with authorization responses (RFC 9207).
     #[serde(default)]
     pub authorization_response_iss_parameter_supported: Option<bool>,
+    /// The algorithms of DPoP proofs it takes (RFC 9449 §5.1).
+    #[serde(default)]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
     /// The document as it came.
     #[serde(skip)]
     pub raw: Value,

@@ -3,10 +3,11 @@
 //! authorization code one first has the user authorize through the handler.
 
 use super::discovery::AuthorizationServerMetadata;
+use super::dpop::DpopKey;
 use super::oauth::AuthorizationHandler;
 use super::provider::AuthError;
 use super::request::AuthorizationRequest;
-use super::token::{request_token, ClientIdentity, Token, TokenError};
+use super::token::{request_token_with, ClientIdentity, Token, TokenError};
 
 /// One run of the authorization code flow.
 pub(crate) struct Code<'a> {
@@ -15,6 +16,8 @@ pub(crate) struct Code<'a> {
     pub(crate) redirect_uri: &'a str,
     /// The resource (RFC 8707) the token is for.
     pub(crate) resource: &'a str,
+    /// The key the token is to be bound to (DPoP), if any.
+    pub(crate) dpop: Option<&'a DpopKey>,
 }
 
 impl Code<'_> {
@@ -45,7 +48,7 @@ impl Code<'_> {
             ("code_verifier", request.code_verifier()),
             ("resource", self.resource),
         ];
-        Ok(request_token(self.server, self.client, &params).await?)
+        Ok(request_token_with(self.server, self.client, &params, self.dpop).await?)
     }
 }
 
@@ -55,12 +58,13 @@ pub(crate) async fn client_credentials(
     client: &ClientIdentity,
     resource: &str,
     scope: Option<&str>,
+    dpop: Option<&DpopKey>,
 ) -> Result<Token, TokenError> {
     let mut params = vec![("grant_type", "client_credentials"), ("resource", resource)];
     if let Some(scope) = scope {
         params.push(("scope", scope));
     }
-    request_token(server, client, &params).await
+    request_token_with(server, client, &params, dpop).await
 }
 
 /// `grant_type` of the JWT bearer grant (RFC 7523 §2.1).
@@ -75,6 +79,7 @@ pub(crate) async fn jwt_bearer(
     assertion: &str,
     resource: &str,
     scope: Option<&str>,
+    dpop: Option<&DpopKey>,
 ) -> Result<Token, TokenError> {
     let mut params = vec![
         ("grant_type", JWT_BEARER_GRANT),
@@ -84,7 +89,7 @@ pub(crate) async fn jwt_bearer(
     if let Some(scope) = scope {
         params.push(("scope", scope));
     }
-    request_token(server, client, &params).await
+    request_token_with(server, client, &params, dpop).await
 }
 
 /// A new access token for the refresh token `refresh` (RFC 6749 §6), for `resource`.
@@ -93,11 +98,12 @@ pub(crate) async fn refresh(
     client: &ClientIdentity,
     refresh: &str,
     resource: &str,
+    dpop: Option<&DpopKey>,
 ) -> Result<Token, TokenError> {
     let params = [
         ("grant_type", "refresh_token"),
         ("refresh_token", refresh),
         ("resource", resource),
     ];
-    request_token(server, client, &params).await
+    request_token_with(server, client, &params, dpop).await
 }

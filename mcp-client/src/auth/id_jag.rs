@@ -65,8 +65,14 @@ impl GrantAssertion for IdJagExchange {
             ("subject_token", self.id_token.as_str()),
             ("subject_token_type", ID_TOKEN),
         ];
-        let body =
-            post_token_request(&self.token_endpoint, &self.issuer, &self.client, &params).await?;
+        let body = post_token_request(
+            &self.token_endpoint,
+            &self.issuer,
+            &self.client,
+            &params,
+            None,
+        )
+        .await?;
         let issued = body.get("issued_token_type").and_then(Value::as_str);
         if issued.is_some_and(|t| t != ID_JAG) {
             return Err(AuthError::NotCompleted(format!(

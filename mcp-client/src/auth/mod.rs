@@ -7,6 +7,7 @@
 mod assertion;
 mod challenge;
 pub mod discovery;
+mod dpop;
 mod grant;
 mod grant_assertion;
 mod id_jag;
@@ -23,13 +24,14 @@ pub use challenge::BearerChallenge;
 pub use discovery::{
     discover, AuthorizationServerMetadata, Discovery, DiscoveryError, ProtectedResourceMetadata,
 };
+pub use dpop::DpopKey;
 pub use grant::JWT_BEARER_GRANT;
 pub use grant_assertion::{AssertionFile, GrantAssertion, StaticAssertion};
 pub use id_jag::IdJagExchange;
 pub use loopback::LoopbackBrowser;
 pub use oauth::{AuthorizationHandler, FollowRedirects, OAuth, OAuthOptions};
 pub use pkce::{NoRandomness, Pkce};
-pub use provider::{AuthError, AuthProvider, Refused};
+pub use provider::{AuthError, AuthProvider, Credentials, Refused};
 pub use request::{select_scopes, AuthorizationRequest, RedirectError};
 pub use store::{FileStore, MemoryStore, TokenStore};
 pub use token::{register, request_token, ClientIdentity, Token, TokenError};

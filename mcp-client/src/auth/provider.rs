@@ -19,6 +19,13 @@ pub trait AuthProvider: Send + Sync + 'static {
     /// The access token to send now, if any.
     fn access_token(&self) -> Option<String>;
 
+    /// What to send with a `method` request to `url`: by default the access token as a
+    /// Bearer token. A provider with DPoP-bound tokens sends them as `DPoP` with a proof.
+    fn credentials(&self, method: &str, url: &str) -> Option<Credentials> {
+        let _ = (method, url);
+        self.access_token().map(Credentials::bearer)
+    }
+
     /// A request (not a notification) carrying `token` got a success (`2xx`) answer.
     fn accepted(&self, token: &str) {
         let _ = token;
@@ -27,6 +34,47 @@ pub trait AuthProvider: Send + Sync + 'static {
     /// The server refused a request (`401`, or `403` with `insufficient_scope`): get a
     /// token it can be sent again with, or say why there is none.
     async fn unauthorized(&self, refused: Refused) -> Result<(), AuthError>;
+}
+
+/// The credentials of one request: its `Authorization` value and, for a DPoP-bound
+/// token, the `DPoP` proof.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Credentials {
+    /// The access token.
+    pub token: String,
+    /// The `Authorization` header's value (`Bearer …` or `DPoP …`).
+    pub authorization: String,
+    /// The `DPoP` header's value, if the token is DPoP-bound.
+    pub proof: Option<String>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("proof", &self.proof.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Credentials {
+    /// `token` as a Bearer token (RFC 6750).
+    pub fn bearer(token: String) -> Self {
+        Credentials {
+            authorization: format!("Bearer {token}"),
+            token,
+            proof: None,
+        }
+    }
+
+    /// `token` as a DPoP-bound token with its `proof` (RFC 9449 §7.1).
+    pub fn dpop(token: String, proof: String) -> Self {
+        Credentials {
+            authorization: format!("DPoP {token}"),
+            token,
+            proof: Some(proof),
+        }
+    }
 }
 
 /// A request the server refused, as the transport tells its [`AuthProvider`].
@@ -39,6 +87,8 @@ pub struct Refused {
     pub challenge: Option<BearerChallenge>,
     /// The access token the refused request carried, if any.
     pub token: Option<String>,
+    /// The `DPoP-Nonce` the server sent with the refusal, if any.
+    pub dpop_nonce: Option<String>,
 }
 
 impl Refused {
@@ -52,7 +102,20 @@ impl Refused {
             endpoint: endpoint.into(),
             challenge,
             token,
+            dpop_nonce: None,
         }
+    }
+
+    /// The same, with the `DPoP-Nonce` the server sent.
+    pub fn with_dpop_nonce(mut self, nonce: Option<String>) -> Self {
+        self.dpop_nonce = nonce;
+        self
+    }
+
+    /// Whether the server asks for its nonce in the proof (`use_dpop_nonce`) and sent one.
+    pub fn wants_dpop_nonce(&self) -> bool {
+        self.dpop_nonce.is_some()
+            && self.challenge.as_ref().and_then(|c| c.error.as_deref()) == Some("use_dpop_nonce")
     }
 
     /// Whether this is a step-up: `403` with `error="insufficient_scope"`.

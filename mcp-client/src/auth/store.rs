@@ -106,6 +106,7 @@ impl TokenStore for FileStore {
             refresh_token: s.refresh_token,
             expires_at: s.expires_at.map(from_unix),
             scope: s.scope,
+            dpop: false,
         })
     }
 
@@ -153,6 +154,7 @@ mod tests {
             refresh_token: Some("rt".into()),
             expires_at: Some(Instant::now() + Duration::from_secs(expires_in)),
             scope: Some("a b".into()),
+            dpop: false,
         }
     }
 

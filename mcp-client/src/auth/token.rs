@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use super::assertion::{ClientKey, JWT_BEARER_ASSERTION};
 use super::discovery::AuthorizationServerMetadata;
+use super::dpop::{DpopKey, NonceOf, DPOP, DPOP_NONCE};
 use super::request::{form, form_encode};
 use crate::fetch::post_json;
 
@@ -130,6 +131,8 @@ pub struct Token {
     pub expires_at: Option<Instant>,
     /// The scopes granted, if said.
     pub scope: Option<String>,
+    /// Bound to this client's DPoP key (`token_type` `DPoP`): sent only with a proof.
+    pub dpop: bool,
 }
 
 impl std::fmt::Debug for Token {
@@ -165,31 +168,26 @@ fn oauth_error(v: &Value) -> String {
     }
 }
 
-/// POSTs `body` to the authorization server's `endpoint` (named for errors): its JSON
-/// answer, or the OAuth error it refused with.
+/// POSTs `body` to the authorization server's `endpoint` (named for errors) with
+/// `headers`: its JSON answer, or the OAuth error it refused with (and the headers, for a
+/// caller that reads a `DPoP-Nonce`).
 async fn post_to(
     (name, endpoint): (&'static str, &str),
     content_type: &str,
     body: String,
-    authorization: Option<&str>,
-) -> Result<Value, TokenError> {
-    let (status, body) = post_json(
-        endpoint,
-        content_type,
-        body,
-        authorization,
-        MAX_DOCUMENT,
-        TIMEOUT,
-    )
-    .await
-    .map_err(|e| TokenError::Transport(e.to_string()))?;
-    if !status.is_success() {
-        return Err(TokenError::Refused {
+    headers: &[(&str, &str)],
+) -> Result<Value, (TokenError, http::HeaderMap)> {
+    let posted = post_json(endpoint, content_type, body, headers, MAX_DOCUMENT, TIMEOUT)
+        .await
+        .map_err(|e| (TokenError::Transport(e.to_string()), http::HeaderMap::new()))?;
+    if !posted.status.is_success() {
+        let error = TokenError::Refused {
             endpoint: name,
-            error: oauth_error(&body),
-        });
+            error: oauth_error(&posted.body),
+        };
+        return Err((error, posted.headers));
     }
-    Ok(body)
+    Ok(posted.body)
 }
 
 /// A token request of `grant` (its own parameters in `params`) for `client`.
@@ -198,18 +196,29 @@ pub async fn request_token(
     client: &ClientIdentity,
     params: &[(&str, &str)],
 ) -> Result<Token, TokenError> {
+    request_token_with(server, client, params, None).await
+}
+
+/// [`request_token`], asking for a token bound to `dpop` when given (RFC 9449 §5).
+pub(crate) async fn request_token_with(
+    server: &AuthorizationServerMetadata,
+    client: &ClientIdentity,
+    params: &[(&str, &str)],
+    dpop: Option<&DpopKey>,
+) -> Result<Token, TokenError> {
     let endpoint = server
         .token_endpoint
         .as_deref()
         .ok_or(TokenError::NoEndpoint("token endpoint"))?;
-    let body = post_token_request(endpoint, &server.issuer, client, params).await?;
+    let body = post_token_request(endpoint, &server.issuer, client, params, dpop).await?;
     let t: TokenResponse = serde_json::from_value(body)
         .map_err(|e| TokenError::Transport(format!("token response: {e}")))?;
-    if t.token_type
-        .as_deref()
-        .is_some_and(|k| !k.eq_ignore_ascii_case("bearer"))
-    {
-        return Err(TokenError::Transport("token type is not Bearer".into()));
+    let kind = t.token_type.as_deref().unwrap_or("Bearer");
+    let bound = dpop.is_some() && kind.eq_ignore_ascii_case("dpop");
+    if !bound && !kind.eq_ignore_ascii_case("bearer") {
+        return Err(TokenError::Transport(format!(
+            "token type {kind:?} is not Bearer"
+        )));
     }
     Ok(Token {
         access_token: t.access_token,
@@ -218,6 +227,7 @@ pub async fn request_token(
             .expires_in
             .map(|s| Instant::now() + Duration::from_secs(s)),
         scope: t.scope,
+        dpop: bound,
     })
 }
 
@@ -228,6 +238,7 @@ pub(crate) async fn post_token_request(
     issuer: &str,
     client: &ClientIdentity,
     params: &[(&str, &str)],
+    dpop: Option<&DpopKey>,
 ) -> Result<Value, TokenError> {
     let mut pairs: Vec<(&str, &str)> = params.to_vec();
     let (basic, assertion);
@@ -259,13 +270,43 @@ pub(crate) async fn post_token_request(
             None
         }
     };
-    post_to(
-        ("token endpoint", endpoint),
-        "application/x-www-form-urlencoded",
-        form(&pairs),
-        authorization,
-    )
-    .await
+    let body = form(&pairs);
+    // A server that wants its nonce in the proof says so once (RFC 9449 §8).
+    let mut nonce_given = false;
+    loop {
+        let proof = dpop
+            .map(|d| d.proof("POST", endpoint, None, NonceOf::AuthorizationServer))
+            .transpose()?;
+        let mut headers = Vec::new();
+        if let Some(a) = authorization {
+            headers.push(("authorization", a));
+        }
+        if let Some(p) = &proof {
+            headers.push((DPOP, p.as_str()));
+        }
+        let form_type = "application/x-www-form-urlencoded";
+        match post_to(
+            ("token endpoint", endpoint),
+            form_type,
+            body.clone(),
+            &headers,
+        )
+        .await
+        {
+            Ok(v) => return Ok(v),
+            Err((e, h)) => {
+                let wants_nonce = matches!(&e, TokenError::Refused { error, .. } if error.starts_with("use_dpop_nonce"));
+                let nonce = h.get(DPOP_NONCE).and_then(|v| v.to_str().ok());
+                match (dpop, nonce, wants_nonce && !nonce_given) {
+                    (Some(d), Some(n), true) => {
+                        d.keep_nonce(NonceOf::AuthorizationServer, n);
+                        nonce_given = true;
+                    }
+                    _ => return Err(e),
+                }
+            }
+        }
+    }
 }
 
 /// Registers a public client for `redirect_uri` (RFC 7591) and says who it now is.
@@ -294,9 +335,10 @@ pub async fn register(
         ("registration endpoint", endpoint),
         "application/json",
         metadata.to_string(),
-        None,
+        &[],
     )
-    .await?;
+    .await
+    .map_err(|(e, _)| e)?;
     let id = body
         .get("client_id")
         .and_then(Value::as_str)

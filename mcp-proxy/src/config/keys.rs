@@ -46,6 +46,7 @@ pub(super) const UPSTREAM_AUTH: &[&str] = &[
     "scopes",
     "tokenStore",
     "tokenFile",
+    "dpop",
 ];
 
 /// One entry of a server's `overrides`.

@@ -55,6 +55,7 @@ pub(super) fn upstream_auth(
     );
     options.client = client(&f)?;
     options.client_metadata_url = f.string("clientMetadataUrl")?;
+    options.dpop = f.flag("dpop")?;
     let scopes = f.strings("scopes")?;
     options.scopes = (!scopes.is_empty()).then(|| scopes.join(" "));
     if let Some(dir) = f.string("tokenStore")? {

@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 
 use super::discovery::{discover, AuthorizationServerMetadata, Discovery};
+use super::dpop::{DpopKey, NonceOf};
 use super::grant;
 use super::grant_assertion::GrantAssertion;
-use super::provider::{AuthError, AuthProvider, Refused};
+use super::provider::{AuthError, AuthProvider, Credentials, Refused};
 use super::request::select_scopes;
 use super::store::TokenStore;
 use super::token::{register, ClientIdentity, Token};
@@ -43,6 +44,10 @@ pub struct OAuthOptions {
     /// Scopes to ask (space-separated) besides those the server's challenge or metadata
     /// name.
     pub scopes: Option<String>,
+    /// Ask for DPoP-bound tokens (RFC 9449) where the authorization server takes DPoP
+    /// proofs: a leaked token is then useless without this process's key. Such tokens
+    /// are not kept in the store (the key is not).
+    pub dpop: bool,
     /// Authorizations in a row (without a request succeeding) before giving up.
     pub max_attempts: usize,
     /// Where tokens are kept between runs, and under which key (the server's URL, say):
@@ -58,6 +63,7 @@ impl std::fmt::Debug for OAuthOptions {
             .field("client", &self.client)
             .field("client_metadata_url", &self.client_metadata_url)
             .field("scopes", &self.scopes)
+            .field("dpop", &self.dpop)
             .field("max_attempts", &self.max_attempts)
             .field("store", &self.store.as_ref().map(|(_, key)| key))
             .finish()
@@ -73,6 +79,7 @@ impl OAuthOptions {
             client: None,
             client_metadata_url: None,
             scopes: None,
+            dpop: false,
             max_attempts: 3,
             store: None,
         }
@@ -99,6 +106,11 @@ struct State {
     /// When a renewal ahead of expiry was last begun: a failing one is not begun again
     /// for every request.
     tried: Option<Instant>,
+    /// This client's DPoP key, once a server that takes DPoP was met.
+    dpop: Option<Arc<DpopKey>>,
+    /// The resource's nonce last sent in a proof, so that a second `use_dpop_nonce` with
+    /// the same nonce is a refusal, not a loop.
+    resource_nonce: Option<String>,
 }
 
 /// How a token is had from the authorization server.
@@ -238,7 +250,7 @@ impl Inner {
 
     /// Keeps `token` (in the store too), with the scopes it was asked for.
     fn keep(&self, token: Token, asked: Option<String>) {
-        if let Some((store, key)) = &self.options.store {
+        if let (Some((store, key)), false) = (&self.options.store, token.dpop) {
             store.save(key, &token);
         }
         self.with_state(|s| {
@@ -247,6 +259,24 @@ impl Inner {
             s.loaded = true;
             s.since = Some(Instant::now());
         });
+    }
+
+    /// The DPoP key to bind tokens of `server` to: made the first time a server that takes
+    /// our proofs is met, when DPoP is asked for.
+    fn dpop_for(
+        &self,
+        server: &AuthorizationServerMetadata,
+    ) -> Result<Option<Arc<DpopKey>>, AuthError> {
+        let wanted = self.options.dpop
+            && DpopKey::supported_by(server.dpop_signing_alg_values_supported.as_deref());
+        if !wanted {
+            return Ok(None);
+        }
+        if let Some(k) = self.with_state(|s| s.dpop.clone()) {
+            return Ok(Some(k));
+        }
+        let key = Arc::new(DpopKey::generate()?);
+        Ok(Some(self.with_state(|s| s.dpop.get_or_insert(key).clone())))
     }
 
     /// A new token by the refresh token, if there is one and the server still takes it
@@ -259,7 +289,8 @@ impl Inner {
             return Ok(false);
         };
         let client = self.identity(server).await?;
-        match grant::refresh(server, &client, &refresh, resource).await {
+        let dpop = self.dpop_for(server)?;
+        match grant::refresh(server, &client, &refresh, resource, dpop.as_deref()).await {
             Ok(mut token) => {
                 // RFC 6749 §6: a server may keep the refresh token it had issued.
                 token.refresh_token.get_or_insert(refresh);
@@ -294,13 +325,15 @@ impl Inner {
         let server = &found.authorization_server;
         let resource = found.resource.resource.as_str();
         let client = self.identity(server).await?;
+        let key = self.dpop_for(server)?;
+        let dpop = key.as_deref();
         Ok(match &self.flow {
             Flow::ClientCredentials => {
-                grant::client_credentials(server, &client, resource, scope).await?
+                grant::client_credentials(server, &client, resource, scope, dpop).await?
             }
             Flow::JwtBearer(source) => {
                 let assertion = source.assertion(&server.issuer, resource).await?;
-                grant::jwt_bearer(server, &client, &assertion, resource, scope).await?
+                grant::jwt_bearer(server, &client, &assertion, resource, scope, dpop).await?
             }
             Flow::Code(handler) => {
                 let redirect_uri = &self.options.redirect_uri;
@@ -309,6 +342,7 @@ impl Inner {
                     client: &client,
                     redirect_uri,
                     resource,
+                    dpop,
                 };
                 code.run(handler.as_ref(), scope).await?
             }
@@ -405,6 +439,24 @@ impl AuthProvider for OAuth {
         live
     }
 
+    fn credentials(&self, method: &str, url: &str) -> Option<Credentials> {
+        let token = self.access_token()?;
+        let key = self.inner.with_state(|s| {
+            let bound = s.token.as_ref().is_some_and(|t| t.dpop);
+            s.dpop.clone().filter(|_| bound)
+        });
+        let Some(key) = key else {
+            return Some(Credentials::bearer(token));
+        };
+        match key.proof(method, url, Some(&token), NonceOf::Resource) {
+            Ok(proof) => Some(Credentials::dpop(token, proof)),
+            Err(e) => {
+                tracing::warn!("no DPoP proof for {url}: {e}");
+                None
+            }
+        }
+    }
+
     fn accepted(&self, token: &str) {
         self.inner.with_state(|s| {
             if s.token.as_ref().is_some_and(|t| t.access_token == token) {
@@ -416,6 +468,21 @@ impl AuthProvider for OAuth {
     async fn unauthorized(&self, refused: Refused) -> Result<(), AuthError> {
         let inner = &self.inner;
         let _one = inner.one_at_a_time.lock().await;
+        // The resource wants its nonce in the proof (RFC 9449 §9): send again with it,
+        // once per nonce.
+        if let (true, Some(nonce)) = (refused.wants_dpop_nonce(), &refused.dpop_nonce) {
+            let fresh = inner.with_state(|s| match (&s.dpop, s.resource_nonce.as_ref()) {
+                (Some(key), last) if last != Some(nonce) => {
+                    key.keep_nonce(NonceOf::Resource, nonce);
+                    s.resource_nonce = Some(nonce.clone());
+                    true
+                }
+                _ => false,
+            });
+            if fresh {
+                return Ok(());
+            }
+        }
         let renewed = self
             .access_token()
             .is_some_and(|now| Some(&now) != refused.token.as_ref());
@@ -460,79 +527,4 @@ impl AuthorizationHandler for FollowRedirects {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::auth::MemoryStore;
-    use std::time::{Duration, Instant};
-
-    fn kept(expires_in: Duration) -> Token {
-        Token {
-            access_token: "kept-token".into(),
-            refresh_token: None,
-            expires_at: Some(Instant::now() + expires_in),
-            scope: None,
-        }
-    }
-
-    #[test]
-    fn a_kept_token_is_used_until_it_expires() {
-        let store: Arc<dyn TokenStore> = Arc::new(MemoryStore::default());
-        store.save("https://a.example/mcp", &kept(Duration::from_secs(60)));
-        store.save("https://b.example/mcp", &kept(Duration::ZERO));
-        let oauth = |key: &str| {
-            let mut o = OAuthOptions::new("t", "http://localhost/cb");
-            o.store = Some((store.clone(), key.to_owned()));
-            OAuth::new(o, FollowRedirects)
-        };
-        assert_eq!(
-            oauth("https://a.example/mcp").access_token().as_deref(),
-            Some("kept-token")
-        );
-        assert_eq!(
-            oauth("https://b.example/mcp").access_token(),
-            None,
-            "expired"
-        );
-        assert_eq!(oauth("https://c.example/mcp").access_token(), None);
-    }
-
-    fn holding(token: &str, attempts: usize) -> OAuth {
-        let oauth = OAuth::new(
-            OAuthOptions::new("t", "http://localhost/cb"),
-            FollowRedirects,
-        );
-        oauth.inner.with_state(|s| {
-            s.token = Some(Token {
-                access_token: token.into(),
-                ..kept(Duration::from_secs(60))
-            });
-            s.loaded = true;
-            s.attempts = attempts;
-        });
-        oauth
-    }
-
-    fn refused(token: &str) -> Refused {
-        Refused::new("http://127.0.0.1:1/mcp", None, Some(token.into()))
-    }
-
-    #[tokio::test]
-    async fn a_refusal_of_a_token_already_replaced_does_not_authorize_again() {
-        let oauth = holding("new", 0);
-        assert!(oauth.unauthorized(refused("old")).await.is_ok());
-        assert_eq!(oauth.inner.with_state(|s| s.attempts), 0);
-        let again = oauth.unauthorized(refused("new")).await;
-        assert!(matches!(again, Err(AuthError::Discovery(_))), "{again:?}");
-    }
-
-    #[tokio::test]
-    async fn only_a_success_with_the_current_token_resets_the_retry_limit() {
-        let oauth = holding("current", 3);
-        oauth.accepted("stale");
-        let r = oauth.unauthorized(refused("current")).await;
-        assert!(matches!(r, Err(AuthError::TooManyAttempts(3))), "{r:?}");
-        oauth.accepted("current");
-        let r = oauth.unauthorized(refused("current")).await;
-        assert!(matches!(r, Err(AuthError::Discovery(_))), "{r:?}");
-    }
-}
+mod tests;

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use crate::auth::BearerChallenge;
+use crate::auth::Credentials;
 use async_trait::async_trait;
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri};
@@ -28,6 +28,8 @@ use mcp_types::transport::{
 use mcp_types::{codes, ErrorObject, ErrorResponse, Frame, Message, RequestId, Revision};
 use serde_json::Value;
 use tokio::sync::mpsc;
+
+mod auth;
 
 pub(crate) type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
 
@@ -213,80 +215,8 @@ impl Shared {
         }
     }
 
-    /// The configured headers, and the current access token if there is one.
-    fn base_headers(&self) -> HeaderMap {
-        let token = self.auth.as_ref().and_then(|a| a.access_token());
-        self.headers_with(token.as_deref())
-    }
-
-    /// The configured headers, and `token` as the bearer.
-    fn headers_with(&self, token: Option<&str>) -> HeaderMap {
-        let mut h = self.extra.clone();
-        if let Some(v) = token.and_then(|t| HeaderValue::from_str(&format!("Bearer {t}")).ok()) {
-            h.insert(header::AUTHORIZATION, v);
-        }
-        h
-    }
-
-    /// The challenge of a refusal the auth provider should handle, if this is one: a
-    /// `401`, or a `403` with `insufficient_scope` (step-up).
-    fn refused(
-        &self,
-        resp: &http::Response<hyper::body::Incoming>,
-    ) -> Option<Option<BearerChallenge>> {
-        self.auth.as_ref()?;
-        let challenge = resp
-            .headers()
-            .get(header::WWW_AUTHENTICATE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(BearerChallenge::parse);
-        let step_up = resp.status() == StatusCode::FORBIDDEN
-            && challenge.as_ref().and_then(|c| c.error.as_deref()) == Some("insufficient_scope");
-        (resp.status() == StatusCode::UNAUTHORIZED || step_up).then_some(challenge)
-    }
-
-    /// POSTs `body`; a refusal the auth provider can answer gets it a token and the POST
-    /// goes again, until it is accepted or the provider gives up.
-    async fn post(
-        &self,
-        body: Bytes,
-        frame: &Frame,
-    ) -> Result<http::Response<hyper::body::Incoming>, ErrorObject> {
-        loop {
-            let mut req = Request::new(Full::new(body.clone()));
-            *req.method_mut() = Method::POST;
-            *req.uri_mut() = self.url.clone();
-            let token = self.auth.as_ref().and_then(|a| a.access_token());
-            *req.headers_mut() = self.headers_for(frame, token.as_deref());
-            let resp = self.client.request(req).await.map_err(|e| {
-                tracing::warn!("POST {} failed: {e}", self.url);
-                ErrorObject::new(codes::INTERNAL_ERROR, format!("HTTP request failed: {e}"))
-            })?;
-            let Some(auth) = &self.auth else {
-                return Ok(resp);
-            };
-            let Some(challenge) = self.refused(&resp) else {
-                // A notification's 202 says little: servers let some through unchecked.
-                let answered = resp.status().is_success() && !request_ids(frame).is_empty();
-                if let (Some(t), true) = (&token, answered) {
-                    auth.accepted(t);
-                }
-                return Ok(resp);
-            };
-            let endpoint = self.url.to_string();
-            let refused = crate::auth::Refused::new(&endpoint, challenge, token);
-            if let Err(e) = auth.unauthorized(refused).await {
-                tracing::warn!("authorization for {endpoint} failed: {e}");
-                return Err(ErrorObject::new(
-                    codes::INTERNAL_ERROR,
-                    format!("HTTP {}: authorization failed: {e}", resp.status()),
-                ));
-            }
-        }
-    }
-
-    fn headers_for(&self, frame: &Frame, token: Option<&str>) -> HeaderMap {
-        let mut h = self.headers_with(token);
+    fn headers_for(&self, frame: &Frame, credentials: Option<&Credentials>) -> HeaderMap {
+        let mut h = self.headers_with(credentials);
         h.insert(
             header::ACCEPT,
             HeaderValue::from_static("application/json, text/event-stream"),
@@ -556,7 +486,7 @@ impl Shared {
         let mut req = Request::new(Full::new(Bytes::new()));
         *req.method_mut() = Method::GET;
         *req.uri_mut() = self.url.clone();
-        let mut h = self.base_headers();
+        let mut h = self.base_headers("GET");
         h.insert(
             header::ACCEPT,
             HeaderValue::from_static("text/event-stream"),
@@ -661,7 +591,7 @@ impl Transport for HttpTransport {
             let mut req = Request::new(Full::new(Bytes::new()));
             *req.method_mut() = Method::DELETE;
             *req.uri_mut() = self.shared.url.clone();
-            let mut h = self.shared.base_headers();
+            let mut h = self.shared.base_headers("DELETE");
             set(&mut h, headers::SESSION_ID, &s);
             *req.headers_mut() = h;
             let _ =

@@ -1,0 +1,107 @@
+//! The HTTP transport's side of authorization: every request carries what the
+//! [`crate::auth::AuthProvider`] gives (a Bearer token, or a DPoP-bound one with its
+//! proof), and a refused POST (`401`, or `403` with `insufficient_scope`) is told to the
+//! provider and sent again once it has a new token, until it gives up.
+
+use bytes::Bytes;
+use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode};
+use http_body_util::Full;
+use mcp_types::{codes, ErrorObject, Frame};
+
+use super::{request_ids, Shared};
+use crate::auth::{BearerChallenge, Credentials, Refused};
+
+/// The `DPoP` and `DPoP-Nonce` headers (RFC 9449).
+const DPOP: &str = "dpop";
+const DPOP_NONCE: &str = "dpop-nonce";
+
+impl Shared {
+    /// The configured headers, and the credentials for a `method` request if there are.
+    pub(super) fn base_headers(&self, method: &str) -> HeaderMap {
+        let credentials = self.credentials(method);
+        self.headers_with(credentials.as_ref())
+    }
+
+    fn credentials(&self, method: &str) -> Option<Credentials> {
+        let auth = self.auth.as_ref()?;
+        auth.credentials(method, &self.url.to_string())
+    }
+
+    /// The configured headers, and `credentials` (`Authorization`, and `DPoP` with a
+    /// DPoP-bound token).
+    pub(super) fn headers_with(&self, credentials: Option<&Credentials>) -> HeaderMap {
+        let mut h = self.extra.clone();
+        let Some(c) = credentials else { return h };
+        if let Ok(v) = HeaderValue::from_str(&c.authorization) {
+            h.insert(header::AUTHORIZATION, v);
+        }
+        if let Some(v) = c
+            .proof
+            .as_deref()
+            .and_then(|p| HeaderValue::from_str(p).ok())
+        {
+            h.insert(HeaderName::from_static(DPOP), v);
+        }
+        h
+    }
+
+    /// The challenge of a refusal the auth provider should handle, if this is one: a
+    /// `401`, or a `403` with `insufficient_scope` (step-up).
+    pub(super) fn refused(
+        &self,
+        resp: &http::Response<hyper::body::Incoming>,
+    ) -> Option<Option<BearerChallenge>> {
+        self.auth.as_ref()?;
+        let challenge = resp
+            .headers()
+            .get(header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(BearerChallenge::parse);
+        let step_up = resp.status() == StatusCode::FORBIDDEN
+            && challenge.as_ref().and_then(|c| c.error.as_deref()) == Some("insufficient_scope");
+        (resp.status() == StatusCode::UNAUTHORIZED || step_up).then_some(challenge)
+    }
+
+    /// POSTs `body`; a refusal the auth provider can answer gets it a token and the POST
+    /// goes again, until it is accepted or the provider gives up.
+    pub(super) async fn post(
+        &self,
+        body: Bytes,
+        frame: &Frame,
+    ) -> Result<http::Response<hyper::body::Incoming>, ErrorObject> {
+        loop {
+            let mut req = Request::new(Full::new(body.clone()));
+            *req.method_mut() = Method::POST;
+            *req.uri_mut() = self.url.clone();
+            let credentials = self.credentials("POST");
+            *req.headers_mut() = self.headers_for(frame, credentials.as_ref());
+            let token = credentials.map(|c| c.token);
+            let resp = self.client.request(req).await.map_err(|e| {
+                tracing::warn!("POST {} failed: {e}", self.url);
+                ErrorObject::new(codes::INTERNAL_ERROR, format!("HTTP request failed: {e}"))
+            })?;
+            let Some(auth) = &self.auth else {
+                return Ok(resp);
+            };
+            let Some(challenge) = self.refused(&resp) else {
+                // A notification's 202 says little: servers let some through unchecked.
+                let answered = resp.status().is_success() && !request_ids(frame).is_empty();
+                if let (Some(t), true) = (&token, answered) {
+                    auth.accepted(t);
+                }
+                return Ok(resp);
+            };
+            let endpoint = self.url.to_string();
+            let nonce = resp.headers().get(DPOP_NONCE).and_then(|v| v.to_str().ok());
+            let refused =
+                Refused::new(&endpoint, challenge, token).with_dpop_nonce(nonce.map(str::to_owned));
+            if let Err(e) = auth.unauthorized(refused).await {
+                tracing::warn!("authorization for {endpoint} failed: {e}");
+                return Err(ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    format!("HTTP {}: authorization failed: {e}", resp.status()),
+                ));
+            }
+        }
+    }
+}
