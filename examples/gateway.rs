@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport};
 use mcp_server::auth::{Authorization, Principal};
-use mcp_server::http::{bind_with_shutdown, HttpOptions};
+use mcp_server::http::{bind_with_shutdown, Health, HttpOptions};
 use mcp_server::{Server, ServerOptions};
 use mcp_types::protocol::Implementation;
 use mcp_types::transport::Transport;
@@ -193,7 +193,11 @@ async fn run(args: Args) -> i32 {
             serve_stdio(server, &aggregator, signals, drain).await
         }
         Some(addr) => match addr.parse() {
-            Ok(addr) => serve_http(addr, server, signals, drain, access.authorization).await,
+            Ok(addr) => {
+                let health: Arc<dyn Health> = Arc::new(aggregator.clone());
+                let options = HttpOptions::default().health(health);
+                serve_http(addr, server, signals, drain, access.authorization, options).await
+            }
             Err(_) => {
                 eprintln!("gateway: `{addr}` is not an address (like 127.0.0.1:8080)");
                 2
@@ -322,12 +326,12 @@ async fn serve_http(
     mut signals: StopSignals,
     drain: Duration,
     authorization: Option<Authorization>,
+    mut options: HttpOptions,
 ) -> i32 {
     let stop = async move {
         let why = signals.next().await;
         eprintln!("gateway: shutting down: {why} received");
     };
-    let mut options = HttpOptions::default();
     if let Some(auth) = authorization {
         // The resource's own host name is what clients beyond loopback send in `Host`.
         if let Some(host) = resource_host(&auth.resource().resource) {

@@ -30,6 +30,7 @@ mod confirm;
 mod fast;
 mod flights;
 mod handler;
+mod health;
 mod id;
 mod links;
 mod options;

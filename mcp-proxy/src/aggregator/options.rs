@@ -60,6 +60,8 @@ pub struct UpstreamConfig {
     pub max_message_bytes: Option<usize>,
     /// What hosts see of its tools instead of what it lists, by the tool's real name.
     pub overrides: Arc<std::collections::BTreeMap<String, crate::overrides::ToolOverride>>,
+    /// The gateway is ready ([`super::Aggregator`]'s `/readyz`) only while it is connected.
+    pub required: bool,
 }
 
 impl UpstreamConfig {
@@ -77,6 +79,7 @@ impl UpstreamConfig {
             call_timeout: None,
             max_message_bytes: None,
             overrides: Default::default(),
+            required: false,
         }
     }
 }
@@ -159,6 +162,12 @@ pub struct UpstreamStatus {
     pub last_error: Option<String>,
     /// Upstream sessions open (or opening) for hosts ([`SessionMode::PerHost`]).
     pub host_sessions: usize,
+    /// The revision its shared connection speaks, while connected.
+    pub revision: Option<mcp_types::Revision>,
+    /// How often its connection ended and it was started again.
+    pub restarts: u64,
+    /// Whether readiness waits for it ([`UpstreamConfig::required`]).
+    pub required: bool,
 }
 
 /// Why the aggregator could not start.

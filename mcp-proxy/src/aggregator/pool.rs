@@ -26,6 +26,8 @@ pub(super) struct Upstream {
     pub(super) calls: Arc<Calls>,
     /// The sessions of hosts that have one of their own here ([`SessionMode::PerHost`]).
     pub(super) links: Option<Arc<HostLinks>>,
+    /// How often its connection ended (and it was started again).
+    pub(super) restarts: std::sync::atomic::AtomicU64,
 }
 
 impl Upstream {
@@ -42,6 +44,7 @@ impl Upstream {
             client: RwLock::new(None),
             last_error: Mutex::new(None),
             calls: Arc::new(Calls::default()),
+            restarts: Default::default(),
         }
     }
 
@@ -128,11 +131,17 @@ impl Aggregator {
         self.inner
             .upstreams
             .iter()
-            .map(|u| UpstreamStatus {
-                key: u.config.key.clone(),
-                connected: u.client().is_some(),
-                last_error: u.last_error.lock().ok().and_then(|e| e.clone()),
-                host_sessions: u.links.as_ref().map_or(0, |l| l.len()),
+            .map(|u| {
+                let client = u.client();
+                UpstreamStatus {
+                    key: u.config.key.clone(),
+                    connected: client.is_some(),
+                    last_error: u.last_error.lock().ok().and_then(|e| e.clone()),
+                    host_sessions: u.links.as_ref().map_or(0, |l| l.len()),
+                    revision: client.map(|c| c.revision()),
+                    restarts: u.restarts.load(Ordering::Relaxed),
+                    required: u.config.required,
+                }
             })
             .collect()
     }
@@ -305,6 +314,7 @@ impl Aggregator {
                 .map(|r| r.to_string())
                 .unwrap_or_default();
             tracing::warn!(upstream = %u.config.key, "upstream connection ended ({reason}); restarting");
+            u.restarts.fetch_add(1, Ordering::Relaxed);
             if let Ok(mut c) = u.client.write() {
                 *c = None;
             }

@@ -30,6 +30,7 @@ pub(super) const SERVER: &[&str] = &[
     "maxMessageBytes",
     "overrides",
     "auth",
+    "required",
 ];
 
 /// A `url` server's `auth`.

@@ -293,6 +293,7 @@ fn server(key: &str, s: &Value) -> Result<Option<UpstreamConfig>, Problem> {
             .positive("maxMessageBytes")?
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
         overrides: Arc::new(overrides::overrides(&f)?),
+        required: f.flag("required")?,
     }))
 }
 

@@ -36,6 +36,7 @@ mod exchange;
 #[doc(hidden)]
 pub mod fuzzing;
 mod guard;
+mod health;
 mod legacy;
 mod modern;
 mod options;
@@ -64,8 +65,9 @@ use crate::auth::Principal;
 use crate::Server;
 use checks::{accepts_sse, allowed, check_post_media, header_str, host_of};
 pub use conn::{serve, serve_with_shutdown};
+pub use health::{Health, Readiness, LIVE_PATH, READY_PATH};
 use legacy::LegacySession;
-pub use options::HttpOptions;
+pub use options::{HealthCheck, HttpOptions};
 pub use reply::HttpBody;
 use reply::{empty, respond, rpc_error};
 #[doc(hidden)]
@@ -93,6 +95,30 @@ fn forbidden(what: &str) -> Response<HttpBody> {
         codes::INVALID_REQUEST,
         format!("Forbidden: {what} not allowed"),
     )
+}
+
+/// The `Host` and `Origin` checks (DNS rebinding): which of the two failed, if one did
+/// (logged when `log`: a probe from an orchestrator's address is no incident).
+fn origin_check(o: &HttpOptions, parts: &http::request::Parts, log: bool) -> Option<&'static str> {
+    let headers = &parts.headers;
+    let host =
+        header_str(headers, header::HOST.as_str()).or(parts.uri.authority().map(|a| a.as_str()));
+    if !host.is_some_and(|h| allowed(&o.allowed_hosts, host_of(h))) {
+        if log {
+            tracing::warn!(?host, "rejected: Host not allowed");
+        }
+        return Some("Host");
+    }
+    if let Some(origin) = header_str(headers, header::ORIGIN.as_str()) {
+        let authority = origin.split_once("://").map_or(origin, |(_, a)| a);
+        if !allowed(&o.allowed_origins, host_of(authority)) {
+            if log {
+                tracing::warn!(origin, "rejected: Origin not allowed");
+            }
+            return Some("Origin");
+        }
+    }
+    None
 }
 
 impl StreamableHttp {
@@ -138,21 +164,17 @@ impl StreamableHttp {
             .authorization
             .as_ref()
             .and_then(|a| guard::metadata(a, &parts));
+        if let Some(h) = &o.health {
+            let trusted = origin_check(o, &parts, false).is_none();
+            if let Some(r) = health::probe(h.0.as_ref(), &parts.method, parts.uri.path(), trusted) {
+                return r;
+            }
+        }
         if metadata.is_none() && parts.uri.path() != o.path {
             return respond(StatusCode::NOT_FOUND, empty(), None);
         }
-        let host = header_str(&parts.headers, header::HOST.as_str())
-            .or(parts.uri.authority().map(|a| a.as_str()));
-        if !host.is_some_and(|h| allowed(&o.allowed_hosts, host_of(h))) {
-            tracing::warn!(?host, "rejected: Host not allowed");
-            return forbidden("Host");
-        }
-        if let Some(origin) = header_str(&parts.headers, header::ORIGIN.as_str()) {
-            let authority = origin.split_once("://").map_or(origin, |(_, a)| a);
-            if !allowed(&o.allowed_origins, host_of(authority)) {
-                tracing::warn!(origin, "rejected: Origin not allowed");
-                return forbidden("Origin");
-            }
+        if let Some(what) = origin_check(o, &parts, true) {
+            return forbidden(what);
         }
         if let Some(metadata) = metadata {
             return metadata;

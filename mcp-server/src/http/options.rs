@@ -91,6 +91,18 @@ pub struct HttpOptions {
     /// short of its scopes; its metadata is served at the well-known paths, and each
     /// legacy session stays with the subject that opened it.
     pub authorization: Option<crate::auth::Authorization>,
+    /// Answers `/healthz` and `/readyz` (default: neither is served).
+    pub health: Option<HealthCheck>,
+}
+
+/// The [`super::Health`] an endpoint answers probes with.
+#[derive(Clone)]
+pub struct HealthCheck(pub std::sync::Arc<dyn super::Health>);
+
+impl std::fmt::Debug for HealthCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HealthCheck(..)")
+    }
 }
 
 fn loopback() -> Vec<String> {
@@ -117,6 +129,7 @@ impl Default for HttpOptions {
             idle_timeout: Duration::from_secs(60),
             max_connections: 512,
             authorization: None,
+            health: None,
         }
     }
 }
@@ -141,6 +154,13 @@ impl HttpOptions {
     #[must_use]
     pub fn path(mut self, path: impl Into<String>) -> Self {
         self.path = path.into();
+        self
+    }
+
+    /// Serves `/healthz` and `/readyz` with `health` (see [`super::Health`]).
+    #[must_use]
+    pub fn health(mut self, health: std::sync::Arc<dyn super::Health>) -> Self {
+        self.health = Some(HealthCheck(health));
         self
     }
 

@@ -1,0 +1,30 @@
+//! The gateway's readiness, for an HTTP endpoint's `/readyz`: ready while every upstream
+//! marked `required` is connected; the details name each upstream's state, revision,
+//! last error and restarts.
+
+use mcp_server::http::{Health, Readiness};
+use serde_json::json;
+
+use super::Aggregator;
+
+impl Health for Aggregator {
+    fn readiness(&self) -> Readiness {
+        let status = self.status();
+        let ready = status.iter().all(|u| u.connected || !u.required);
+        let upstreams: Vec<_> = status
+            .iter()
+            .map(|u| {
+                json!({
+                    "key": u.key,
+                    "connected": u.connected,
+                    "required": u.required,
+                    "revision": u.revision.map(|r| r.as_str()),
+                    "lastError": u.last_error,
+                    "restarts": u.restarts,
+                    "hostSessions": u.host_sessions,
+                })
+            })
+            .collect();
+        Readiness::new(ready, json!({ "upstreams": upstreams }))
+    }
+}
