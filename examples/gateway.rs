@@ -256,20 +256,15 @@ fn load(path: &str) -> Result<mcp_proxy::config::Gateway, String> {
 
 /// The server in front of `aggregator`, its upstreams reported on stderr.
 fn gateway_server(aggregator: &Aggregator, local_principal: Option<Principal>) -> Server {
-    let server = Server::with_options(
-        aggregator.clone(),
-        ServerOptions {
-            info: Implementation {
-                name: "mcp-proxy-gateway".into(),
-                version: env!("CARGO_PKG_VERSION").into(),
-                ..Default::default()
-            },
-            local_principal,
+    let server = aggregator.server(ServerOptions {
+        info: Implementation {
+            name: "mcp-proxy-gateway".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
             ..Default::default()
         },
-    );
-    let notifier = server.clone();
-    aggregator.announce_through(notifier);
+        local_principal,
+        ..Default::default()
+    });
     for s in aggregator.status() {
         match s.connected {
             true => eprintln!("gateway: upstream `{}` connected", s.key),

@@ -3,10 +3,12 @@
 mod conformance_fixtures;
 mod conformance_tasks;
 mod echo_tools;
+mod embed;
 mod notes_tools;
 pub mod oauth_server;
 pub use conformance_fixtures::Conformance;
 pub use echo_tools::*;
+pub use embed::{embedded_app, GATEWAY_CONCURRENCY};
 pub use notes_tools::*;
 
 /// Logs to stderr (stdout may carry the protocol), filtered by `RUST_LOG`.

@@ -204,6 +204,15 @@ impl Aggregator {
         }
     }
 
+    /// A server in front of this aggregator, with `options`, already announcing list
+    /// changes to its hosts ([`Aggregator::announce_through`]): what an embedder serves
+    /// over stdio, [`mcp_server::http::StreamableHttp`] or in process.
+    pub fn server(&self, options: mcp_server::ServerOptions) -> mcp_server::Server {
+        let server = mcp_server::Server::with_options(self.clone(), options);
+        self.announce_through(server.clone());
+        server
+    }
+
     /// Announces every merged list change through `server`, to the hosts that may hear of
     /// it: with views configured, an upstream's change reaches only the hosts whose view
     /// reaches that upstream, so one principal does not learn of another's catalog

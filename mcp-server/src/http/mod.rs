@@ -494,3 +494,28 @@ pub async fn bind_with_shutdown(
         tokio::spawn(serve_with_shutdown(listener, http, shutdown, drain)),
     ))
 }
+
+/// The tower service: mount the endpoint in a tower or axum stack
+/// (`Router::route_service`, `Router::nest_service`) and put layers in front of it. It is
+/// always ready; each request is answered as [`StreamableHttp::handle`] answers it.
+impl<B> tower_service::Service<Request<B>> for StreamableHttp
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Response = Response<HttpBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<HttpBody>, Infallible>> + Send>>;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Infallible>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move { Ok(this.handle(req).await) })
+    }
+}
