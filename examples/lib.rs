@@ -13,26 +13,7 @@ pub use notes_tools::*;
 
 /// Logs to stderr (stdout may carry the protocol), filtered by `RUST_LOG`.
 pub fn init_logging() {
-    use tracing_subscriber::filter::LevelFilter;
-    let fmt = tracing_subscriber::fmt().with_writer(std::io::stderr);
-    // A plain level (or none) needs no directive parser: `EnvFilter` compiles a regular
-    // expression to parse directives, which a gateway would otherwise hold for its lifetime.
-    let var = std::env::var("RUST_LOG").unwrap_or_default();
-    let plain = match var.trim().to_ascii_lowercase().as_str() {
-        "" | "error" => Some(LevelFilter::ERROR),
-        "warn" => Some(LevelFilter::WARN),
-        "info" => Some(LevelFilter::INFO),
-        "debug" => Some(LevelFilter::DEBUG),
-        "trace" => Some(LevelFilter::TRACE),
-        "off" => Some(LevelFilter::OFF),
-        _ => None,
-    };
-    match plain {
-        Some(level) => fmt.with_max_level(level).init(),
-        None => fmt
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .init(),
-    }
+    mcp_proxy::cli::init_logging(None);
 }
 
 /// Log lines kept in memory, for tests that read what was logged.

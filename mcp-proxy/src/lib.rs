@@ -26,6 +26,8 @@
 
 mod aggregator;
 mod bridge;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod config;
 pub mod dispatcher;
 #[doc(hidden)]

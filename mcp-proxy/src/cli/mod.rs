@@ -1,0 +1,191 @@
+//! The gateway program (`mcp-gateway`, feature `cli`): upstream MCP servers from a Claude
+//! Desktop / Cursor style configuration, served as one MCP server on stdio (default) or
+//! Streamable HTTP at `/mcp`. [`main`] is the whole program; a binary with a built-in
+//! default (the examples' demo upstreams) passes it in.
+//!
+//! `SIGTERM` or `SIGINT` (and on stdio, stdin closing) stops it gracefully: no new
+//! requests, calls in flight finished for up to `--drain SECONDS` (10 by default), then
+//! every upstream closed (a stdio upstream: stdin closed, then `SIGTERM`, then `SIGKILL`
+//! to its process group, two seconds apart), and exit status 0.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use mcp_server::http::{Health, HttpOptions};
+
+use crate::{Aggregator, AggregatorOptions, UpstreamConfig};
+
+mod logging;
+mod serve;
+mod signals;
+
+pub use logging::init_logging;
+use serve::{gateway_server, load, serve_http, serve_stdio, write_pins, Access};
+use signals::StopSignals;
+
+/// The command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "mcp-gateway",
+    version,
+    about = "Many MCP servers, one MCP server every host can use (all revisions 2024-11-05 … 2026-07-28).",
+    after_help = "Examples:\n  mcp-gateway --config gateway.json                 # on stdio, for a host that starts it\n  mcp-gateway --config gateway.json --http 127.0.0.1:8080\n  mcp-gateway --config gateway.json --check-config  # validate, list what would be served\n  mcp-gateway --config gateway.json --pin           # approve the tools listed now"
+)]
+pub struct Args {
+    /// The configuration file (`mcpServers`, as Claude Desktop and Cursor write it, and
+    /// `gateway`).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<String>,
+    /// Serve Streamable HTTP at ADDR (`/mcp`, with `/healthz` and `/readyz`) instead of
+    /// stdio.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
+    /// Serve on stdio (the default).
+    #[arg(long, conflicts_with = "http")]
+    pub stdio: bool,
+    /// Check the configuration, print the upstreams it names, and exit: 0 when it is
+    /// good, 2 when not. No upstream is started.
+    #[arg(long)]
+    pub check_config: bool,
+    /// Write the pins of the tools the upstreams list now to `gateway.pins.file`, and
+    /// exit.
+    #[arg(long)]
+    pub pin: bool,
+    /// Worker threads (1: one thread, which a relay is fastest on).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub threads: usize,
+    /// Seconds calls in flight get to finish on a graceful stop.
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    pub drain: f64,
+    /// Log level (`error`, `warn`, `info`, `debug`, `trace`, or `RUST_LOG` directives);
+    /// default `RUST_LOG`, else `error`. Logs go to standard error.
+    #[arg(long, value_name = "LEVEL")]
+    pub log_level: Option<String>,
+}
+
+/// What serves when no `--config` is given.
+pub type Default = fn() -> (Vec<UpstreamConfig>, AggregatorOptions);
+
+/// The gateway program: parses the command line, runs, and says how it ended. Without
+/// `--config`, `default` gives the upstreams (none given: `--config` is required).
+pub fn main(default: Option<Default>) -> ExitCode {
+    let args = Args::parse();
+    init_logging(args.log_level.as_deref());
+    let drain = match Duration::try_from_secs_f64(args.drain) {
+        Ok(d) => d,
+        Err(_) => {
+            eprintln!("gateway: --drain {} is not a number of seconds", args.drain);
+            return ExitCode::from(2);
+        }
+    };
+    if args.check_config {
+        return check_config(args.config.as_deref());
+    }
+    let runtime = match args.threads {
+        0 | 1 => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        n => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(n)
+            .enable_all()
+            .build(),
+    };
+    let code = match runtime {
+        // The runtime is dropped before exiting: whatever still holds an upstream lets go
+        // of it (a stdio upstream's process group is killed when its transport drops).
+        Ok(rt) => rt.block_on(run(args, drain, default)),
+        Err(e) => {
+            eprintln!("gateway: cannot start the runtime: {e}");
+            1
+        }
+    };
+    ExitCode::from(code)
+}
+
+/// `--check-config`: the file parsed whole, its upstreams listed.
+fn check_config(path: Option<&str>) -> ExitCode {
+    let Some(path) = path else {
+        eprintln!("gateway: --check-config needs --config FILE");
+        return ExitCode::from(2);
+    };
+    match load(path) {
+        Ok(g) => {
+            println!("{path}: good; {} upstreams", g.upstreams.len());
+            for u in &g.upstreams {
+                println!("  {}: {:?}", u.key, u.transport);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("gateway: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The gateway, to its exit status.
+async fn run(args: Args, drain: Duration, default: Option<Default>) -> u8 {
+    let signals = StopSignals::listen();
+    let (upstreams, options, access, pin_file) = match (&args.config, default) {
+        (None, Some(default)) => {
+            let (upstreams, options) = default();
+            (upstreams, options, Access::default(), None)
+        }
+        (None, None) => {
+            eprintln!("gateway: --config FILE is required (see --help)");
+            return 2;
+        }
+        (Some(path), _) => match load(path) {
+            Ok(g) => {
+                let access = Access {
+                    authorization: g.authorization,
+                    local_principal: g.local_principal,
+                };
+                (g.upstreams, g.options, access, g.pin_file)
+            }
+            Err(e) => {
+                eprintln!("gateway: {e}");
+                return 2;
+            }
+        },
+    };
+    let aggregator = match Aggregator::start(upstreams, options).await {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("gateway: {e}");
+            return 2;
+        }
+    };
+    if args.pin {
+        let code = write_pins(&aggregator, pin_file.as_deref());
+        aggregator.shutdown().await;
+        return code;
+    }
+    let server = gateway_server(&aggregator, access.local_principal);
+    let code = match &args.http {
+        None => {
+            if access.authorization.is_some() {
+                eprintln!(
+                    "gateway: gateway.auth applies to --http only; stdio is the local host's"
+                );
+            }
+            serve_stdio(server, &aggregator, signals, drain).await
+        }
+        Some(addr) => match addr.parse() {
+            Ok(addr) => {
+                let health: Arc<dyn Health> = Arc::new(aggregator.clone());
+                let options = HttpOptions::default().health(health);
+                serve_http(addr, server, signals, drain, access.authorization, options).await
+            }
+            Err(_) => {
+                eprintln!("gateway: `{addr}` is not an address (like 127.0.0.1:8080)");
+                2
+            }
+        },
+    };
+    aggregator.shutdown().await;
+    eprintln!("gateway: stopped");
+    code
+}

@@ -1,0 +1,84 @@
+//! The `mcp-gateway` program's command line: `--help` with examples, `--version`,
+//! `--check-config` on good and bad files (exit 0 and 2, nothing started), usage errors.
+#![cfg(feature = "cli")]
+
+use std::process::{Command, Output};
+
+fn gateway(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mcp-gateway"))
+        .args(args)
+        .output()
+        .expect("mcp-gateway runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn help_and_version_say_what_the_program_is() {
+    let help = gateway(&["--help"]);
+    assert!(help.status.success());
+    let out = text(&help.stdout);
+    for want in [
+        "--config <FILE>",
+        "--http <ADDR>",
+        "--check-config",
+        "Examples:",
+    ] {
+        assert!(out.contains(want), "{want} in:\n{out}");
+    }
+    let version = gateway(&["--version"]);
+    assert_eq!(
+        text(&version.stdout).trim(),
+        format!("mcp-gateway {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn check_config_validates_without_starting_anything() {
+    let dir = std::env::temp_dir().join(format!("mcp-gateway-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let good = dir.join("good.json");
+    // A command that does not exist: checking must not try to start it.
+    std::fs::write(
+        &good,
+        r#"{"mcpServers": {"fs": {"command": "/nonexistent/server", "args": ["--root", "/"]},
+                           "docs": {"url": "https://example.com/mcp"}}}"#,
+    )
+    .expect("write");
+    let ok = gateway(&["--config", &good.display().to_string(), "--check-config"]);
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    let out = text(&ok.stdout);
+    assert!(
+        out.contains("good; 2 upstreams") && out.contains("fs:") && out.contains("docs:"),
+        "{out}"
+    );
+
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, r#"{"mcpServers": {"fs": {"comand": "x"}}}"#).expect("write");
+    let refused = gateway(&["--config", &bad.display().to_string(), "--check-config"]);
+    assert_eq!(refused.status.code(), Some(2));
+    let err = text(&refused.stderr);
+    assert!(
+        err.contains("mcpServers.fs.comand") && err.contains("did you mean `command`"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn usage_errors_exit_2_and_no_config_is_said_to_be_required() {
+    assert_eq!(gateway(&["--no-such-flag"]).status.code(), Some(2));
+    assert_eq!(
+        gateway(&["--http", "127.0.0.1:0", "--stdio"]).status.code(),
+        Some(2)
+    );
+    let bare = gateway(&[]);
+    assert_eq!(bare.status.code(), Some(2));
+    assert!(
+        text(&bare.stderr).contains("--config FILE is required"),
+        "{}",
+        text(&bare.stderr)
+    );
+}
