@@ -95,6 +95,7 @@ pub struct RequestContext {
     pub(crate) cancelled: Arc<Cancellation>,
     /// The `subscriptions/listen` stream this context subscribes for, if it does.
     pub(crate) listen: Option<crate::Subscriber>,
+    pub(crate) trace: Option<Arc<crate::TraceContext>>,
 }
 
 /// The cancelled state of one in-flight request, awaitable, with an optional action to
@@ -180,6 +181,13 @@ impl RequestContext {
     /// said is [`RequestContext::principal`], and a handler has no business with them.
     pub fn http_request(&self) -> Option<&http::request::Parts> {
         self.http.as_deref()
+    }
+
+    /// The request's W3C trace context: from its `_meta` (`traceparent`, `tracestate`),
+    /// else, for a 2026-07-28 request over HTTP, its headers of those names. A relay
+    /// sends it on, so the host's trace continues upstream.
+    pub fn trace_context(&self) -> Option<&crate::TraceContext> {
+        self.trace.as_deref()
     }
 
     /// Who the request is for: the principal its HTTP credentials stand for (see

@@ -20,6 +20,7 @@ pub mod http;
 mod notify;
 mod session;
 pub mod tools;
+mod trace;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,6 +36,7 @@ use mcp_types::transport::{CloseReason, LineTransport, Transport};
 use mcp_types::Revision;
 pub use notify::{NotifyError, Subscriber, SubscriberId};
 pub use tools::{NoArgs, ToolError, ToolRegistry};
+pub use trace::TraceContext;
 
 /// How a [`Server`] presents itself and what it accepts.
 #[derive(Debug, Clone)]

@@ -27,6 +27,11 @@ pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 pub const MODEL_IMMEDIATE_RESPONSE: &str = "io.modelcontextprotocol/model-immediate-response";
 /// 2025-11-25 `_meta`: the task a message belongs to.
 pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+/// W3C Trace Context's `traceparent`, carried in `_meta` as the SDKs carry it (and in the
+/// HTTP header of the same name).
+pub const TRACEPARENT: &str = "traceparent";
+/// W3C Trace Context's `tracestate`, beside [`TRACEPARENT`].
+pub const TRACESTATE: &str = "tracestate";
 
 /// Whether `key` is reserved for MCP's own use under `revision`'s `_meta` naming rule.
 ///

@@ -271,6 +271,17 @@ impl Aggregator {
             if let Some(client) = &client {
                 changed |= client.write_envelope(&mut m);
             }
+            // A trace the host began in its HTTP headers continues upstream in `_meta`
+            // (one it began in `_meta` is there already).
+            if let Some(t) = ctx.trace_context() {
+                if !m.contains_key(meta::TRACEPARENT) {
+                    m.insert_str(meta::TRACEPARENT, t.traceparent());
+                    if let Some(state) = t.tracestate() {
+                        m.insert_str(meta::TRACESTATE, state);
+                    }
+                    changed = true;
+                }
+            }
             changed.then(|| (!m.is_empty()).then(|| m.to_raw()))
         };
         match written {

@@ -19,6 +19,10 @@ pub(crate) struct RequestMeta<'a> {
     pub(crate) log_level: Option<&'a RawValue>,
     #[serde(rename = "progressToken", borrow)]
     pub(crate) progress_token: Option<&'a RawValue>,
+    #[serde(rename = "traceparent", borrow)]
+    pub(crate) traceparent: Option<&'a RawValue>,
+    #[serde(rename = "tracestate", borrow)]
+    pub(crate) tracestate: Option<&'a RawValue>,
 }
 
 // The renames above must be the crate's key names.
@@ -40,6 +44,8 @@ const _: () = {
         "io.modelcontextprotocol/logLevel"
     ));
     assert!(const_eq(meta::PROGRESS_TOKEN, "progressToken"));
+    assert!(const_eq(meta::TRACEPARENT, "traceparent"));
+    assert!(const_eq(meta::TRACESTATE, "tracestate"));
 };
 
 const fn const_eq(a: &str, b: &str) -> bool {
@@ -65,6 +71,13 @@ impl<'a> RequestMeta<'a> {
             .and_then(|p| p.get("_meta"))
             .and_then(|m| serde_json::from_str(m.get()).ok())
             .unwrap_or_default()
+    }
+
+    /// The trace context its `traceparent` and `tracestate` give, if well formed.
+    pub(crate) fn trace(&self) -> Option<crate::TraceContext> {
+        let parent = mcp_types::raw::as_str(self.traceparent?)?;
+        let state = self.tracestate.and_then(mcp_types::raw::as_str);
+        crate::TraceContext::parse(&parent, state.as_deref())
     }
 
     /// The protocol version, if it is a string.

@@ -266,7 +266,24 @@ impl Session {
             },
             cancelled,
             listen: None,
+            trace: self.trace_of(meta),
         }
+    }
+
+    /// The trace context of a request: its `_meta`'s, else (a 2026-07-28 request over
+    /// HTTP, whose HTTP request is its own, not its session's) its headers'.
+    fn trace_of(&self, meta: &RequestMeta<'_>) -> Option<Arc<crate::TraceContext>> {
+        if let Some(t) = meta.trace() {
+            return Some(Arc::new(t));
+        }
+        if self.host.is_some() {
+            return None;
+        }
+        let caller = self.caller.read().ok()?;
+        let headers = &caller.http.as_ref()?.headers;
+        let get = |k: &str| headers.get(k).and_then(|v| v.to_str().ok());
+        let parent = get(mcp_types::meta::TRACEPARENT)?;
+        crate::TraceContext::parse(parent, get(mcp_types::meta::TRACESTATE)).map(Arc::new)
     }
 
     fn initialize(&self, params: Option<&RawValue>) -> Result<Box<RawValue>, ErrorObject> {
