@@ -80,3 +80,32 @@ async fn a_token_is_refreshed_before_it_expires_and_a_revoked_refresh_token_lead
     assert_eq!(seen.authorizations, 2);
     assert_eq!(kept(&store).as_deref(), Some("access-3"));
 }
+
+#[tokio::test]
+async fn a_client_pinned_to_one_authorization_server_sends_nothing_to_another() {
+    let server = TestAuthorizationServer::start(AuthServerOptions {
+        own_resource: true,
+        ..AuthServerOptions::default()
+    })
+    .await
+    .expect("start");
+    let endpoint = format!("{}/mcp", server.issuer());
+    let mut options = OAuthOptions::new("pinned", "http://127.0.0.1:9/callback");
+    options.client = Some(ClientIdentity::with_secret("client-1", "secret-1"));
+    options.authorization_server = Some("https://the-real-one.example".into());
+    let oauth = OAuth::client_credentials(options);
+    let refused = oauth
+        .unauthorized(Refused::new(&endpoint, None, None))
+        .await;
+    assert!(
+        matches!(
+            refused,
+            Err(mcp_client::auth::AuthError::UnexpectedIssuer { .. })
+        ),
+        "{refused:?}"
+    );
+    assert!(
+        server.seen().grants.is_empty(),
+        "no token request, no secret sent"
+    );
+}

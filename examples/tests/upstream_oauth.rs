@@ -64,7 +64,7 @@ async fn an_oauth_upstream_is_authorized_at_start_and_its_token_reused_after_a_r
     let store = dir.join("tokens");
     let config = dir.join("gateway.json");
     let body = json!({"mcpServers": {"up": {"url": upstream, "auth": {
-        "type": "clientCredentials", "clientId": "gateway-client",
+        "type": "clientCredentials", "issuer": server.issuer(), "clientId": "gateway-client",
         "clientSecret": "gateway-secret", "tokenStore": store}}}});
     std::fs::write(&config, body.to_string()).expect("config");
 
@@ -168,7 +168,7 @@ async fn the_user_authorizes_an_oauth_upstream_through_the_printed_url_at_start(
 async fn a_config_with_both_auth_and_an_authorization_header_is_refused() {
     let config = json!({"mcpServers": {"up": {"url": "https://example.com/mcp",
         "headers": {"Authorization": "Bearer x"},
-        "auth": {"type": "clientCredentials", "clientId": "c", "clientSecret": "s"}}}});
+        "auth": {"type": "clientCredentials", "issuer": "https://a", "clientId": "c", "clientSecret": "s"}}}});
     let e = mcp_proxy::config::parse(&config.to_string(), "c.json").err();
     let e = e.map(|e| e.to_string()).unwrap_or_default();
     assert!(
@@ -181,7 +181,11 @@ async fn a_config_with_both_auth_and_an_authorization_header_is_refused() {
             "clientId",
         ),
         (
-            json!({"type": "clientCredentials", "clientId": "c"}),
+            json!({"type": "clientCredentials", "clientId": "c", "clientSecret": "s"}),
+            "issuer",
+        ),
+        (
+            json!({"type": "clientCredentials", "issuer": "https://a", "clientId": "c"}),
             "needs `clientSecret`",
         ),
         (json!({"type": "magic"}), "is not \"oauth\""),

@@ -43,11 +43,7 @@ async fn get(http: &StreamableHttp, path: &str, host: &str) -> (StatusCode, Stri
 #[tokio::test]
 async fn probes_answer_as_the_health_says_and_details_go_only_to_allowed_hosts() {
     let switch = Arc::new(Switch::default());
-    let resource = ProtectedResource::new("https://gw.example.com/mcp").expect("resource");
-    let keys = ApiKeys::new().with(ApiKey::new("k", "0123456789abcdef", Principal::new("p")));
-    let options = HttpOptions::default()
-        .health(switch.clone())
-        .authorization(Authorization::new(keys, resource));
+    let options = HttpOptions::default().health(switch.clone());
     let http = StreamableHttp::new(Server::new(mcp_examples::echo_tools()), options);
 
     assert_eq!(
@@ -75,15 +71,9 @@ async fn probes_answer_as_the_health_says_and_details_go_only_to_allowed_hosts()
         serde_json::from_str::<Value>(&body).expect("json")["ready"],
         true
     );
-
-    // The MCP endpoint still wants an allowed Host and a token.
     assert_eq!(
         get(&http, "/mcp", "10.0.0.7:8080").await.0,
         StatusCode::FORBIDDEN
-    );
-    assert_eq!(
-        get(&http, "/mcp", "127.0.0.1").await.0,
-        StatusCode::UNAUTHORIZED
     );
     let post = Request::post("/healthz")
         .header("host", "127.0.0.1")
@@ -92,6 +82,25 @@ async fn probes_answer_as_the_health_says_and_details_go_only_to_allowed_hosts()
     assert_eq!(
         http.handle(post).await.status(),
         StatusCode::METHOD_NOT_ALLOWED
+    );
+}
+
+#[tokio::test]
+async fn where_tokens_are_required_probes_answer_without_one_but_give_no_details() {
+    let switch = Arc::new(Switch(AtomicBool::new(true)));
+    let resource = ProtectedResource::new("https://gw.example.com/mcp").expect("resource");
+    let keys = ApiKeys::new().with(ApiKey::new("k", "0123456789abcdef", Principal::new("p")));
+    let options = HttpOptions::default()
+        .health(switch)
+        .authorization(Authorization::new(keys, resource));
+    let http = StreamableHttp::new(Server::new(mcp_examples::echo_tools()), options);
+    assert_eq!(get(&http, "/healthz", "10.0.0.7").await.0, StatusCode::OK);
+    let (status, body) = get(&http, "/readyz", "127.0.0.1").await;
+    assert_eq!((status, body.as_str()), (StatusCode::OK, "ready\n"));
+    // The MCP endpoint still wants a token.
+    assert_eq!(
+        get(&http, "/mcp", "127.0.0.1").await.0,
+        StatusCode::UNAUTHORIZED
     );
 }
 

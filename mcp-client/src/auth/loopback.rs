@@ -19,6 +19,8 @@ const PATIENCE: Duration = Duration::from_secs(300);
 const MAX_VISITS: usize = 16;
 /// The most of a request read: its request line is all that is needed.
 const MAX_REQUEST: usize = 16 * 1024;
+/// How long one visit may take to send its request line.
+const READ_TIMEOUT: Duration = Duration::from_secs(5);
 
 type ShowUrl = Arc<dyn Fn(&str) + Send + Sync>;
 
@@ -77,6 +79,31 @@ fn loopback(redirect_uri: &str) -> Option<(String, String)> {
     (local && authority.contains(':')).then(|| (bind, path.to_owned()))
 }
 
+/// The target of the request on `s` (its request line's second word), read until the
+/// line ends, at most [`MAX_REQUEST`] bytes.
+async fn request_target(s: &mut tokio::net::TcpStream) -> Option<String> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 2048];
+    while !buf.windows(2).any(|w| w == b"\r\n") {
+        let n = s.read(&mut chunk).await.ok().filter(|n| *n > 0)?;
+        buf.extend_from_slice(&chunk[..n]);
+        if buf.len() > MAX_REQUEST {
+            return None;
+        }
+    }
+    let head = String::from_utf8_lossy(&buf);
+    head.split(' ').nth(1).map(str::to_owned)
+}
+
+/// `name`'s value in `url`'s query, as written.
+fn query_value(url: &str, name: &str) -> Option<String> {
+    let query = url.split_once('?')?.1.split('#').next()?;
+    query.split('&').find_map(|kv| {
+        let (k, v) = kv.split_once('=')?;
+        (k == name).then(|| v.to_owned())
+    })
+}
+
 #[async_trait]
 impl AuthorizationHandler for LoopbackBrowser {
     async fn authorize(&self, url: &str, redirect_uri: &str) -> Result<String, AuthError> {
@@ -89,20 +116,25 @@ impl AuthorizationHandler for LoopbackBrowser {
             .await
             .map_err(|e| AuthError::NotCompleted(format!("listening on {bind}: {e}")))?;
         (self.show)(url);
+        // Only the return of this authorization completes it: a page can make a browser
+        // visit the redirect URI too, with a state of its own.
+        let expected = query_value(url, "state");
         let wait = async {
             for _ in 0..MAX_VISITS {
                 let Ok((mut s, _)) = listener.accept().await else {
                     continue;
                 };
-                let mut buf = vec![0u8; MAX_REQUEST];
-                let n = s.read(&mut buf).await.unwrap_or(0);
-                let head = String::from_utf8_lossy(&buf[..n]);
-                let target = head.split(' ').nth(1).unwrap_or("").to_owned();
-                let ours = target.split('?').next() == Some(path.as_str());
-                let reply = if ours {
-                    "HTTP/1.1 200 OK\r\ncontent-type: text/plain; charset=utf-8\r\nconnection: close\r\n\r\nAuthorization received: you can close this window."
-                } else {
-                    "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                let target = tokio::time::timeout(READ_TIMEOUT, request_target(&mut s))
+                    .await
+                    .ok()
+                    .flatten()
+                    .unwrap_or_default();
+                let on_path = target.split('?').next() == Some(path.as_str());
+                let ours = on_path && query_value(&target, "state") == expected;
+                let reply = match (on_path, ours) {
+                    (_, true) => "HTTP/1.1 200 OK\r\ncontent-type: text/plain; charset=utf-8\r\nconnection: close\r\n\r\nAuthorization received: you can close this window.",
+                    (true, false) => "HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\nconnection: close\r\n\r\nNot the authorization this program is waiting for.",
+                    _ => "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
                 };
                 let _ = s.write_all(reply.as_bytes()).await;
                 if ours {
@@ -158,12 +190,25 @@ mod tests {
             let visit = browser.clone();
             tokio::spawn(async move {
                 let stray = visit.replace("/callback?code=c1&state=s1", "/favicon.ico");
+                let forged = visit.replace("code=c1&state=s1", "code=evil&state=forged");
                 let _ = crate::fetch::redirect_of(&stray, Duration::from_secs(5)).await;
-                let _ = crate::fetch::redirect_of(&visit, Duration::from_secs(5)).await;
+                let _ = crate::fetch::redirect_of(&forged, Duration::from_secs(5)).await;
+                // A connection that sends nothing holds the listener for its read timeout
+                // at most.
+                let idle = tokio::net::TcpStream::connect(
+                    visit
+                        .trim_start_matches("http://")
+                        .split('/')
+                        .next()
+                        .unwrap_or(""),
+                )
+                .await;
+                let _ = crate::fetch::redirect_of(&visit, Duration::from_secs(10)).await;
+                drop(idle);
             });
         });
         let got = handler
-            .authorize("https://as.example/authorize?x=1", &redirect)
+            .authorize("https://as.example/authorize?x=1&state=s1", &redirect)
             .await;
         assert_eq!(got.ok().as_deref(), Some(back.as_str()));
     }

@@ -143,6 +143,15 @@ pub enum AuthError {
     /// Asked again and again: the server keeps refusing the tokens it gives.
     #[error("gave up after {0} authorizations in a row")]
     TooManyAttempts(usize),
+    /// The resource named an authorization server other than the one this client was
+    /// configured for ([`super::OAuthOptions::authorization_server`]).
+    #[error("the resource names authorization server {found}, not {expected}: not sending credentials there")]
+    UnexpectedIssuer {
+        /// The issuer configured.
+        expected: String,
+        /// The issuer discovery found.
+        found: String,
+    },
     /// The user (or the handler) did not complete the authorization.
     #[error("authorization not completed: {0}")]
     NotCompleted(String),

@@ -166,14 +166,16 @@ impl AuthorizationRequest {
             .split_once('?')
             .map(|(_, q)| q.split('#').next().unwrap_or(q))
             .unwrap_or("");
+        // The state first: an answer that is not to this request says nothing, not even
+        // that the user refused.
+        if query_value(query, "state").as_deref() != Some(self.state.as_str()) {
+            return Err(RedirectError::State);
+        }
         if let Some(e) = query_value(query, "error") {
             let more = query_value(query, "error_description").unwrap_or_default();
             return Err(RedirectError::Refused(
                 format!("{e} {more}").trim().to_owned(),
             ));
-        }
-        if query_value(query, "state").as_deref() != Some(self.state.as_str()) {
-            return Err(RedirectError::State);
         }
         match query_value(query, "iss") {
             Some(iss) if iss != self.issuer => {
@@ -277,9 +279,14 @@ mod tests {
             Err(RedirectError::MissingIssuer)
         );
         assert!(matches!(
-            r.code_from(&back("error=access_denied"), false),
+            r.code_from(&back(&format!("error=access_denied&state={state}")), false),
             Err(RedirectError::Refused(_))
         ));
+        // A refusal that is not to this request (a page's forged redirect) is not one.
+        assert_eq!(
+            r.code_from(&back("error=access_denied&state=forged"), false),
+            Err(RedirectError::State)
+        );
         assert_eq!(
             r.code_from(&back(&format!("state={state}")), false),
             Err(RedirectError::NoCode)

@@ -240,59 +240,31 @@ pub(crate) async fn post_token_request(
     params: &[(&str, &str)],
     dpop: Option<&DpopKey>,
 ) -> Result<Value, TokenError> {
-    let mut pairs: Vec<(&str, &str)> = params.to_vec();
-    let (basic, assertion);
-    let authorization = match (client.auth_method.as_str(), &client.client_secret) {
-        ("private_key_jwt", _) => {
-            let key = client.key.as_ref().ok_or_else(|| {
-                TokenError::Transport("private_key_jwt without a signing key".into())
-            })?;
-            // RFC 7523 §3: the audience is the authorization server (its issuer).
-            assertion = key.assertion(&client.client_id, issuer)?;
-            pairs.push(("client_id", &client.client_id));
-            pairs.push(("client_assertion_type", JWT_BEARER_ASSERTION));
-            pairs.push(("client_assertion", &assertion));
-            None
-        }
-        ("client_secret_basic", Some(secret)) => {
-            // RFC 6749 §2.3.1: each form-encoded, then joined and base64'd.
-            let raw = format!("{}:{}", form_encode(&client.client_id), form_encode(secret));
-            basic = format!("Basic {}", STANDARD.encode(raw));
-            Some(basic.as_str())
-        }
-        ("client_secret_post", Some(secret)) => {
-            pairs.push(("client_id", &client.client_id));
-            pairs.push(("client_secret", secret));
-            None
-        }
-        _ => {
-            pairs.push(("client_id", &client.client_id));
-            None
-        }
-    };
-    let body = form(&pairs);
     // A server that wants its nonce in the proof says so once (RFC 9449 §8).
     let mut nonce_given = false;
     loop {
+        // Built again for a retry: an assertion is good for one request (its `jti`).
+        let auth = client_authentication(client, issuer)?;
+        let mut pairs: Vec<(&str, &str)> = params.to_vec();
+        pairs.extend(auth.members.iter().map(|(k, v)| (*k, v.as_str())));
         let proof = dpop
             .map(|d| d.proof("POST", endpoint, None, NonceOf::AuthorizationServer))
             .transpose()?;
         let mut headers = Vec::new();
-        if let Some(a) = authorization {
-            headers.push(("authorization", a));
+        if let Some(a) = &auth.header {
+            headers.push(("authorization", a.as_str()));
         }
         if let Some(p) = &proof {
             headers.push((DPOP, p.as_str()));
         }
         let form_type = "application/x-www-form-urlencoded";
-        match post_to(
+        let posted = post_to(
             ("token endpoint", endpoint),
             form_type,
-            body.clone(),
+            form(&pairs),
             &headers,
-        )
-        .await
-        {
+        );
+        match posted.await {
             Ok(v) => return Ok(v),
             Err((e, h)) => {
                 let wants_nonce = matches!(&e, TokenError::Refused { error, .. } if error.starts_with("use_dpop_nonce"));
@@ -307,6 +279,47 @@ pub(crate) async fn post_token_request(
             }
         }
     }
+}
+
+/// What a client adds to a token request to say who it is.
+struct ClientAuthentication {
+    /// Form members (`client_id`, a secret, an assertion).
+    members: Vec<(&'static str, String)>,
+    /// The `Authorization` header (`client_secret_basic`).
+    header: Option<String>,
+}
+
+/// How `client` authenticates to the token endpoint of `issuer`.
+fn client_authentication(
+    client: &ClientIdentity,
+    issuer: &str,
+) -> Result<ClientAuthentication, TokenError> {
+    let id = || ("client_id", client.client_id.clone());
+    let (members, header) = match (client.auth_method.as_str(), &client.client_secret) {
+        ("private_key_jwt", _) => {
+            let key = client.key.as_ref().ok_or_else(|| {
+                TokenError::Transport("private_key_jwt without a signing key".into())
+            })?;
+            // RFC 7523 §3: the audience is the authorization server (its issuer).
+            let assertion = key.assertion(&client.client_id, issuer)?;
+            let members = vec![
+                id(),
+                ("client_assertion_type", JWT_BEARER_ASSERTION.to_owned()),
+                ("client_assertion", assertion),
+            ];
+            (members, None)
+        }
+        ("client_secret_basic", Some(secret)) => {
+            // RFC 6749 §2.3.1: each form-encoded, then joined and base64'd.
+            let raw = format!("{}:{}", form_encode(&client.client_id), form_encode(secret));
+            (Vec::new(), Some(format!("Basic {}", STANDARD.encode(raw))))
+        }
+        ("client_secret_post", Some(secret)) => {
+            (vec![id(), ("client_secret", secret.clone())], None)
+        }
+        _ => (vec![id()], None),
+    };
+    Ok(ClientAuthentication { members, header })
 }
 
 /// Registers a public client for `redirect_uri` (RFC 7591) and says who it now is.

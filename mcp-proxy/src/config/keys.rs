@@ -48,6 +48,7 @@ pub(super) const UPSTREAM_AUTH: &[&str] = &[
     "tokenStore",
     "tokenFile",
     "dpop",
+    "issuer",
 ];
 
 /// One entry of a server's `overrides`.

@@ -4,10 +4,12 @@
 //! ```json
 //! "auth": {"type": "oauth", "clientId": "…", "scopes": ["files:read"],
 //!          "redirectUri": "http://127.0.0.1:8765/callback", "tokenStore": "/var/lib/gw/tokens"}
-//! "auth": {"type": "clientCredentials", "clientId": "gw", "clientSecretEnv": "GW_SECRET"}
-//! "auth": {"type": "clientCredentials", "clientId": "gw", "privateKeyFile": "/etc/gw/key.pem",
-//!          "signingAlgorithm": "ES256"}
-//! "auth": {"type": "workloadIdentity", "clientId": "gw", "tokenFile": "/var/run/secrets/token"}
+//! "auth": {"type": "clientCredentials", "issuer": "https://auth.example.com", "clientId": "gw",
+//!          "clientSecretEnv": "GW_SECRET"}
+//! "auth": {"type": "clientCredentials", "issuer": "https://auth.example.com", "clientId": "gw",
+//!          "privateKeyFile": "/etc/gw/key.pem", "signingAlgorithm": "ES256"}
+//! "auth": {"type": "workloadIdentity", "issuer": "https://auth.example.com", "clientId": "gw",
+//!          "tokenFile": "/var/run/secrets/token"}
 //! ```
 //!
 //! `oauth` is the authorization code flow: at its first refusal the gateway prints the
@@ -56,6 +58,7 @@ pub(super) fn upstream_auth(
     options.client = client(&f)?;
     options.client_metadata_url = f.string("clientMetadataUrl")?;
     options.dpop = f.flag("dpop")?;
+    options.authorization_server = f.string("issuer")?;
     let scopes = f.strings("scopes")?;
     options.scopes = (!scopes.is_empty()).then(|| scopes.join(" "));
     if let Some(dir) = f.string("tokenStore")? {
@@ -66,6 +69,12 @@ pub(super) fn upstream_auth(
     let machine = |what: &str| {
         if options.client.is_none() {
             return Err(f.problem("clientId", format!("required for {what}")));
+        }
+        if options.authorization_server.is_none() {
+            return Err(f.problem(
+                "issuer",
+                format!("required for {what}: the authorization server its credentials are for, so an upstream cannot send them elsewhere"),
+            ));
         }
         Ok(())
     };

@@ -2,7 +2,8 @@
 //! `GET /readyz` (`200` when the [`Health`] says ready, `503` when not). Probes carry no
 //! credentials and come from the orchestrator's own address, so neither needs a token or
 //! a loopback `Host`; the readiness details (which may name upstreams and their errors)
-//! go only to a request whose `Host` and `Origin` pass the endpoint's checks.
+//! go only to a request whose `Host` and `Origin` pass the endpoint's checks, and never
+//! where the endpoint requires tokens (a probe has none).
 
 use bytes::Bytes;
 use http::{Method, Response, StatusCode};

@@ -165,7 +165,9 @@ impl StreamableHttp {
             .as_ref()
             .and_then(|a| guard::metadata(a, &parts));
         if let Some(h) = &o.health {
-            let trusted = origin_check(o, &parts, false).is_none();
+            // Details name upstreams and their errors: not for anyone without a token
+            // where tokens are required, nor for a Host the endpoint would refuse.
+            let trusted = o.authorization.is_none() && origin_check(o, &parts, false).is_none();
             if let Some(r) = health::probe(h.0.as_ref(), &parts.method, parts.uri.path(), trusted) {
                 return r;
             }

@@ -16,7 +16,7 @@ use super::grant_assertion::GrantAssertion;
 use super::provider::{AuthError, AuthProvider, Credentials, Refused};
 use super::request::select_scopes;
 use super::store::TokenStore;
-use super::token::{register, ClientIdentity, Token};
+use super::token::{register, ClientIdentity, Token, TokenError};
 use super::BearerChallenge;
 
 /// Where the user grants access: the authorization URL in, the URL the user-agent was
@@ -44,6 +44,12 @@ pub struct OAuthOptions {
     /// Scopes to ask (space-separated) besides those the server's challenge or metadata
     /// name.
     pub scopes: Option<String>,
+    /// The issuer of the one authorization server this client may use: discovery that
+    /// leads anywhere else fails, so a resource cannot send the client (and its secret,
+    /// its key's assertions, its workload token) to a server of its choosing. Set it
+    /// whenever the client has credentials of its own; `None` takes whichever server the
+    /// resource names.
+    pub authorization_server: Option<String>,
     /// Ask for DPoP-bound tokens (RFC 9449) where the authorization server takes DPoP
     /// proofs: a leaked token is then useless without this process's key. Such tokens
     /// are not kept in the store (the key is not).
@@ -63,6 +69,7 @@ impl std::fmt::Debug for OAuthOptions {
             .field("client", &self.client)
             .field("client_metadata_url", &self.client_metadata_url)
             .field("scopes", &self.scopes)
+            .field("authorization_server", &self.authorization_server)
             .field("dpop", &self.dpop)
             .field("max_attempts", &self.max_attempts)
             .field("store", &self.store.as_ref().map(|(_, key)| key))
@@ -79,6 +86,7 @@ impl OAuthOptions {
             client: None,
             client_metadata_url: None,
             scopes: None,
+            authorization_server: None,
             dpop: false,
             max_attempts: 3,
             store: None,
@@ -111,6 +119,8 @@ struct State {
     /// The resource's nonce last sent in a proof, so that a second `use_dpop_nonce` with
     /// the same nonce is a refusal, not a loop.
     resource_nonce: Option<String>,
+    /// Nonces taken since a request last succeeded.
+    nonce_tries: usize,
 }
 
 /// How a token is had from the authorization server.
@@ -152,6 +162,10 @@ struct Inner {
 /// How long before its expiry a token is renewed, at most; a short-lived token is
 /// renewed when half its life is left, so renewals never follow one another.
 const RENEW_AHEAD: Duration = Duration::from_secs(60);
+
+/// `use_dpop_nonce` answers taken in a row (each with a new nonce) before the refusal is
+/// treated as any other.
+const MAX_NONCE_TRIES: usize = 3;
 
 /// Renewals ahead of expiry are begun at most this often.
 const RENEW_EVERY: Duration = Duration::from_secs(5);
@@ -297,11 +311,14 @@ impl Inner {
                 self.keep(token, None);
                 Ok(true)
             }
-            Err(e) => {
-                tracing::info!("refreshing the token failed, authorizing again: {e}");
+            // Only a refusal of the grant retires the refresh token (RFC 6749 §5.2); a
+            // server that could not be reached, or failed, may take it later.
+            Err(TokenError::Refused { error, .. }) if error.starts_with("invalid_grant") => {
+                tracing::info!("the refresh token was refused ({error}); authorizing again");
                 self.forget_refresh_token();
                 Ok(false)
             }
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -355,9 +372,11 @@ impl Inner {
             t.refresh_token = None;
             Some(t.clone())
         });
-        if let (Some((store, key)), Some(t)) = (&self.options.store, kept) {
+        if let Some((store, key)) = &self.options.store {
             store.remove(key);
-            store.save(key, &t);
+            if let Some(t) = kept.filter(|t| !t.dpop) {
+                store.save(key, &t);
+            }
         }
     }
 
@@ -395,6 +414,18 @@ impl Inner {
     async fn authorize(&self, refused: Refused) -> Result<(), AuthError> {
         let challenge = refused.challenge.as_ref();
         let found = Arc::new(discover(&refused.endpoint, challenge).await?);
+        let issuer = &found.authorization_server.issuer;
+        if let Some(pinned) = self
+            .options
+            .authorization_server
+            .as_ref()
+            .filter(|p| *p != issuer)
+        {
+            return Err(AuthError::UnexpectedIssuer {
+                expected: pinned.clone(),
+                found: issuer.clone(),
+            });
+        }
         self.with_state(|s| s.found = Some(found.clone()));
         // A step-up needs a grant for more scopes; anything else may just be an expiry.
         if !refused.is_step_up() && self.refresh(&found).await? {
@@ -461,6 +492,7 @@ impl AuthProvider for OAuth {
         self.inner.with_state(|s| {
             if s.token.as_ref().is_some_and(|t| t.access_token == token) {
                 s.attempts = 0;
+                s.nonce_tries = 0;
             }
         });
     }
@@ -471,13 +503,23 @@ impl AuthProvider for OAuth {
         // The resource wants its nonce in the proof (RFC 9449 §9): send again with it,
         // once per nonce.
         if let (true, Some(nonce)) = (refused.wants_dpop_nonce(), &refused.dpop_nonce) {
-            let fresh = inner.with_state(|s| match (&s.dpop, s.resource_nonce.as_ref()) {
-                (Some(key), last) if last != Some(nonce) => {
-                    key.keep_nonce(NonceOf::Resource, nonce);
-                    s.resource_nonce = Some(nonce.clone());
-                    true
+            let fresh = inner.with_state(|s| {
+                // Only a proof can carry the nonce, and a server that wants a new one on
+                // every answer gets a few tries, not a loop.
+                let bound = s.token.as_ref().is_some_and(|t| t.dpop);
+                let key = s
+                    .dpop
+                    .clone()
+                    .filter(|_| bound && s.nonce_tries < MAX_NONCE_TRIES);
+                match (key, s.resource_nonce.as_ref()) {
+                    (Some(key), last) if last != Some(nonce) => {
+                        key.keep_nonce(NonceOf::Resource, nonce);
+                        s.resource_nonce = Some(nonce.clone());
+                        s.nonce_tries += 1;
+                        true
+                    }
+                    _ => false,
                 }
-                _ => false,
             });
             if fresh {
                 return Ok(());
