@@ -110,18 +110,7 @@ async fn the_user_authorizes_an_oauth_upstream_through_the_printed_url_at_start(
     let body = json!({"mcpServers": {"up": {"url": upstream, "auth": {
         "type": "oauth", "clientId": "gateway-user-client", "redirectUri": redirect}}}});
     std::fs::write(&config, body.to_string()).expect("config");
-    let mut child = tokio::process::Command::new(common::example("gateway"))
-        .args([
-            "--config",
-            &config.display().to_string(),
-            "--http",
-            "127.0.0.1:0",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("gateway");
+    let mut child = common::spawn_http_gateway(&config, std::process::Stdio::piped());
     let mut err = tokio::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
     let mut out = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
     let _gateway = common::Stopped(child);

@@ -222,11 +222,13 @@ impl Drop for Stopped {
     }
 }
 
-/// The gateway on Streamable HTTP, and its URL. Dropped, it is stopped with `SIGTERM` and
-/// waited for, so it closes its upstreams: killed outright it could not, and
-/// `server-everything` does not exit when its stdin closes once it has been used.
-pub async fn http_gateway(config: &std::path::Path) -> (Stopped, String) {
-    let mut child = tokio::process::Command::new(example("gateway"))
+/// The gateway binary started on Streamable HTTP at a free port with `config`, its stdout
+/// (where the URL comes) piped and its stderr to `stderr`.
+pub fn spawn_http_gateway(
+    config: &std::path::Path,
+    stderr: std::process::Stdio,
+) -> tokio::process::Child {
+    tokio::process::Command::new(example("gateway"))
         .args([
             "--config",
             &config.display().to_string(),
@@ -234,10 +236,17 @@ pub async fn http_gateway(config: &std::path::Path) -> (Stopped, String) {
             "127.0.0.1:0",
         ])
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
+        .stderr(stderr)
         .kill_on_drop(true)
         .spawn()
-        .expect("gateway");
+        .expect("gateway")
+}
+
+/// The gateway on Streamable HTTP, and its URL. Dropped, it is stopped with `SIGTERM` and
+/// waited for, so it closes its upstreams: killed outright it could not, and
+/// `server-everything` does not exit when its stdin closes once it has been used.
+pub async fn http_gateway(config: &std::path::Path) -> (Stopped, String) {
+    let mut child = spawn_http_gateway(config, std::process::Stdio::null());
     let out = child.stdout.take().expect("stdout");
     let url = tokio::time::timeout(
         std::time::Duration::from_secs(60),
