@@ -167,6 +167,9 @@ const RENEW_AHEAD: Duration = Duration::from_secs(60);
 /// treated as any other.
 const MAX_NONCE_TRIES: usize = 3;
 
+/// The scope that asks an authorization server for a refresh token.
+const OFFLINE_ACCESS: &str = "offline_access";
+
 /// Renewals ahead of expiry are begun at most this often.
 const RENEW_EVERY: Duration = Duration::from_secs(5);
 
@@ -361,7 +364,15 @@ impl Inner {
                     resource,
                     dpop,
                 };
-                code.run(handler.as_ref(), scope).await?
+                // A user's grant may outlive the access token: ask for a refresh token
+                // where the server says how (`offline_access`, SEP-2207).
+                let offline = server
+                    .scopes_supported
+                    .as_ref()
+                    .is_some_and(|s| s.iter().any(|x| x == OFFLINE_ACCESS))
+                    .then_some(OFFLINE_ACCESS);
+                let scope = union([scope, offline]);
+                code.run(handler.as_ref(), scope.as_deref()).await?
             }
         })
     }
