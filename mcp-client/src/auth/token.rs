@@ -215,6 +215,13 @@ pub(crate) async fn request_token_with(
         .map_err(|e| TokenError::Transport(format!("token response: {e}")))?;
     let kind = t.token_type.as_deref().unwrap_or("Bearer");
     let bound = dpop.is_some() && kind.eq_ignore_ascii_case("dpop");
+    if dpop.is_some() && !bound {
+        // RFC 9449 §5: a server may issue a Bearer token to a DPoP request.
+        tracing::warn!(
+            "asked {} for a DPoP-bound token, got a {kind} one",
+            server.issuer
+        );
+    }
     if !bound && !kind.eq_ignore_ascii_case("bearer") {
         return Err(TokenError::Transport(format!(
             "token type {kind:?} is not Bearer"

@@ -394,14 +394,10 @@ impl Inner {
     /// Renews the token in the background if it expires soon and can be renewed.
     fn renew_ahead(self: &Arc<Self>) {
         let due = self.with_state(|s| {
-            let t = s.token.as_ref()?;
-            let (now, at) = (Instant::now(), t.expires_at?);
-            let life = at.saturating_duration_since(s.since.unwrap_or(now));
-            let soon = at <= now + RENEW_AHEAD.min(life / 2);
-            let can = t.refresh_token.is_some() || self.flow.unattended();
             let found = s.found.clone()?;
+            let now = Instant::now();
             let rested = s.tried.is_none_or(|t| now >= t + RENEW_EVERY);
-            (soon && can && rested && !s.renewing).then(|| {
+            (self.renewal_due(s) && rested && !s.renewing).then(|| {
                 s.renewing = true;
                 s.tried = Some(now);
                 found
@@ -414,12 +410,37 @@ impl Inner {
         };
         let me = self.clone();
         rt.spawn(async move {
+            /// Renew-ahead stays on whatever becomes of this task.
+            struct Done(Arc<Inner>);
+            impl Drop for Done {
+                fn drop(&mut self) {
+                    self.0.with_state(|s| s.renewing = false);
+                }
+            }
+            let done = Done(me);
+            let me = &done.0;
             let _one = me.one_at_a_time.lock().await;
+            // A refusal may have renewed the token while this waited.
+            if !me.with_state(|s| me.renewal_due(s)) {
+                return;
+            }
             if let Err(e) = me.renew(&found).await {
                 tracing::info!("renewing the token ahead of its expiry failed: {e}");
             }
-            me.with_state(|s| s.renewing = false);
         });
+    }
+
+    /// Whether the token held expires soon (half its life, or the last minute, left) and
+    /// can be renewed without the user.
+    fn renewal_due(&self, s: &State) -> bool {
+        let Some(t) = s.token.as_ref() else {
+            return false;
+        };
+        let Some(at) = t.expires_at else { return false };
+        let now = Instant::now();
+        let life = at.saturating_duration_since(s.since.unwrap_or(now));
+        let soon = at <= now + RENEW_AHEAD.min(life / 2);
+        soon && (t.refresh_token.is_some() || self.flow.unattended())
     }
 
     async fn authorize(&self, refused: Refused) -> Result<(), AuthError> {
