@@ -128,3 +128,48 @@ async fn a_2026_hosts_traceparent_header_continues_upstream_in_meta() {
     host.close().await;
     agg.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_http_upstream_gets_the_trace_context_as_headers_too() {
+    let mut tools = ToolRegistry::new();
+    tools.tool(
+        "header",
+        "The traceparent header of this request.",
+        |_: NoArgs, ctx: RequestContext| async move {
+            let header = ctx
+                .http_request()
+                .and_then(|r| r.headers.get("traceparent"))
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("none")
+                .to_owned();
+            Ok(Outcome::Complete(CallToolResult {
+                content: vec![ContentBlock::text(header)],
+                ..Default::default()
+            }))
+        },
+    );
+    let (addr, _task) = bind(
+        "127.0.0.1:0".parse().expect("address"),
+        Server::new(tools),
+        HttpOptions::default(),
+    )
+    .await
+    .expect("bind");
+    let upstream = UpstreamConfig {
+        // 2026-07-28: each request's HTTP headers are its own.
+        revision: Some(Revision::V2026_07_28),
+        ..UpstreamConfig::new(
+            "web",
+            UpstreamTransport::Http(HttpConfig::new(format!("http://{addr}/mcp"))),
+        )
+    };
+    let agg = Aggregator::start(vec![upstream], AggregatorOptions::default())
+        .await
+        .expect("start");
+    let host = common::host(&agg, NoHandler, ClientOptions::default()).await;
+    let seen = traced(&host, "web__header", json!({"traceparent": traceparent()})).await;
+    assert_eq!(seen, traceparent());
+    assert_eq!(traced(&host, "web__header", json!({})).await, "none");
+    host.close().await;
+    agg.shutdown().await;
+}
