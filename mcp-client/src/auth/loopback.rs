@@ -11,6 +11,7 @@ use tokio::net::TcpListener;
 
 use super::oauth::AuthorizationHandler;
 use super::provider::AuthError;
+use super::request::{query_of, query_value};
 
 /// How long the user has to authorize.
 const PATIENCE: Duration = Duration::from_secs(300);
@@ -95,15 +96,6 @@ async fn request_target(s: &mut tokio::net::TcpStream) -> Option<String> {
     head.split(' ').nth(1).map(str::to_owned)
 }
 
-/// `name`'s value in `url`'s query, as written.
-fn query_value(url: &str, name: &str) -> Option<String> {
-    let query = url.split_once('?')?.1.split('#').next()?;
-    query.split('&').find_map(|kv| {
-        let (k, v) = kv.split_once('=')?;
-        (k == name).then(|| v.to_owned())
-    })
-}
-
 #[async_trait]
 impl AuthorizationHandler for LoopbackBrowser {
     async fn authorize(&self, url: &str, redirect_uri: &str) -> Result<String, AuthError> {
@@ -118,7 +110,7 @@ impl AuthorizationHandler for LoopbackBrowser {
         (self.show)(url);
         // Only the return of this authorization completes it: a page can make a browser
         // visit the redirect URI too, with a state of its own.
-        let expected = query_value(url, "state");
+        let expected = query_value(query_of(url), "state");
         let wait = async {
             for _ in 0..MAX_VISITS {
                 let Ok((mut s, _)) = listener.accept().await else {
@@ -130,7 +122,7 @@ impl AuthorizationHandler for LoopbackBrowser {
                     .flatten()
                     .unwrap_or_default();
                 let on_path = target.split('?').next() == Some(path.as_str());
-                let ours = on_path && query_value(&target, "state") == expected;
+                let ours = on_path && query_value(query_of(&target), "state") == expected;
                 let reply = match (on_path, ours) {
                     (_, true) => "HTTP/1.1 200 OK\r\ncontent-type: text/plain; charset=utf-8\r\nconnection: close\r\n\r\nAuthorization received: you can close this window.",
                     (true, false) => "HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\nconnection: close\r\n\r\nNot the authorization this program is waiting for.",

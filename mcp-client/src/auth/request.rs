@@ -46,6 +46,13 @@ pub(crate) fn form(pairs: &[(&str, &str)]) -> String {
 }
 
 /// One value of a query string, decoded.
+/// The query of `url` (between `?` and any `#`), empty when it has none.
+pub(crate) fn query_of(url: &str) -> &str {
+    url.split_once('?')
+        .map(|(_, q)| q.split('#').next().unwrap_or(q))
+        .unwrap_or("")
+}
+
 pub(crate) fn query_value(query: &str, name: &str) -> Option<String> {
     query.split('&').find_map(|pair| {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
@@ -162,10 +169,7 @@ impl AuthorizationRequest {
     /// checked: `state` ours, `iss` the issuer asked when present (and present when the
     /// server says it sends it, `iss_required`), no `error`.
     pub fn code_from(&self, redirect: &str, iss_required: bool) -> Result<String, RedirectError> {
-        let query = redirect
-            .split_once('?')
-            .map(|(_, q)| q.split('#').next().unwrap_or(q))
-            .unwrap_or("");
+        let query = query_of(redirect);
         // The state first: an answer that is not to this request says nothing, not even
         // that the user refused.
         if query_value(query, "state").as_deref() != Some(self.state.as_str()) {

@@ -114,9 +114,18 @@ pub enum TokenError {
     Refused {
         /// Which endpoint.
         endpoint: &'static str,
+        /// The OAuth error code (`error`: `invalid_grant`, `use_dpop_nonce`, …).
+        code: String,
         /// `error` and `error_description`.
         error: String,
     },
+}
+
+impl TokenError {
+    /// Whether the server refused with the OAuth error `code`.
+    pub fn is_refusal(&self, code: &str) -> bool {
+        matches!(self, TokenError::Refused { code: c, .. } if c == code)
+    }
 }
 
 /// An access token, and what came with it.
@@ -157,14 +166,20 @@ struct TokenResponse {
     scope: Option<String>,
 }
 
-fn oauth_error(v: &Value) -> String {
-    let e = v
+/// The refusal `endpoint` answered with `v` (RFC 6749 §5.2).
+fn refusal(endpoint: &'static str, v: &Value) -> TokenError {
+    let code = v
         .get("error")
         .and_then(Value::as_str)
         .unwrap_or("unknown error");
-    match v.get("error_description").and_then(Value::as_str) {
-        Some(d) => format!("{e}: {d}"),
-        None => e.to_owned(),
+    let error = match v.get("error_description").and_then(Value::as_str) {
+        Some(d) => format!("{code}: {d}"),
+        None => code.to_owned(),
+    };
+    TokenError::Refused {
+        endpoint,
+        code: code.to_owned(),
+        error,
     }
 }
 
@@ -181,11 +196,7 @@ async fn post_to(
         .await
         .map_err(|e| (TokenError::Transport(e.to_string()), http::HeaderMap::new()))?;
     if !posted.status.is_success() {
-        let error = TokenError::Refused {
-            endpoint: name,
-            error: oauth_error(&posted.body),
-        };
-        return Err((error, posted.headers));
+        return Err((refusal(name, &posted.body), posted.headers));
     }
     Ok(posted.body)
 }
@@ -274,7 +285,7 @@ pub(crate) async fn post_token_request(
         match posted.await {
             Ok(v) => return Ok(v),
             Err((e, h)) => {
-                let wants_nonce = matches!(&e, TokenError::Refused { error, .. } if error.starts_with("use_dpop_nonce"));
+                let wants_nonce = e.is_refusal("use_dpop_nonce");
                 let nonce = h.get(DPOP_NONCE).and_then(|v| v.to_str().ok());
                 match (dpop, nonce, wants_nonce && !nonce_given) {
                     (Some(d), Some(n), true) => {

@@ -30,6 +30,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 mod auth;
+mod trace;
 
 pub(crate) type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
 
@@ -195,31 +196,6 @@ fn set(h: &mut HeaderMap, name: &str, value: &str) {
     }
 }
 
-/// A request's W3C trace context (`traceparent`, `tracestate` in its `_meta`) as headers
-/// too, for a server or a proxy on the way that reads only those.
-fn trace_headers(h: &mut HeaderMap, r: &mcp_types::Request) {
-    use mcp_types::meta::{TRACEPARENT, TRACESTATE};
-    use mcp_types::raw::{as_str, KeyFinder, RawObject};
-    static FINDER: std::sync::LazyLock<KeyFinder> =
-        std::sync::LazyLock::new(|| KeyFinder::new(TRACEPARENT));
-    let Some(params) = r.params.as_deref() else {
-        return;
-    };
-    if !FINDER.may_be_in(params.get()) {
-        return;
-    }
-    let meta = RawObject::parse(params.get()).ok().and_then(|p| {
-        p.get("_meta")
-            .and_then(|m| RawObject::parse(m.get()).ok().map(|m| m.into_owned()))
-    });
-    let Some(meta) = meta else { return };
-    for key in [TRACEPARENT, TRACESTATE] {
-        if let Some(v) = meta.get(key).and_then(as_str) {
-            set(h, key, &v);
-        }
-    }
-}
-
 impl Shared {
     fn is_closed(&self) -> bool {
         self.closed.lock().map(|c| c.is_some()).unwrap_or(true)
@@ -258,7 +234,7 @@ impl Shared {
             Frame::Batch(_) => None,
         };
         if let Some(Message::Request(r)) = single {
-            trace_headers(&mut h, r);
+            trace::trace_headers(&mut h, r);
         }
         let modern = single.and_then(mcp_revisions::negotiate::request_protocol_version);
         match modern {

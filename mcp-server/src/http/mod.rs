@@ -457,9 +457,22 @@ where
 {
     type Response = Response<HttpBody>;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<HttpBody>, Infallible>> + Send>>;
+    type Future = Answering;
 
     fn call(&self, req: Request<B>) -> Self::Future {
+        self.answering(req)
+    }
+}
+
+/// A response on its way: what both service traits return.
+pub type Answering = Pin<Box<dyn Future<Output = Result<Response<HttpBody>, Infallible>> + Send>>;
+
+impl StreamableHttp {
+    fn answering<B>(&self, req: Request<B>) -> Answering
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
         let this = self.clone();
         Box::pin(async move { Ok(this.handle(req).await) })
     }
@@ -507,7 +520,7 @@ where
 {
     type Response = Response<HttpBody>;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<HttpBody>, Infallible>> + Send>>;
+    type Future = Answering;
 
     fn poll_ready(
         &mut self,
@@ -517,7 +530,6 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        let this = self.clone();
-        Box::pin(async move { Ok(this.handle(req).await) })
+        self.answering(req)
     }
 }
