@@ -82,3 +82,44 @@ fn usage_errors_exit_2_and_no_config_is_said_to_be_required() {
         text(&bare.stderr)
     );
 }
+
+#[test]
+fn log_format_json_writes_one_json_object_per_log_line() {
+    let dir = std::env::temp_dir().join(format!("mcp-gateway-logs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = dir.join("gateway.json");
+    // An upstream that cannot start: the gateway logs why, serves, and stops at stdin's end.
+    std::fs::write(
+        &config,
+        r#"{"mcpServers": {"gone": {"command": "/nonexistent/server"}}}"#,
+    )
+    .expect("write");
+    let path = config.display().to_string();
+    let run = gateway(&[
+        "--config",
+        &path,
+        "--log-level",
+        "info",
+        "--log-format",
+        "json",
+    ]);
+    let err = text(&run.stderr);
+    let logs: Vec<serde_json::Value> = err
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert!(!logs.is_empty(), "no JSON log lines in:\n{err}");
+    for l in &logs {
+        assert!(
+            l["level"].is_string() && l["timestamp"].is_string() && l["fields"].is_object(),
+            "{l}"
+        );
+    }
+    assert!(
+        logs.iter().any(|l| l.to_string().contains("gone")),
+        "no line names the upstream:\n{err}"
+    );
+    assert_eq!(gateway(&["--log-format", "xml"]).status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(dir);
+}

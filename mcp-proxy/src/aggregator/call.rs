@@ -23,6 +23,7 @@ use mcp_types::{codes, meta, ErrorObject, Revision};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
+use super::metered;
 use super::route::Route;
 use super::{call_failure, created_task_id, input_required, tasks, Aggregator, OWN_KEYS};
 
@@ -103,8 +104,18 @@ impl Aggregator {
         let may_retry = route.hints_trusted && tool.is_idempotent();
         let (route, plan) = (&*route, &plan);
         let send = |extension: bool| async move {
-            let up = self.hop_params(ctx, route, params, plan, extension)?;
-            self.upstream_call_raw(i, method::TOOLS_CALL, up, ctx).await
+            let up = match self.hop_params(ctx, route, params, plan, extension) {
+                Ok(up) => up,
+                Err(e) => {
+                    self.meter_call(route, 0).finish(metered::failure(&e), 0);
+                    return Err(e);
+                }
+            };
+            let meter = self.meter_call(route, up.to_cow().get().len());
+            let answer = self.upstream_call_raw(i, method::TOOLS_CALL, up, ctx).await;
+            let (outcome, bytes) = metered::outcome(&answer);
+            meter.finish(outcome, bytes);
+            answer
         };
         let answer = match send(false).await {
             Ok(v) => v,

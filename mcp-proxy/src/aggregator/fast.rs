@@ -19,8 +19,10 @@ use mcp_types::{RequestId, Revision};
 use serde_json::value::RawValue;
 
 use super::call::{answer_kind, raw_failure, tidy_result, AnswerKind, TaskPlan};
+use super::metered;
 use super::{Aggregator, CONFIRM_KEY};
 use crate::bridge::{Calls, Event, EventSink, Flight, SlotGuard};
+use crate::metrics::CallMeter;
 use crate::policy::{may_be_destructive, Surface};
 use crate::sessions::Link;
 
@@ -31,6 +33,7 @@ struct Prepared {
     request: mcp_client::RawRequest,
     plan: TaskPlan,
     may_retry: bool,
+    meter: CallMeter,
 }
 
 /// One call in flight upstream, answered from a callback.
@@ -50,6 +53,8 @@ struct FastCall {
     id: OnceLock<RequestId>,
     /// Its place among the upstream's calls (questions and log lines find it there).
     slot: Mutex<Option<SlotGuard>>,
+    /// Its metrics, until it is counted (dropped uncounted: a cancellation).
+    meter: Mutex<Option<CallMeter>>,
 }
 
 impl Aggregator {
@@ -71,6 +76,7 @@ impl Aggregator {
             may_retry: p.may_retry,
             id: OnceLock::new(),
             slot: Mutex::new(None),
+            meter: Mutex::new(Some(p.meter)),
         });
         let weak = Arc::downgrade(&fast);
         call.on_cancel(move || {
@@ -97,6 +103,9 @@ impl Aggregator {
                 let _ = fast.id.set(id);
             }
             Err(e) => {
+                if let Some(m) = fast.meter() {
+                    m.finish(metered::failure(&e), 0);
+                }
                 if let Some(call) = fast.take() {
                     call.respond(raw_failure(&u.config.key, e));
                 }
@@ -147,12 +156,14 @@ impl Aggregator {
         let request = link
             .client
             .prepare_raw(method::TOOLS_CALL, up, &CallOptions::default());
+        let meter = self.meter_call(&route, request.params().get().len());
         Some(Prepared {
             i,
             link,
             request,
             plan,
             may_retry: route.hints_trusted && tool.is_idempotent(),
+            meter,
         })
     }
 }
@@ -171,11 +182,20 @@ impl FastCall {
         call
     }
 
+    /// Its metrics, if the call is not counted yet.
+    fn meter(&self) -> Option<CallMeter> {
+        self.meter.lock().ok().and_then(|mut m| m.take())
+    }
+
     /// The upstream's answer (or why none came), on its connection's read loop.
     fn answered(self: Arc<Self>, answer: Result<Box<RawValue>, ClientError>) {
         let Some(call) = self.take() else {
             return;
         };
+        if let Some(m) = self.meter() {
+            let (outcome, bytes) = metered::outcome(&answer);
+            m.finish(outcome, bytes);
+        }
         match answer {
             Ok(raw) if answer_kind(&raw, &self.plan) == AnswerKind::Plain => {
                 let out = tidy_result(self.key(), raw)
@@ -272,9 +292,15 @@ impl FastCall {
             asked: 0,
         };
         let me = self.clone();
+        let meter = self.meter();
         tokio::spawn(async move {
             let ctx = call.context();
-            let out = match me.agg.drive(flight, ctx).await {
+            let answer = me.agg.drive(flight, ctx).await;
+            if let Some(m) = meter {
+                let (outcome, bytes) = metered::outcome(&answer);
+                m.finish(outcome, bytes);
+            }
+            let out = match answer {
                 Ok(raw) => me.agg.call_answer(me.i, ctx, raw, &me.plan).await,
                 Err(e) => raw_failure(me.key(), e),
             };

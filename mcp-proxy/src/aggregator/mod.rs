@@ -33,6 +33,7 @@ mod handler;
 mod health;
 mod id;
 mod links;
+mod metered;
 mod options;
 mod pinning;
 mod pool;
@@ -64,6 +65,8 @@ struct Inner {
     tasks: tasks::TaskTable,
     /// Which host subscriber subscribed to which resource on which upstream connection.
     subscriptions: Arc<subscriptions::Subscriptions>,
+    /// What the upstreams were asked and how they answered.
+    metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// Upstream MCP servers composed into one server. Cheap to clone.
@@ -174,6 +177,7 @@ impl Aggregator {
             parked: Mutex::new(HashMap::new()),
             tasks: tasks::TaskTable::default(),
             subscriptions: Arc::new(subscriptions::Subscriptions::new(max_subscriptions)),
+            metrics: Arc::default(),
         });
         let agg = Aggregator { inner };
         let starts: Vec<_> = agg

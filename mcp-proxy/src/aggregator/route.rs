@@ -21,6 +21,8 @@ pub(crate) struct Route {
     /// Why the host's user must allow each call (the tool is not as approved; see
     /// [`crate::pins`]), if they must.
     pub(crate) unapproved: Option<std::sync::Arc<str>>,
+    /// The meters of its calls, made at its first call.
+    pub(super) meter: std::sync::OnceLock<std::sync::Arc<crate::metrics::ToolMeter>>,
 }
 
 impl Route {
@@ -37,6 +39,7 @@ impl Route {
             tool,
             hints_trusted,
             unapproved: None,
+            meter: std::sync::OnceLock::new(),
         }
     }
 }

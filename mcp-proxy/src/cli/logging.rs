@@ -2,10 +2,21 @@
 
 use tracing_subscriber::filter::LevelFilter;
 
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[non_exhaustive]
+pub enum LogFormat {
+    /// Text for people.
+    #[default]
+    Text,
+    /// One JSON object per line (time, level, target, message, fields, spans), for a log
+    /// collector.
+    Json,
+}
+
 /// Logs to standard error at `level` (a level name or `RUST_LOG` directives), else as
-/// `RUST_LOG` says, else errors only.
-pub fn init_logging(level: Option<&str>) {
-    let fmt = tracing_subscriber::fmt().with_writer(std::io::stderr);
+/// `RUST_LOG` says, else errors only; written as `format` says.
+pub fn init_logging(level: Option<&str>, format: LogFormat) {
     let var = level
         .map(str::to_owned)
         .unwrap_or_else(|| std::env::var("RUST_LOG").unwrap_or_default());
@@ -20,9 +31,15 @@ pub fn init_logging(level: Option<&str>) {
         "off" => Some(LevelFilter::OFF),
         _ => None,
     };
-    let _ = match plain {
-        Some(level) => fmt.with_max_level(level).try_init(),
-        None => fmt
+    let fmt = tracing_subscriber::fmt().with_writer(std::io::stderr);
+    let _ = match (format, plain) {
+        (LogFormat::Text, Some(level)) => fmt.with_max_level(level).try_init(),
+        (LogFormat::Text, None) => fmt
+            .with_env_filter(tracing_subscriber::EnvFilter::new(var))
+            .try_init(),
+        (LogFormat::Json, Some(level)) => fmt.json().with_max_level(level).try_init(),
+        (LogFormat::Json, None) => fmt
+            .json()
             .with_env_filter(tracing_subscriber::EnvFilter::new(var))
             .try_init(),
     };

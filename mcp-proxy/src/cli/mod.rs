@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use mcp_server::http::{Health, HttpOptions};
+use mcp_server::http::{Health, HttpOptions, Metrics};
 
 use crate::{Aggregator, AggregatorOptions, UpstreamConfig};
 
@@ -21,7 +21,7 @@ mod logging;
 mod serve;
 mod signals;
 
-pub use logging::init_logging;
+pub use logging::{init_logging, LogFormat};
 use serve::{gateway_server, load, serve_http, serve_stdio, write_pins, Access};
 use signals::StopSignals;
 
@@ -38,8 +38,8 @@ pub struct Args {
     /// `gateway`).
     #[arg(long, value_name = "FILE")]
     pub config: Option<String>,
-    /// Serve Streamable HTTP at ADDR (`/mcp`, with `/healthz` and `/readyz`) instead of
-    /// stdio.
+    /// Serve Streamable HTTP at ADDR (`/mcp`, with `/healthz`, `/readyz` and `/metrics`)
+    /// instead of stdio.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<String>,
     /// Serve on stdio (the default).
@@ -63,6 +63,9 @@ pub struct Args {
     /// default `RUST_LOG`, else `error`. Logs go to standard error.
     #[arg(long, value_name = "LEVEL")]
     pub log_level: Option<String>,
+    /// Log lines as text for people, or as one JSON object per line for a log collector.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, value_name = "FORMAT")]
+    pub log_format: LogFormat,
 }
 
 /// What serves when no `--config` is given.
@@ -72,7 +75,7 @@ pub type Default = fn() -> (Vec<UpstreamConfig>, AggregatorOptions);
 /// `--config`, `default` gives the upstreams (none given: `--config` is required).
 pub fn main(default: Option<Default>) -> ExitCode {
     let args = Args::parse();
-    init_logging(args.log_level.as_deref());
+    init_logging(args.log_level.as_deref(), args.log_format);
     let drain = match Duration::try_from_secs_f64(args.drain) {
         Ok(d) => d,
         Err(_) => {
@@ -176,7 +179,8 @@ async fn run(args: Args, drain: Duration, default: Option<Default>) -> u8 {
         Some(addr) => match addr.parse() {
             Ok(addr) => {
                 let health: Arc<dyn Health> = Arc::new(aggregator.clone());
-                let options = HttpOptions::default().health(health);
+                let metrics: Arc<dyn Metrics> = Arc::new(aggregator.clone());
+                let options = HttpOptions::default().health(health).metrics(metrics);
                 serve_http(addr, server, signals, drain, access.authorization, options).await
             }
             Err(_) => {

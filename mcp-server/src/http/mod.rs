@@ -38,6 +38,7 @@ pub mod fuzzing;
 mod guard;
 mod health;
 mod legacy;
+mod metrics;
 mod modern;
 mod options;
 mod reply;
@@ -67,6 +68,7 @@ use checks::{accepts_sse, allowed, check_post_media, header_str, host_of};
 pub use conn::{serve, serve_with_shutdown};
 pub use health::{Health, Readiness, LIVE_PATH, READY_PATH};
 use legacy::LegacySession;
+pub use metrics::{Metrics, MetricsSource, METRICS_PATH};
 pub use options::{HealthCheck, HttpOptions};
 pub use reply::HttpBody;
 use reply::{empty, respond, rpc_error};
@@ -172,7 +174,11 @@ impl StreamableHttp {
                 return r;
             }
         }
-        if metadata.is_none() && parts.uri.path() != o.path {
+        let scrape = o
+            .metrics
+            .as_ref()
+            .filter(|_| parts.uri.path() == METRICS_PATH);
+        if metadata.is_none() && scrape.is_none() && parts.uri.path() != o.path {
             return respond(StatusCode::NOT_FOUND, empty(), None);
         }
         if let Some(what) = origin_check(o, &parts, true) {
@@ -188,6 +194,9 @@ impl StreamableHttp {
                 guard::Verdict::Answer(refused) => return refused,
             },
         };
+        if let Some(m) = scrape {
+            return metrics::scrape(m.0.as_ref(), &parts.method);
+        }
         match parts.method {
             Method::POST => match check_post_media(&parts.headers) {
                 Ok(()) => self.post(parts, body, principal).await,

@@ -93,6 +93,9 @@ pub struct HttpOptions {
     pub authorization: Option<crate::auth::Authorization>,
     /// Answers `/healthz` and `/readyz` (default: neither is served).
     pub health: Option<HealthCheck>,
+    /// Answers `/metrics` (default: not served). Scrapes pass the same checks as MCP
+    /// requests: `Host`, `Origin`, and with [`HttpOptions::authorization`], a token.
+    pub metrics: Option<super::MetricsSource>,
 }
 
 /// The [`super::Health`] an endpoint answers probes with.
@@ -130,6 +133,7 @@ impl Default for HttpOptions {
             max_connections: 512,
             authorization: None,
             health: None,
+            metrics: None,
         }
     }
 }
@@ -161,6 +165,13 @@ impl HttpOptions {
     #[must_use]
     pub fn health(mut self, health: std::sync::Arc<dyn super::Health>) -> Self {
         self.health = Some(HealthCheck(health));
+        self
+    }
+
+    /// Serves `/metrics` with `metrics` (see [`super::Metrics`]).
+    #[must_use]
+    pub fn metrics(mut self, metrics: std::sync::Arc<dyn super::Metrics>) -> Self {
+        self.metrics = Some(super::MetricsSource(metrics));
         self
     }
 

@@ -1,0 +1,330 @@
+//! What a gateway did, for Prometheus: the calls relayed to each upstream (by tool and
+//! outcome), how long they took, how many are in flight, the bytes they carried, and each
+//! upstream's state and restarts. [`Metrics`] is kept by the [`crate::Aggregator`] (see
+//! [`crate::Aggregator::metrics`]) and rendered in the OpenMetrics text format, which
+//! Prometheus scrapes (`mcp_server::http::HttpOptions::metrics` serves it at `/metrics`).
+//!
+//! Cardinality is bounded: tool names come from upstreams, so only the first
+//! [`TOOL_LABELS`] (upstream, tool) pairs get a label of their own; calls of any other
+//! tool are counted under `tool="_other"`. Calls refused before reaching an upstream (an
+//! unknown tool, a policy) are not upstream calls and are not counted here.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+use crate::UpstreamStatus;
+
+/// How many (upstream, tool) pairs get labels of their own.
+pub const TOOL_LABELS: usize = 1000;
+
+/// The label calls of tools beyond [`TOOL_LABELS`] are counted under.
+pub const OTHER_TOOL: &str = "_other";
+
+/// The media type of [`Metrics::render`]'s text.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// How an upstream call ended, as the `outcome` label says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CallOutcome {
+    /// A result (`ok`).
+    Ok,
+    /// A result with `isError: true` (`is_error`).
+    IsError,
+    /// A JSON-RPC error from the upstream (`error`).
+    Error,
+    /// No answer within the call's timeout (`timeout`).
+    Timeout,
+    /// The host cancelled, or went, first (`cancelled`).
+    Cancelled,
+    /// The upstream could not be reached or its connection broke (`failed`).
+    Failed,
+}
+
+impl CallOutcome {
+    const ALL: [CallOutcome; 6] = [
+        CallOutcome::Ok,
+        CallOutcome::IsError,
+        CallOutcome::Error,
+        CallOutcome::Timeout,
+        CallOutcome::Cancelled,
+        CallOutcome::Failed,
+    ];
+
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallOutcome::Ok => "ok",
+            CallOutcome::IsError => "is_error",
+            CallOutcome::Error => "error",
+            CallOutcome::Timeout => "timeout",
+            CallOutcome::Cancelled => "cancelled",
+            CallOutcome::Failed => "failed",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl EncodeLabelValue for CallOutcome {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
+        encoder.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct CallLabels {
+    upstream: String,
+    tool: String,
+    outcome: CallOutcome,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct UpstreamLabels {
+    upstream: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct BytesLabels {
+    upstream: String,
+    direction: Direction,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Direction {
+    Sent,
+    Received,
+}
+
+impl EncodeLabelValue for Direction {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
+        encoder.write_str(match self {
+            Direction::Sent => "sent",
+            Direction::Received => "received",
+        })
+    }
+}
+
+type HistogramFamily = Family<UpstreamLabels, Histogram, fn() -> Histogram>;
+
+/// Call durations from 100 µs to about 3.5 minutes, doubling.
+fn duration_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.0001, 2.0, 22))
+}
+
+/// A gateway's metrics (see the module's documentation).
+pub struct Metrics {
+    registry: Registry,
+    calls: Family<CallLabels, Counter>,
+    duration: HistogramFamily,
+    in_flight: Family<UpstreamLabels, Gauge>,
+    bytes: Family<BytesLabels, Counter>,
+    up: Family<UpstreamLabels, Gauge>,
+    restarts: Family<UpstreamLabels, Counter>,
+    /// The (upstream, tool) pairs given labels of their own.
+    labelled: Mutex<HashSet<(String, String)>>,
+    /// One render at a time: the upstreams' gauges are brought up to date in it.
+    rendering: Mutex<()>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// Metrics with nothing counted yet.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("mcp_gateway");
+        let calls = Family::<CallLabels, Counter>::default();
+        let duration: HistogramFamily = Family::new_with_constructor(duration_histogram);
+        let in_flight = Family::<UpstreamLabels, Gauge>::default();
+        let bytes = Family::<BytesLabels, Counter>::default();
+        let up = Family::<UpstreamLabels, Gauge>::default();
+        let restarts = Family::<UpstreamLabels, Counter>::default();
+        registry.register(
+            "upstream_calls",
+            "Tool calls relayed to an upstream, by tool and outcome",
+            calls.clone(),
+        );
+        registry.register(
+            "upstream_call_duration_seconds",
+            "Time from a tool call's sending to the upstream's answer",
+            duration.clone(),
+        );
+        registry.register(
+            "upstream_calls_in_flight",
+            "Tool calls sent to an upstream and not yet answered",
+            in_flight.clone(),
+        );
+        registry.register(
+            "upstream_call_bytes",
+            "JSON bytes of tool call params sent to and results received from an upstream",
+            bytes.clone(),
+        );
+        registry.register(
+            "upstream_up",
+            "Whether the upstream's connection is up (1) or not (0)",
+            up.clone(),
+        );
+        registry.register(
+            "upstream_restarts",
+            "How often the upstream's connection ended and it was started again",
+            restarts.clone(),
+        );
+        Metrics {
+            registry,
+            calls,
+            duration,
+            in_flight,
+            bytes,
+            up,
+            restarts,
+            labelled: Mutex::new(HashSet::new()),
+            rendering: Mutex::new(()),
+        }
+    }
+
+    /// The meters of calls to `tool` of `upstream` (its real name there).
+    pub(crate) fn tool_meter(&self, upstream: &str, tool: &str) -> ToolMeter {
+        let tool = self.tool_label(upstream, tool);
+        let outcomes = CallOutcome::ALL.map(|outcome| {
+            self.calls
+                .get_or_create(&CallLabels {
+                    upstream: upstream.to_owned(),
+                    tool: tool.clone(),
+                    outcome,
+                })
+                .clone()
+        });
+        let u = UpstreamLabels {
+            upstream: upstream.to_owned(),
+        };
+        let bytes = |direction| {
+            self.bytes
+                .get_or_create(&BytesLabels {
+                    upstream: upstream.to_owned(),
+                    direction,
+                })
+                .clone()
+        };
+        ToolMeter {
+            outcomes,
+            duration: self.duration.get_or_create(&u).clone(),
+            in_flight: self.in_flight.get_or_create(&u).clone(),
+            sent: bytes(Direction::Sent),
+            received: bytes(Direction::Received),
+        }
+    }
+
+    /// `tool`, or [`OTHER_TOOL`] once [`TOOL_LABELS`] other pairs have labels.
+    fn tool_label(&self, upstream: &str, tool: &str) -> String {
+        let Ok(mut labelled) = self.labelled.lock() else {
+            return OTHER_TOOL.to_owned();
+        };
+        let pair = (upstream.to_owned(), tool.to_owned());
+        if labelled.contains(&pair) {
+            return tool.to_owned();
+        }
+        if labelled.len() >= TOOL_LABELS {
+            return OTHER_TOOL.to_owned();
+        }
+        labelled.insert(pair);
+        tool.to_owned()
+    }
+
+    /// Everything counted, with the upstreams as `status` says they are now, in the
+    /// OpenMetrics text format ([`CONTENT_TYPE`]).
+    pub fn render(&self, status: &[UpstreamStatus]) -> String {
+        let _one = self.rendering.lock();
+        for s in status {
+            let u = UpstreamLabels {
+                upstream: s.key.clone(),
+            };
+            self.up.get_or_create(&u).set(i64::from(s.connected));
+            let restarts = self.restarts.get_or_create(&u);
+            let counted = restarts.get();
+            if s.restarts > counted {
+                restarts.inc_by(s.restarts - counted);
+            }
+        }
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+            let _ = writeln!(out, "# EOF");
+        }
+        out
+    }
+}
+
+/// The meters of one tool's calls; cloned from the families once per tool, so a call
+/// only touches atomics.
+#[derive(Debug)]
+pub(crate) struct ToolMeter {
+    outcomes: [Counter; 6],
+    duration: Histogram,
+    in_flight: Gauge,
+    sent: Counter,
+    received: Counter,
+}
+
+impl ToolMeter {
+    /// A call of `params_bytes` of params going to the upstream now.
+    pub(crate) fn start(self: &Arc<Self>, params_bytes: usize) -> CallMeter {
+        self.in_flight.inc();
+        self.sent.inc_by(params_bytes as u64);
+        CallMeter {
+            meter: Some(self.clone()),
+            start: Instant::now(),
+        }
+    }
+}
+
+/// One call in flight: [`CallMeter::finish`] counts how it ended; dropped unfinished, it
+/// counts as [`CallOutcome::Cancelled`].
+#[derive(Debug)]
+pub(crate) struct CallMeter {
+    meter: Option<Arc<ToolMeter>>,
+    start: Instant,
+}
+
+impl CallMeter {
+    /// The call ended as `outcome`, with an answer of `answer_bytes`.
+    pub(crate) fn finish(mut self, outcome: CallOutcome, answer_bytes: usize) {
+        self.count(outcome, answer_bytes);
+    }
+
+    fn count(&mut self, outcome: CallOutcome, answer_bytes: usize) {
+        let Some(m) = self.meter.take() else {
+            return;
+        };
+        m.in_flight.dec();
+        m.outcomes[outcome.index()].inc();
+        m.received.inc_by(answer_bytes as u64);
+        m.duration.observe(self.start.elapsed().as_secs_f64());
+    }
+}
+
+impl Drop for CallMeter {
+    fn drop(&mut self) {
+        self.count(CallOutcome::Cancelled, 0);
+    }
+}

@@ -1,0 +1,184 @@
+//! The gateway's metrics: every call relayed to an upstream is counted by upstream, tool
+//! and outcome (a result, an `isError` result, the upstream's JSON-RPC error, a timeout),
+//! timed, and its bytes added; the upstreams' state and restarts are there too. Read as a
+//! scraper reads them: `/metrics` over HTTP, parsed as Prometheus text by a parser.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use mcp_client::StdioCommand;
+use mcp_proxy::{Aggregator, AggregatorOptions, SessionMode, UpstreamConfig, UpstreamTransport};
+use mcp_server::http::{HttpOptions, StreamableHttp};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+mod common;
+use common::python::python_upstream;
+
+/// `ok` answers, `oops` answers `isError`, `bad` is refused with a JSON-RPC error,
+/// `slow` never answers, `die` ends the process.
+fn upstream() -> UpstreamConfig {
+    let tools = json!([
+        {"name": "ok", "inputSchema": {"type": "object"}},
+        {"name": "oops", "inputSchema": {"type": "object"}},
+        {"name": "bad", "inputSchema": {"type": "object"}},
+        {"name": "slow", "inputSchema": {"type": "object"}},
+        {"name": "die", "inputSchema": {"type": "object"}}
+    ]);
+    let on_call = r#"
+n = msg["params"]["name"]
+if n == "ok":
+    send({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": "fine"}]}})
+elif n == "oops":
+    send({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": "no"}], "isError": True}})
+elif n == "bad":
+    send({"jsonrpc": "2.0", "id": i, "error": {"code": -32602, "message": "bad arguments"}})
+elif n == "die":
+    sys.exit(3)
+"#;
+    let script = python_upstream("up", "", tools, on_call);
+    UpstreamConfig {
+        call_timeout: Some(Duration::from_millis(300)),
+        session: SessionMode::Shared,
+        ..UpstreamConfig::new(
+            "up",
+            UpstreamTransport::Stdio(StdioCommand::new("python3", ["-c".to_owned(), script])),
+        )
+    }
+}
+
+/// GET `path` from `addr` with `host`, to the status line and the body.
+async fn get(addr: std::net::SocketAddr, path: &str, host: &str) -> (String, String) {
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).await.expect("write");
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.expect("read");
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    (
+        head.lines().next().unwrap_or_default().to_owned(),
+        body.to_owned(),
+    )
+}
+
+/// Each sample's value, by its name and labels (`name{a="1",b="2"}`, labels sorted).
+fn samples(text: &str) -> HashMap<String, f64> {
+    let lines = text.lines().map(|l| Ok(l.to_owned()));
+    let scrape = prometheus_parse::Scrape::parse(lines).expect("Prometheus text");
+    let mut out = HashMap::new();
+    for s in scrape.samples {
+        let mut labels: Vec<String> = s
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{k}=\"{v}\""))
+            .collect();
+        labels.sort();
+        let value = match s.value {
+            prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Untyped(v) => v,
+            prometheus_parse::Value::Histogram(h) => h.iter().map(|b| b.count).fold(0.0, f64::max),
+            prometheus_parse::Value::Summary(_) => f64::NAN,
+        };
+        out.insert(format!("{}{{{}}}", s.metric, labels.join(",")), value);
+    }
+    out
+}
+
+fn calls(m: &HashMap<String, f64>, tool: &str, outcome: &str) -> f64 {
+    let key = format!(
+        "mcp_gateway_upstream_calls_total{{outcome=\"{outcome}\",tool=\"{tool}\",upstream=\"up\"}}"
+    );
+    m.get(&key).copied().unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn metrics_count_the_calls_a_host_made_by_upstream_tool_and_outcome() {
+    let options = AggregatorOptions {
+        restart_backoff: (Duration::from_millis(100), Duration::from_millis(500)),
+        ..Default::default()
+    };
+    let agg = Aggregator::start(vec![upstream()], options)
+        .await
+        .expect("start");
+    let host = common::host(&agg, mcp_client::NoHandler, Default::default()).await;
+    let args = || common::arguments(json!({}));
+    for _ in 0..3 {
+        host.call_tool("up__ok", args()).await.expect("ok");
+    }
+    let oops = host.call_tool("up__oops", args()).await.expect("a result");
+    assert_eq!(oops.result.is_error, Some(true));
+    host.call_tool("up__oops", args()).await.expect("a result");
+    assert!(host.call_tool("up__bad", args()).await.is_err());
+    let slow = host
+        .call_tool("up__slow", args())
+        .await
+        .expect("a timeout result");
+    assert_eq!(slow.result.is_error, Some(true));
+    let _ = host.call_tool("up__die", args()).await;
+    // Back after the restart.
+    let mut back = false;
+    for _ in 0..100 {
+        if agg.status()[0].connected && agg.status()[0].restarts == 1 {
+            back = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(back, "{:?}", agg.status());
+    host.call_tool("up__ok", args())
+        .await
+        .expect("ok after the restart");
+
+    let metrics: std::sync::Arc<dyn mcp_server::http::Metrics> = std::sync::Arc::new(agg.clone());
+    let http = StreamableHttp::new(
+        mcp_server::Server::new(agg.clone()),
+        HttpOptions::default().metrics(metrics),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(mcp_server::http::serve(listener, http));
+
+    let (status, text) = get(addr, "/metrics", &format!("127.0.0.1:{}", addr.port())).await;
+    assert!(status.contains(" 200 "), "{status}");
+    let m = samples(&text);
+    assert_eq!(calls(&m, "ok", "ok"), 4.0, "{text}");
+    assert_eq!(calls(&m, "oops", "is_error"), 2.0, "{text}");
+    assert_eq!(calls(&m, "bad", "error"), 1.0, "{text}");
+    assert_eq!(calls(&m, "slow", "timeout"), 1.0, "{text}");
+    assert_eq!(calls(&m, "die", "failed"), 1.0, "{text}");
+    assert_eq!(calls(&m, "ok", "is_error"), 0.0, "{text}");
+    let h = "{upstream=\"up\"}";
+    assert_eq!(
+        m.get(&format!("mcp_gateway_upstream_restarts_total{h}")),
+        Some(&1.0),
+        "{text}"
+    );
+    assert_eq!(
+        m.get(&format!("mcp_gateway_upstream_up{h}")),
+        Some(&1.0),
+        "{text}"
+    );
+    assert_eq!(
+        m.get(&format!("mcp_gateway_upstream_calls_in_flight{h}")),
+        Some(&0.0),
+        "{text}"
+    );
+    // Every call was timed: 9 observations.
+    let count = format!("mcp_gateway_upstream_call_duration_seconds_count{h}");
+    let timed = m.get(&count).copied().or_else(|| {
+        m.get(&format!("mcp_gateway_upstream_call_duration_seconds{h}"))
+            .copied()
+    });
+    assert_eq!(timed, Some(9.0), "{text}");
+    let received = "mcp_gateway_upstream_call_bytes_total{direction=\"received\",upstream=\"up\"}";
+    assert!(m.get(received).is_some_and(|b| *b > 0.0), "{text}");
+
+    // Not for a Host the endpoint refuses.
+    let (status, _) = get(addr, "/metrics", "evil.example").await;
+    assert!(status.contains(" 403 "), "{status}");
+    host.close().await;
+    agg.shutdown().await;
+}
