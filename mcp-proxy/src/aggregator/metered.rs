@@ -4,14 +4,15 @@
 use std::sync::{Arc, LazyLock};
 
 use mcp_client::ClientError;
-use mcp_types::raw::{KeyFinder, RawObject};
+use mcp_types::raw::{self, RawObject};
 use serde_json::value::RawValue;
 
 use super::route::Route;
 use super::Aggregator;
 use crate::metrics::{CallMeter, CallOutcome, Metrics, CONTENT_TYPE};
 
-static IS_ERROR: LazyLock<KeyFinder> = LazyLock::new(|| KeyFinder::new("isError"));
+static IS_ERROR: LazyLock<memchr::memmem::Finder<'static>> =
+    LazyLock::new(|| memchr::memmem::Finder::new(b"\"isError\""));
 
 impl Aggregator {
     /// The gateway's metrics: what each upstream was asked and how it answered.
@@ -36,7 +37,9 @@ pub(super) fn outcome(answer: &Result<Box<RawValue>, ClientError>) -> (CallOutco
     match answer {
         Ok(raw) => {
             let text = raw.get();
-            let is_error = IS_ERROR.may_be_in(text)
+            // Read one level deep only when some `isError` may be `true`: most results
+            // say `false` or nothing, and reading them whole would cost more than the relay.
+            let is_error = (raw::has_key_escapes(text) || any_is_error_true(text))
                 && RawObject::from_raw(raw)
                     .is_ok_and(|o| o.get("isError").map(RawValue::get) == Some("true"));
             let outcome = match is_error {
@@ -47,6 +50,17 @@ pub(super) fn outcome(answer: &Result<Box<RawValue>, ClientError>) -> (CallOutco
         }
         Err(e) => (failure(e), 0),
     }
+}
+
+/// Whether any `"isError"` in `text` (at any depth) is followed by `: true`.
+fn any_is_error_true(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    IS_ERROR.find_iter(bytes).any(|at| {
+        let rest = &bytes[at + 9..];
+        let rest = rest.trim_ascii_start();
+        rest.strip_prefix(b":")
+            .is_some_and(|v| v.trim_ascii_start().starts_with(b"true"))
+    })
 }
 
 /// How a call that got no result is counted.
@@ -67,5 +81,31 @@ impl mcp_server::http::Metrics for Aggregator {
 
     fn content_type(&self) -> &'static str {
         CONTENT_TYPE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counted(text: &str) -> CallOutcome {
+        let raw = RawValue::from_string(text.to_owned()).map_err(|_| ClientError::Cancelled);
+        outcome(&raw).0
+    }
+
+    #[test]
+    fn only_a_top_level_is_error_true_counts_as_is_error() {
+        assert_eq!(
+            counted(r#"{"content":[],"isError": true}"#),
+            CallOutcome::IsError
+        );
+        assert_eq!(
+            counted(r#"{"content":[],"isError":false}"#),
+            CallOutcome::Ok
+        );
+        assert_eq!(counted(r#"{"content":[]}"#), CallOutcome::Ok);
+        let nested = r#"{"content":[],"structuredContent":{"isError":true}}"#;
+        assert_eq!(counted(nested), CallOutcome::Ok);
+        assert_eq!(counted(r#"{"\u0069sError":true}"#), CallOutcome::IsError);
     }
 }
