@@ -96,6 +96,11 @@ struct UpstreamLabels {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct RevisionLabels {
+    revision: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct BytesLabels {
     upstream: String,
     direction: Direction,
@@ -132,6 +137,10 @@ pub struct Metrics {
     bytes: Family<BytesLabels, Counter>,
     up: Family<UpstreamLabels, Gauge>,
     restarts: Family<UpstreamLabels, Counter>,
+    hosts: Family<RevisionLabels, Gauge>,
+    refusals: Counter,
+    /// The server in front of the aggregator, whose hosts are counted.
+    server: Mutex<Option<Arc<mcp_server::ServerStats>>>,
     /// The (upstream, tool) pairs given labels of their own.
     labelled: Mutex<HashSet<(String, String)>>,
     /// One render at a time: the upstreams' gauges are brought up to date in it.
@@ -160,6 +169,8 @@ impl Metrics {
         let bytes = Family::<BytesLabels, Counter>::default();
         let up = Family::<UpstreamLabels, Gauge>::default();
         let restarts = Family::<UpstreamLabels, Counter>::default();
+        let hosts = Family::<RevisionLabels, Gauge>::default();
+        let refusals = Counter::default();
         registry.register(
             "upstream_calls",
             "Tool calls relayed to an upstream, by tool and outcome",
@@ -190,6 +201,16 @@ impl Metrics {
             "How often the upstream's connection ended and it was started again",
             restarts.clone(),
         );
+        registry.register(
+            "hosts",
+            "Hosts connected (stdio connections, legacy HTTP sessions), by the revision they speak",
+            hosts.clone(),
+        );
+        registry.register(
+            "translation_refusals",
+            "Results and requests a host's revision could not express (the host got an error)",
+            refusals.clone(),
+        );
         Metrics {
             registry,
             calls,
@@ -198,8 +219,20 @@ impl Metrics {
             bytes,
             up,
             restarts,
+            hosts,
+            refusals,
+            server: Mutex::new(None),
             labelled: Mutex::new(HashSet::new()),
             rendering: Mutex::new(()),
+        }
+    }
+
+    /// Counts the hosts of the server `stats` belong to (the one
+    /// [`crate::Aggregator::server`] made, or [`crate::Aggregator::announce_through`] was
+    /// given), instead of any before.
+    pub fn count_hosts_of(&self, stats: Arc<mcp_server::ServerStats>) {
+        if let Ok(mut s) = self.server.lock() {
+            *s = Some(stats);
         }
     }
 
@@ -264,6 +297,21 @@ impl Metrics {
             let counted = restarts.get();
             if s.restarts > counted {
                 restarts.inc_by(s.restarts - counted);
+            }
+        }
+        if let Some(stats) = self.server.lock().ok().and_then(|s| s.clone()) {
+            for h in stats.hosts() {
+                let labels = RevisionLabels {
+                    revision: h.revision.as_str().to_owned(),
+                };
+                self.hosts
+                    .get_or_create(&labels)
+                    .set(i64::try_from(h.hosts).unwrap_or(i64::MAX));
+            }
+            let refused = stats.translation_refusals();
+            let counted = self.refusals.get();
+            if refused > counted {
+                self.refusals.inc_by(refused - counted);
             }
         }
         let mut out = String::new();

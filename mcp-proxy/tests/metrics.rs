@@ -1,7 +1,7 @@
 //! The gateway's metrics: every call relayed to an upstream is counted by upstream, tool
 //! and outcome (a result, an `isError` result, the upstream's JSON-RPC error, a timeout),
-//! timed, and its bytes added; the upstreams' state and restarts are there too. Read as a
-//! scraper reads them: `/metrics` over HTTP, parsed as Prometheus text by a parser.
+//! timed, and its bytes added; the upstreams' state and restarts, and the hosts connected,
+//! are there too. Read as a scraper reads them: `/metrics` over HTTP, parsed as Prometheus text by a parser.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -92,6 +92,14 @@ fn calls(m: &HashMap<String, f64>, tool: &str, outcome: &str) -> f64 {
     m.get(&key).copied().unwrap_or(0.0)
 }
 
+/// Hosts connected, whatever revision they speak.
+fn hosts(m: &HashMap<String, f64>) -> f64 {
+    m.iter()
+        .filter(|(k, _)| k.starts_with("mcp_gateway_hosts{"))
+        .map(|(_, v)| v)
+        .sum()
+}
+
 #[tokio::test]
 async fn metrics_count_the_calls_a_host_made_by_upstream_tool_and_outcome() {
     let options = AggregatorOptions {
@@ -101,7 +109,13 @@ async fn metrics_count_the_calls_a_host_made_by_upstream_tool_and_outcome() {
     let agg = Aggregator::start(vec![upstream()], options)
         .await
         .expect("start");
-    let host = common::host(&agg, mcp_client::NoHandler, Default::default()).await;
+    // The host's server is the aggregator's own, so its hosts are counted too.
+    let server = agg.server(Default::default());
+    let (a, b) = mcp_types::transport::memory_pair(16);
+    tokio::spawn(async move { server.serve(b).await });
+    let host = mcp_client::Client::connect(a, mcp_client::NoHandler, Default::default())
+        .await
+        .expect("host connects");
     let args = || common::arguments(json!({}));
     for _ in 0..3 {
         host.call_tool("up__ok", args()).await.expect("ok");
@@ -175,10 +189,26 @@ async fn metrics_count_the_calls_a_host_made_by_upstream_tool_and_outcome() {
     assert_eq!(timed, Some(9.0), "{text}");
     let received = "mcp_gateway_upstream_call_bytes_total{direction=\"received\",upstream=\"up\"}";
     assert!(m.get(received).is_some_and(|b| *b > 0.0), "{text}");
+    assert_eq!(hosts(&m), 1.0, "{text}");
+    assert_eq!(
+        m.get("mcp_gateway_translation_refusals_total{}"),
+        Some(&0.0),
+        "{text}"
+    );
 
     // Not for a Host the endpoint refuses.
     let (status, _) = get(addr, "/metrics", "evil.example").await;
     assert!(status.contains(" 403 "), "{status}");
     host.close().await;
+    let mut gone = false;
+    for _ in 0..100 {
+        let (_, text) = get(addr, "/metrics", &format!("127.0.0.1:{}", addr.port())).await;
+        if hosts(&samples(&text)) == 0.0 {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(gone, "the host that left is still counted");
     agg.shutdown().await;
 }

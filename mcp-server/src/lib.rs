@@ -19,6 +19,7 @@ mod host;
 pub mod http;
 mod notify;
 mod session;
+mod stats;
 pub mod tools;
 mod trace;
 
@@ -35,6 +36,7 @@ pub use mcp_types::schema as validation;
 use mcp_types::transport::{CloseReason, LineTransport, Transport};
 use mcp_types::Revision;
 pub use notify::{NotifyError, Subscriber, SubscriberId};
+pub use stats::{HostCount, ServerStats};
 pub use tools::{NoArgs, ToolError, ToolRegistry};
 pub use trace::TraceContext;
 
@@ -104,6 +106,8 @@ pub(crate) struct ServerShared {
     pub(crate) info_raw: Box<serde_json::value::RawValue>,
     /// A `_meta` holding only that `serverInfo`, for results that have no `_meta`.
     pub(crate) info_meta: Box<serde_json::value::RawValue>,
+    /// Hosts connected and translation refusals, for metrics.
+    pub(crate) stats: Arc<stats::ServerStats>,
 }
 
 /// Which list changed, for [`Server::notify_list_changed`].
@@ -149,6 +153,7 @@ impl Server {
                 changes: tokio::sync::broadcast::channel(64).0,
                 info_raw,
                 info_meta,
+                stats: Arc::default(),
             }),
         }
     }
@@ -167,6 +172,11 @@ impl Server {
     /// The handler it serves.
     pub(crate) fn handler(&self) -> &Arc<dyn ServerHandler> {
         &self.handler
+    }
+
+    /// What its connections are doing: hosts connected by revision, translation refusals.
+    pub fn stats(&self) -> Arc<ServerStats> {
+        self.shared.stats.clone()
     }
 
     /// The options this server was made with.

@@ -220,8 +220,10 @@ impl Aggregator {
     /// Announces every merged list change through `server`, to the hosts that may hear of
     /// it: with views configured, an upstream's change reaches only the hosts whose view
     /// reaches that upstream, so one principal does not learn of another's catalog
-    /// changing. Replaces [`Aggregator::on_list_changed`].
+    /// changing. Replaces [`Aggregator::on_list_changed`]. Its hosts are counted in
+    /// [`Aggregator::metrics`].
     pub fn announce_through(&self, server: mcp_server::Server) {
+        self.inner.metrics.count_hosts_of(server.stats());
         let me = Arc::downgrade(&self.inner);
         let announce = move |what: ListChanged, upstream: Option<UpstreamId>| {
             let audience = me.upgrade().and_then(|inner| {

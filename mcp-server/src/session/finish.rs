@@ -23,9 +23,11 @@ impl Session {
             None => {
                 let body = self.hop_members(m, revision, result.body, false)?;
                 translated(&Translator::canonical_to(revision), m, body)
+                    .inspect_err(|_| self.shared.stats.refused())
             }
             Some(from) => {
-                let body = translated(&Translator::new(from, revision), m, result.body)?;
+                let body = translated(&Translator::new(from, revision), m, result.body)
+                    .inspect_err(|_| self.shared.stats.refused())?;
                 self.hop_members(m, revision, body, true)
             }
         }

@@ -252,6 +252,7 @@ impl Session {
             let params = Translator::canonical_to(ctx.revision)
                 .params(&r.method, params)
                 .map_err(|e| {
+                    self.shared.stats.refused();
                     internal(format!(
                         "cannot ask a {} client for {}: {e}",
                         ctx.revision, r.method

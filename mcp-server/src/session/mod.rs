@@ -64,6 +64,16 @@ pub(crate) struct Session {
     /// Updated by each POST of a legacy HTTP session, so its requests are served for
     /// the credentials they came with.
     caller: Arc<std::sync::RwLock<crate::context::Caller>>,
+    /// The revision it was counted as a host under (see [`crate::ServerStats`]).
+    counted: std::sync::OnceLock<Revision>,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(r) = self.counted.get() {
+            self.shared.stats.host_left(*r);
+        }
+    }
 }
 
 fn invalid_params(method_name: &str, e: impl std::fmt::Display) -> ErrorObject {
@@ -117,6 +127,7 @@ impl Session {
             in_flight: Mutex::new(HashMap::new()),
             declared: DeclaredCache::default(),
             me: me.clone(),
+            counted: std::sync::OnceLock::new(),
         })
     }
 
@@ -158,6 +169,17 @@ impl Session {
     /// The era, revision and declarations of one request: its own `_meta` (2026-07-28) or
     /// the session's handshake.
     fn asker(&self, m: &str, meta: &RequestMeta<'_>) -> Result<Asker, ErrorObject> {
+        let asker = self.asker_of(m, meta)?;
+        if self.host.is_some()
+            && self.counted.get().is_none()
+            && self.counted.set(asker.revision).is_ok()
+        {
+            self.shared.stats.host_joined(asker.revision);
+        }
+        Ok(asker)
+    }
+
+    fn asker_of(&self, m: &str, meta: &RequestMeta<'_>) -> Result<Asker, ErrorObject> {
         if let Some(v) = meta.protocol_version {
             // 2026-07-28 requires both; a request without capabilities is malformed, not "none".
             let Some(caps) = meta.client_capabilities else {
