@@ -238,6 +238,7 @@ impl Metrics {
 
     /// The meters of calls to `tool` of `upstream` (its real name there).
     pub(crate) fn tool_meter(&self, upstream: &str, tool: &str) -> ToolMeter {
+        let names = (Arc::from(upstream), Arc::from(tool));
         let tool = self.tool_label(upstream, tool);
         let outcomes = CallOutcome::ALL.map(|outcome| {
             self.calls
@@ -265,6 +266,8 @@ impl Metrics {
             in_flight: self.in_flight.get_or_create(&u).clone(),
             sent: bytes(Direction::Sent),
             received: bytes(Direction::Received),
+            upstream: names.0,
+            tool: names.1,
         }
     }
 
@@ -332,26 +335,45 @@ pub(crate) struct ToolMeter {
     in_flight: Gauge,
     sent: Counter,
     received: Counter,
+    /// The names its calls' spans carry.
+    upstream: Arc<str>,
+    tool: Arc<str>,
 }
 
 impl ToolMeter {
-    /// A call of `params_bytes` of params going to the upstream now.
-    pub(crate) fn start(self: &Arc<Self>, params_bytes: usize) -> CallMeter {
+    /// A call of `params_bytes` of params going to the upstream now, for a host speaking
+    /// `host_revision`.
+    pub(crate) fn start(
+        self: &Arc<Self>,
+        params_bytes: usize,
+        host_revision: mcp_types::Revision,
+    ) -> CallMeter {
         self.in_flight.inc();
         self.sent.inc_by(params_bytes as u64);
+        let span = tracing::info_span!(
+            "mcp.upstream_call",
+            upstream = %self.upstream,
+            tool = %self.tool,
+            host_revision = %host_revision,
+            outcome = tracing::field::Empty,
+        );
         CallMeter {
             meter: Some(self.clone()),
             start: Instant::now(),
+            span,
         }
     }
 }
 
-/// One call in flight: [`CallMeter::finish`] counts how it ended; dropped unfinished, it
-/// counts as [`CallOutcome::Cancelled`].
+/// One call in flight, observed: its meters and its `tracing` span (`mcp.upstream_call`,
+/// under the host request's: upstream, tool, the host's revision, the outcome).
+/// [`CallMeter::finish`] counts how it ended; dropped unfinished, it counts as
+/// [`CallOutcome::Cancelled`].
 #[derive(Debug)]
 pub(crate) struct CallMeter {
     meter: Option<Arc<ToolMeter>>,
     start: Instant,
+    span: tracing::Span,
 }
 
 impl CallMeter {
@@ -364,6 +386,7 @@ impl CallMeter {
         let Some(m) = self.meter.take() else {
             return;
         };
+        self.span.record("outcome", outcome.as_str());
         m.in_flight.dec();
         m.outcomes[outcome.index()].inc();
         m.received.inc_by(answer_bytes as u64);

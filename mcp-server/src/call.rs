@@ -19,6 +19,8 @@ pub struct Call {
     pub(crate) ctx: RequestContext,
     pub(crate) params: Option<Arc<Box<RawValue>>>,
     pub(crate) reply: Option<Reply>,
+    /// The request's span (see `crate::span`), closed with the answer.
+    pub(crate) span: tracing::Span,
 }
 
 /// Where a call's answer goes.
@@ -57,6 +59,7 @@ impl Call {
         let Some(reply) = self.reply.take() else {
             return;
         };
+        crate::span::outcome(&self.span, &answer);
         let ctx = self.ctx.clone();
         let params = self.params.take();
         reply
@@ -69,6 +72,7 @@ impl Call {
 impl Drop for Call {
     fn drop(&mut self) {
         if let Some(reply) = self.reply.take() {
+            let _in = self.span.enter();
             tracing::warn!(id = %reply.id, "a tools/call was dropped unanswered");
             let e = ErrorObject::new(
                 mcp_types::codes::INTERNAL_ERROR,

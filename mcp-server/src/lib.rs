@@ -19,6 +19,7 @@ mod host;
 pub mod http;
 mod notify;
 mod session;
+mod span;
 mod stats;
 pub mod tools;
 mod trace;

@@ -107,11 +107,12 @@ impl Aggregator {
             let up = match self.hop_params(ctx, route, params, plan, extension) {
                 Ok(up) => up,
                 Err(e) => {
-                    self.meter_call(route, 0).finish(metered::failure(&e), 0);
+                    let meter = self.meter_call(route, 0, ctx.revision());
+                    meter.finish(metered::failure(&e), 0);
                     return Err(e);
                 }
             };
-            let meter = self.meter_call(route, up.to_cow().get().len());
+            let meter = self.meter_call(route, up.to_cow().get().len(), ctx.revision());
             let answer = self.upstream_call_raw(i, method::TOOLS_CALL, up, ctx).await;
             let (outcome, bytes) = metered::outcome(&answer);
             meter.finish(outcome, bytes);

@@ -156,7 +156,7 @@ impl Aggregator {
         let request = link
             .client
             .prepare_raw(method::TOOLS_CALL, up, &CallOptions::default());
-        let meter = self.meter_call(&route, request.params().get().len());
+        let meter = self.meter_call(&route, request.params().get().len(), ctx.revision());
         Some(Prepared {
             i,
             link,

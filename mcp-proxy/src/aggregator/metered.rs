@@ -20,15 +20,21 @@ impl Aggregator {
         &self.inner.metrics
     }
 
-    /// A call of `route`'s tool, of `params_bytes`, going upstream now.
-    pub(super) fn meter_call(&self, route: &Route, params_bytes: usize) -> CallMeter {
+    /// A call of `route`'s tool, of `params_bytes`, going upstream now for a host speaking
+    /// `host`.
+    pub(super) fn meter_call(
+        &self,
+        route: &Route,
+        params_bytes: usize,
+        host: mcp_types::Revision,
+    ) -> CallMeter {
         route
             .meter
             .get_or_init(|| {
                 let key = &self.inner.upstreams[route.upstream].config.key;
                 Arc::new(self.inner.metrics.tool_meter(key, &route.tool.name))
             })
-            .start(params_bytes)
+            .start(params_bytes, host)
     }
 }
 

@@ -55,6 +55,8 @@ impl Session {
         if let Ok(mut f) = self.in_flight.lock() {
             f.insert(id.clone(), cancelled);
         }
+        let span = crate::span::request(method::TOOLS_CALL, id, ctx.revision);
+        crate::span::tool(&span, &params);
         let call = Call {
             ctx,
             params: text.clone(),
@@ -63,13 +65,25 @@ impl Session {
                 peer: peer.clone(),
                 id: id.clone(),
             }),
+            span: span.clone(),
         };
+        // What the handler opens for the call (a relay's upstream call) is the request's.
+        let _in = span.enter();
         match self.handler.call_tool_now(call, &params) {
             None => true,
             Some(mut call) => {
-                // Served on a task after all: that path registers it again.
+                // Served on a task after all: that path registers it again, in this span.
                 call.reply = None;
                 self.answered(id);
+                if !call.span.is_disabled() {
+                    // Bounded as the requests in flight are: one the peer refuses before
+                    // serving it would otherwise leave its span here for good.
+                    if let Ok(mut h) = self.handed_back.lock() {
+                        if h.len() < self.shared.options.max_in_flight_requests {
+                            h.insert(id.clone(), call.span.clone());
+                        }
+                    }
+                }
                 false
             }
         }

@@ -29,6 +29,7 @@ use mcp_types::{codes, ErrorObject, Message, Notification, Request, RequestId, R
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use serde_json::Map;
+use tracing::Instrument;
 
 use crate::context::{Cancellation, Notifier};
 use crate::host::{HostSession, HostSessionGuard};
@@ -64,6 +65,9 @@ pub(crate) struct Session {
     /// Updated by each POST of a legacy HTTP session, so its requests are served for
     /// the credentials they came with.
     caller: Arc<std::sync::RwLock<crate::context::Caller>>,
+    /// The spans of calls the handler gave back to be served on a task, by request id:
+    /// that path goes on in the span the call began in.
+    handed_back: Mutex<HashMap<RequestId, tracing::Span>>,
     /// The revision it was counted as a host under (see [`crate::ServerStats`]).
     counted: std::sync::OnceLock<Revision>,
 }
@@ -128,6 +132,7 @@ impl Session {
             declared: DeclaredCache::default(),
             me: me.clone(),
             counted: std::sync::OnceLock::new(),
+            handed_back: Mutex::new(HashMap::new()),
         })
     }
 
@@ -376,9 +381,21 @@ impl Inbound for Session {
         };
         let meta = RequestMeta::of(params.as_ref());
         let revision = self.revision_of(&meta);
+        let handed_back = (self.calls_now && req.method == method::TOOLS_CALL)
+            .then(|| self.handed_back.lock().ok()?.remove(&req.id))
+            .flatten();
+        let span = handed_back.unwrap_or_else(|| {
+            let span = crate::span::request(&req.method, &req.id, revision);
+            if let (Some(p), true) = (&params, req.method == method::TOOLS_CALL) {
+                crate::span::tool(&span, p);
+            }
+            span
+        });
         let out = self
             .dispatch(peer, &req, params.as_ref(), meta, cancelled)
+            .instrument(span.clone())
             .await;
+        crate::span::outcome(&span, &out);
         self.answered(&req.id);
         self.message(req.id, &req.method, revision, out)
     }
