@@ -42,6 +42,7 @@ pub mod sessions;
 pub mod views;
 
 pub use aggregator::{
-    Aggregator, AggregatorOptions, StartError, UpstreamConfig, UpstreamStatus, UpstreamTransport,
+    Aggregator, AggregatorOptions, StartError, UpstreamConfig, UpstreamConnector, UpstreamStatus,
+    UpstreamTransport,
 };
 pub use sessions::{bridged_capabilities, start_capabilities, PerHostLimits, SessionMode};

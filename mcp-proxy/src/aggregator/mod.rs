@@ -27,6 +27,7 @@ use id::{PerUpstream, UpstreamId};
 mod call;
 mod catalog;
 mod confirm;
+mod connector;
 mod fast;
 mod flights;
 mod handler;
@@ -43,6 +44,7 @@ mod tasks;
 mod visibility;
 
 use catalog::{Catalog, Member};
+pub use connector::UpstreamConnector;
 pub use options::{
     AggregatorOptions, StartError, UpstreamConfig, UpstreamStatus, UpstreamTransport,
 };

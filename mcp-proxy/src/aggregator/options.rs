@@ -13,6 +13,7 @@ use crate::sessions::SessionMode;
 
 /// How to reach an upstream.
 #[derive(Clone)]
+#[non_exhaustive]
 pub enum UpstreamTransport {
     /// A child process on stdio.
     Stdio(StdioCommand),
@@ -20,6 +21,8 @@ pub enum UpstreamTransport {
     Http(HttpConfig),
     /// A server in this process (demos, tests): a fresh connection at each start.
     InProcess(mcp_server::Server),
+    /// A transport of the embedder's own, opened by its connector at each start.
+    Custom(std::sync::Arc<dyn super::UpstreamConnector>),
 }
 
 impl std::fmt::Debug for UpstreamTransport {
@@ -28,6 +31,7 @@ impl std::fmt::Debug for UpstreamTransport {
             UpstreamTransport::Stdio(c) => write!(f, "stdio {:?}", c.command),
             UpstreamTransport::Http(h) => write!(f, "http {}", h.url),
             UpstreamTransport::InProcess(_) => f.write_str("in-process"),
+            UpstreamTransport::Custom(c) => write!(f, "custom {}", c.describe()),
         }
     }
 }

@@ -206,6 +206,15 @@ impl Aggregator {
                         .await
                         .map_err(|e| e.to_string())
                 }
+                UpstreamTransport::Custom(connector) => {
+                    let t = connector
+                        .connect()
+                        .await
+                        .map_err(|e| format!("cannot connect to {}: {e}", connector.describe()))?;
+                    Client::connect(t, bridge(), options)
+                        .await
+                        .map_err(|e| e.to_string())
+                }
                 UpstreamTransport::InProcess(server) => {
                     let (a, b) = memory_pair(64);
                     let server = server.clone();
