@@ -33,6 +33,7 @@ pub mod dispatcher;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod jwks;
+pub mod live;
 pub mod metrics;
 pub mod naming;
 pub mod overrides;

@@ -38,6 +38,7 @@ mod metered;
 mod options;
 mod pinning;
 mod pool;
+mod reload;
 mod route;
 mod subscriptions;
 mod tasks;
@@ -144,6 +145,19 @@ impl Aggregator {
         configs: Vec<UpstreamConfig>,
         options: AggregatorOptions,
     ) -> Result<Aggregator, StartError> {
+        let agg = Aggregator::assemble(configs, options, |_, _| None, Arc::default())?;
+        agg.start_upstreams().await?;
+        Ok(agg)
+    }
+
+    /// An aggregator not started yet: its upstreams sorted by key, each a new one unless
+    /// `reuse` gives one (a running upstream handed over by a reload), its catalog empty.
+    fn assemble(
+        configs: Vec<UpstreamConfig>,
+        options: AggregatorOptions,
+        reuse: impl Fn(&UpstreamConfig, &str) -> Option<Arc<Upstream>>,
+        metrics: Arc<crate::metrics::Metrics>,
+    ) -> Result<Aggregator, StartError> {
         let mut sorted = configs;
         sorted.sort_by(|a, b| a.key.cmp(&b.key));
         let namespaces = namespaces(&sorted, &options)?;
@@ -168,7 +182,7 @@ impl Aggregator {
         let upstreams = sorted
             .into_iter()
             .zip(namespaces)
-            .map(|(c, ns)| Arc::new(Upstream::new(c, ns)))
+            .map(|(c, ns)| reuse(&c, &ns).unwrap_or_else(|| Arc::new(Upstream::new(c, ns))))
             .collect();
         let inner = Arc::new(Inner {
             upstreams,
@@ -179,27 +193,42 @@ impl Aggregator {
             parked: Mutex::new(HashMap::new()),
             tasks: tasks::TaskTable::default(),
             subscriptions: Arc::new(subscriptions::Subscriptions::new(max_subscriptions)),
-            metrics: Arc::default(),
+            metrics,
         });
-        let agg = Aggregator { inner };
-        let starts: Vec<_> = agg
+        Ok(Aggregator { inner })
+    }
+
+    /// Connects every upstream at once (one already connected is only listed), checks
+    /// the merged names, and keeps each upstream alive from then on.
+    async fn start_upstreams(&self) -> Result<(), StartError> {
+        self.connect_all().await?;
+        self.keep_alive();
+        Ok(())
+    }
+
+    /// Connects (or lists) every upstream at once and checks the merged names.
+    async fn connect_all(&self) -> Result<(), StartError> {
+        let starts: Vec<_> = self
             .inner
             .upstreams
             .ids()
             .map(|i| {
-                let agg = agg.clone();
-                tokio::spawn(async move { agg.connect(i).await })
+                let agg = self.clone();
+                tokio::spawn(async move { agg.connect_or_list(i).await })
             })
             .collect();
         for s in starts {
             let _ = s.await;
         }
-        agg.inner.catalog.check_collisions()?;
-        for i in agg.inner.upstreams.ids() {
-            let agg = agg.clone();
+        self.inner.catalog.check_collisions()
+    }
+
+    /// Keeps each upstream alive from now on (see `pool.rs`, `supervise`).
+    fn keep_alive(&self) {
+        for i in self.inner.upstreams.ids() {
+            let agg = self.clone();
             tokio::spawn(async move { agg.supervise(i).await });
         }
-        Ok(agg)
     }
 
     /// Calls `f` whenever a merged list changes (for everyone: see

@@ -79,28 +79,7 @@ impl Aggregator {
     /// are closed at once.
     pub async fn shutdown(&self) {
         self.inner.stopped.store(true, Ordering::SeqCst);
-        let mut closing = tokio::task::JoinSet::new();
-        for u in &self.inner.upstreams {
-            let client = u.client.write().ok().and_then(|mut c| c.take());
-            if let Some(c) = client {
-                closing.spawn(async move { c.close().await });
-            }
-            if let Some(links) = &u.links {
-                let links = links.clone();
-                closing.spawn(async move { links.close_all().await });
-            }
-        }
-        let all = async { while closing.join_next().await.is_some() {} };
-        if tokio::time::timeout(Self::SHUTDOWN_LIMIT, all)
-            .await
-            .is_err()
-        {
-            tracing::warn!(
-                "upstreams still closing after {:?}; dropping them",
-                Self::SHUTDOWN_LIMIT
-            );
-        }
-        closing.shutdown().await;
+        close_upstreams(self.inner.upstreams.iter()).await;
     }
 
     /// Waits until no host call is in flight on any upstream connection, at most `limit`;
@@ -109,12 +88,7 @@ impl Aggregator {
     pub async fn drain(&self, limit: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + limit;
         loop {
-            let busy: usize = self
-                .inner
-                .upstreams
-                .iter()
-                .map(|u| u.calls.in_flight() + u.links.as_ref().map_or(0, |l| l.in_flight()))
-                .sum();
+            let busy: usize = self.inner.upstreams.iter().map(|u| in_flight(u)).sum();
             if busy == 0 {
                 return true;
             }
@@ -231,6 +205,21 @@ impl Aggregator {
                 "no handshake within {:?}",
                 self.inner.options.connect_timeout
             )),
+        }
+    }
+
+    /// Lists what upstream `i` offers over its connection if it has one (an upstream a
+    /// reload kept), else connects it.
+    pub(super) async fn connect_or_list(&self, i: UpstreamId) -> bool {
+        let live = self.inner.upstreams[i]
+            .client()
+            .filter(|c| c.close_reason().is_none());
+        match live {
+            Some(client) => {
+                self.relist(i, &client).await;
+                true
+            }
+            None => self.connect(i).await,
         }
     }
 
@@ -413,4 +402,36 @@ fn or_empty<T>(what: &str, listed: Result<Vec<T>, ClientError>) -> Vec<T> {
         tracing::warn!("{what} failed: {e}; listed as empty");
         Vec::new()
     })
+}
+
+/// Closes `upstreams`' connections, the shared one and each host's session, all at once,
+/// bounded by [`Aggregator::SHUTDOWN_LIMIT`].
+pub(super) async fn close_upstreams<'a>(upstreams: impl Iterator<Item = &'a Arc<Upstream>>) {
+    let mut closing = tokio::task::JoinSet::new();
+    for u in upstreams {
+        let client = u.client.write().ok().and_then(|mut c| c.take());
+        if let Some(c) = client {
+            closing.spawn(async move { c.close().await });
+        }
+        if let Some(links) = &u.links {
+            let links = links.clone();
+            closing.spawn(async move { links.close_all().await });
+        }
+    }
+    let all = async { while closing.join_next().await.is_some() {} };
+    if tokio::time::timeout(Aggregator::SHUTDOWN_LIMIT, all)
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "upstreams still closing after {:?}; dropping them",
+            Aggregator::SHUTDOWN_LIMIT
+        );
+    }
+    closing.shutdown().await;
+}
+
+/// Host calls in flight on `u`'s connections.
+pub(super) fn in_flight(u: &Upstream) -> usize {
+    u.calls.in_flight() + u.links.as_ref().map_or(0, |l| l.in_flight())
 }

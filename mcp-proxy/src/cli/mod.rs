@@ -18,6 +18,7 @@ use mcp_server::http::{Health, HttpOptions, Metrics};
 use crate::{Aggregator, AggregatorOptions, UpstreamConfig};
 
 mod logging;
+mod reload;
 mod serve;
 mod signals;
 
@@ -166,7 +167,11 @@ async fn run(args: Args, drain: Duration, default: Option<Default>) -> u8 {
         aggregator.shutdown().await;
         return code;
     }
-    let server = gateway_server(&aggregator, access.local_principal);
+    let live = crate::live::Live::new(aggregator);
+    let server = gateway_server(&live, access.local_principal);
+    if let Some(path) = &args.config {
+        reload::watch(live.clone(), path.clone(), drain);
+    }
     let code = match &args.http {
         None => {
             if access.authorization.is_some() {
@@ -174,12 +179,12 @@ async fn run(args: Args, drain: Duration, default: Option<Default>) -> u8 {
                     "gateway: gateway.auth applies to --http only; stdio is the local host's"
                 );
             }
-            serve_stdio(server, &aggregator, signals, drain).await
+            serve_stdio(server, &live, signals, drain).await
         }
         Some(addr) => match addr.parse() {
             Ok(addr) => {
-                let health: Arc<dyn Health> = Arc::new(aggregator.clone());
-                let metrics: Arc<dyn Metrics> = Arc::new(aggregator.clone());
+                let health: Arc<dyn Health> = Arc::new(live.clone());
+                let metrics: Arc<dyn Metrics> = Arc::new(live.clone());
                 let options = HttpOptions::default().health(health).metrics(metrics);
                 serve_http(addr, server, signals, drain, access.authorization, options).await
             }
@@ -189,7 +194,7 @@ async fn run(args: Args, drain: Duration, default: Option<Default>) -> u8 {
             }
         },
     };
-    aggregator.shutdown().await;
+    live.current().shutdown().await;
     eprintln!("gateway: stopped");
     code
 }

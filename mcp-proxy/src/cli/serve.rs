@@ -11,6 +11,7 @@ use mcp_types::protocol::Implementation;
 use mcp_types::transport::Transport;
 
 use super::signals::StopSignals;
+use crate::live::Live;
 use crate::Aggregator;
 
 /// `--pin`: the pins of what the upstreams list now, written to `file`.
@@ -59,11 +60,9 @@ pub(super) fn load(path: &str) -> Result<crate::config::Gateway, String> {
 }
 
 /// The server in front of `aggregator`, its upstreams reported on stderr.
-pub(super) fn gateway_server(
-    aggregator: &Aggregator,
-    local_principal: Option<Principal>,
-) -> Server {
-    let server = aggregator.server(ServerOptions {
+pub(super) fn gateway_server(live: &Live, local_principal: Option<Principal>) -> Server {
+    let aggregator = live.current();
+    let server = live.server(ServerOptions {
         info: Implementation {
             name: "mcp-proxy-gateway".into(),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -95,7 +94,7 @@ pub(super) fn gateway_server(
 /// flight get up to `drain` to be answered before stdio is closed.
 pub(super) async fn serve_stdio(
     server: Server,
-    aggregator: &Aggregator,
+    live: &Live,
     mut signals: StopSignals,
     drain: Duration,
 ) -> u8 {
@@ -111,6 +110,7 @@ pub(super) async fn serve_stdio(
         why = signals.next() => eprintln!("gateway: shutting down: {why} received"),
     }
     // Answers go out on stdout while the calls finish; then stdio closes, flushed.
+    let aggregator = live.current();
     tokio::select! {
         _ = &mut serving => return 0,
         _ = aggregator.drain(drain) => {}

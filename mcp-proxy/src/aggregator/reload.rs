@@ -1,0 +1,119 @@
+//! A new configuration for a running aggregator: the next aggregator takes over every
+//! upstream whose configuration did not change, connection and process included; the
+//! one before it lets its calls in flight finish, then closes the upstreams it alone had.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::pool::{close_upstreams, in_flight, Upstream};
+use super::{Aggregator, AggregatorOptions, StartError, UpstreamConfig};
+
+impl Aggregator {
+    /// The aggregator `configs` and `options` describe, taking over from this one each
+    /// upstream for which `unchanged` is true (and whose namespace stays the same): its
+    /// connection, process, host sessions and restart count go on as they are. Every other
+    /// upstream is started; the merged names are checked, and on a clash the new
+    /// upstreams are closed and this aggregator goes on as it was. On success this one
+    /// stops keeping its upstreams alive (the next one does, from now on); hand it to
+    /// [`Aggregator::retire`] once hosts are served by the next one.
+    pub async fn reconfigured(
+        &self,
+        configs: Vec<UpstreamConfig>,
+        options: AggregatorOptions,
+        unchanged: impl Fn(&UpstreamConfig) -> bool,
+    ) -> Result<Aggregator, StartError> {
+        let running: HashMap<&str, &Arc<Upstream>> = self
+            .inner
+            .upstreams
+            .iter()
+            .map(|u| (u.config.key.as_str(), u))
+            .collect();
+        let next = Aggregator::assemble(
+            configs,
+            options,
+            |c, namespace| {
+                let u = running.get(c.key.as_str())?;
+                (u.namespace == namespace && unchanged(c)).then(|| Arc::clone(u))
+            },
+            self.inner.metrics.clone(),
+        )?;
+        if let Err(e) = next.connect_all().await {
+            close_upstreams(next.only_here(self).iter()).await;
+            return Err(e);
+        }
+        // One keeper per upstream: this one's stop before the next one's start.
+        self.inner.stopped.store(true, Ordering::SeqCst);
+        next.keep_alive();
+        Ok(next)
+    }
+
+    /// After [`Aggregator::reconfigured`] gave `next`: waits, at most `drain`, for the
+    /// calls in flight on the upstreams `next` did not take over, then closes those.
+    /// Returns the keys of the upstreams closed.
+    pub async fn retire(&self, next: &Aggregator, drain: Duration) -> Vec<String> {
+        let gone = self.only_here(next);
+        let deadline = tokio::time::Instant::now() + drain;
+        loop {
+            let busy: usize = gone.iter().map(|u| in_flight(u)).sum();
+            if busy == 0 {
+                break;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                tracing::warn!(calls = busy, "closing upstreams removed by a reload with calls still in flight after {drain:?}");
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        close_upstreams(gone.iter()).await;
+        gone.iter().map(|u| u.config.key.clone()).collect()
+    }
+
+    /// The upstreams of this aggregator that `other` does not have.
+    fn only_here(&self, other: &Aggregator) -> Vec<Arc<Upstream>> {
+        self.inner
+            .upstreams
+            .iter()
+            .filter(|u| !other.inner.upstreams.iter().any(|o| Arc::ptr_eq(u, o)))
+            .cloned()
+            .collect()
+    }
+
+    /// The keys of the upstreams this aggregator and `other` do not share.
+    pub(crate) fn differing_upstreams(&self, other: &Aggregator) -> Vec<String> {
+        self.only_here(other)
+            .iter()
+            .chain(other.only_here(self).iter())
+            .map(|u| u.config.key.clone())
+            .collect()
+    }
+
+    /// What hosts are shown, as text to compare: tools, prompts, resources and templates.
+    pub(crate) fn shown(&self) -> [String; 3] {
+        let c = &self.inner.catalog;
+        let text = |v: serde_json::Result<String>| v.unwrap_or_default();
+        let tools: Vec<_> = c
+            .tool_entries()
+            .into_iter()
+            .map(|(n, _, t)| (n, t))
+            .collect();
+        let prompts: Vec<_> = c
+            .prompt_entries()
+            .into_iter()
+            .map(|(n, _, p)| (n, p))
+            .collect();
+        let resources = c.read_listings(|l| (l.resources.clone(), l.templates.clone()));
+        let resources: Vec<_> = resources.iter().collect();
+        [
+            text(serde_json::to_string(&tools)),
+            text(serde_json::to_string(&prompts)),
+            text(serde_json::to_string(&resources)),
+        ]
+    }
+
+    /// The views hosts are shown the upstreams through, if any.
+    pub(crate) fn views(&self) -> Option<Arc<dyn crate::views::Views>> {
+        self.inner.options.views.clone()
+    }
+}

@@ -1,0 +1,149 @@
+//! Live configuration: on `SIGHUP`, and when the configuration file changes (watched
+//! with `notify`, its folder, so an editor's write-and-rename is seen), the file is read
+//! and checked whole; a good one is applied with [`Live::reload`] (an upstream whose own
+//! entry in `mcpServers` is as before keeps running), a bad one is refused with the error
+//! logged and the configuration in force keeps serving. `gateway.auth` and
+//! `gateway.stdioSubject` are the listener's: a change of theirs needs a restart.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use notify::Watcher;
+use serde_json::Value;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::mpsc;
+
+use crate::live::Live;
+
+/// How long a burst of file events is waited out before the file is read.
+const SETTLE: Duration = Duration::from_millis(200);
+
+/// Watches for reloads of `path` until the process ends; `drain` bounds how long calls
+/// in flight on a closing upstream get.
+pub(super) fn watch(live: Live, path: String, drain: Duration) {
+    let (tx, mut rx) = mpsc::unbounded_channel::<&'static str>();
+    let watcher = file_watcher(Path::new(&path), tx.clone());
+    match signal(SignalKind::hangup()) {
+        Ok(mut hup) => {
+            tokio::spawn(async move {
+                while hup.recv().await.is_some() {
+                    if tx.send("SIGHUP").is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        Err(e) => eprintln!("gateway: cannot listen for SIGHUP: {e}"),
+    }
+    tokio::spawn(async move {
+        let _watcher = watcher;
+        let mut in_force = std::fs::read_to_string(&path).unwrap_or_default();
+        while let Some(why) = rx.recv().await {
+            tokio::time::sleep(SETTLE).await;
+            while rx.try_recv().is_ok() {}
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                eprintln!("gateway: {why}: cannot read {path}; the configuration in force stays");
+                continue;
+            };
+            if text == in_force {
+                continue;
+            }
+            if apply(&live, &path, &in_force, &text, why, drain).await {
+                in_force = text;
+            }
+        }
+    });
+}
+
+/// A watcher of the folder holding `path`, telling `tx` when `path` may have changed.
+fn file_watcher(path: &Path, tx: mpsc::UnboundedSender<&'static str>) -> Option<impl Watcher> {
+    let name = path.file_name()?.to_owned();
+    let folder: PathBuf = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let handler = move |event: notify::Result<notify::Event>| {
+        let ours = event.is_ok_and(|e| e.paths.iter().any(|p| p.file_name() == Some(&name)));
+        if ours {
+            let _ = tx.send("the file changed");
+        }
+    };
+    let mut watcher = match notify::recommended_watcher(handler) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!(
+                "gateway: cannot watch {}: {e}; SIGHUP reloads",
+                path.display()
+            );
+            return None;
+        }
+    };
+    if let Err(e) = watcher.watch(&folder, notify::RecursiveMode::NonRecursive) {
+        eprintln!(
+            "gateway: cannot watch {}: {e}; SIGHUP reloads",
+            folder.display()
+        );
+        return None;
+    }
+    Some(watcher)
+}
+
+/// Checks `text` and applies it; whether it is now in force.
+async fn apply(
+    live: &Live,
+    path: &str,
+    before: &str,
+    text: &str,
+    why: &str,
+    drain: Duration,
+) -> bool {
+    let g = match crate::config::parse(text, path) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("gateway: {why}: configuration refused, the one in force keeps serving: {e}");
+            return false;
+        }
+    };
+    let (old, new) = (json(before), json(text));
+    if old.pointer("/gateway/auth") != new.pointer("/gateway/auth")
+        || old.pointer("/gateway/stdioSubject") != new.pointer("/gateway/stdioSubject")
+    {
+        eprintln!("gateway: gateway.auth and gateway.stdioSubject take effect at the next start");
+    }
+    let unchanged: HashSet<String> = g
+        .upstreams
+        .iter()
+        .map(|u| u.key.clone())
+        .filter(|k| {
+            let entry = |v: &Value| v.get("mcpServers").and_then(|s| s.get(k)).cloned();
+            entry(&old).is_some() && entry(&old) == entry(&new)
+        })
+        .collect();
+    match live
+        .reload(
+            g.upstreams,
+            g.options,
+            |c| unchanged.contains(&c.key),
+            drain,
+        )
+        .await
+    {
+        Ok(r) => {
+            eprintln!(
+                "gateway: {why}: configuration reloaded; started: [{}], closed: [{}]",
+                r.started.join(", "),
+                r.closed.join(", ")
+            );
+            true
+        }
+        Err(e) => {
+            eprintln!("gateway: {why}: configuration refused, the one in force keeps serving: {e}");
+            false
+        }
+    }
+}
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::Null)
+}

@@ -1,0 +1,121 @@
+//! `mcp-gateway`'s live configuration: a change of its configuration file under a
+//! running gateway, with a host connected over HTTP, is applied (an upstream added, one
+//! removed, the unchanged one's process kept); a file that does not parse is refused and
+//! the configuration in force keeps serving.
+#![cfg(feature = "cli")]
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use mcp_client::http::HttpConfig;
+use mcp_client::{Client, ClientOptions, EraChoice, NoHandler};
+use mcp_types::protocol::ContentBlock;
+use mcp_types::Revision;
+use serde_json::json;
+
+mod common;
+use common::python::python_upstream;
+
+/// A `mcpServers` entry: python answering `tool` with its process id.
+fn server(key: &str, tool: &str) -> serde_json::Value {
+    let tools = json!([{"name": tool, "inputSchema": {"type": "object"}}]);
+    let on_call = "send({\"jsonrpc\": \"2.0\", \"id\": i, \"result\": {\"content\": [{\"type\": \"text\", \"text\": str(os.getpid())}]}})";
+    json!({"command": "python3", "args": ["-c", python_upstream(key, "import os", tools, on_call)]})
+}
+
+async fn names(client: &Client) -> Vec<String> {
+    let mut n: Vec<String> = match client.list_tools().await {
+        Ok(tools) => tools.into_iter().map(|t| t.name).collect(),
+        Err(_) => Vec::new(),
+    };
+    n.sort();
+    n
+}
+
+/// The tool names once they are `want`, within ten seconds.
+async fn until(client: &Client, want: &[&str]) -> Vec<String> {
+    let mut seen = Vec::new();
+    for _ in 0..100 {
+        seen = names(client).await;
+        if seen == want {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    seen
+}
+
+async fn pid(client: &Client, tool: &str) -> String {
+    let call = client
+        .call_tool(tool, Default::default())
+        .await
+        .expect("tools/call");
+    match call.result.content.first() {
+        Some(ContentBlock::Text(t)) => t.text.clone(),
+        other => format!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_edited_configuration_is_applied_and_a_broken_one_refused() {
+    let dir = std::env::temp_dir().join(format!("mcp-gateway-reload-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = dir.join("gateway.json");
+    let write = |servers: serde_json::Value| {
+        let text = json!({"mcpServers": servers}).to_string();
+        std::fs::write(&config, text).expect("write config");
+    };
+    write(json!({"keep": server("keep", "pid"), "gone": server("gone", "old")}));
+    let mut gateway = Command::new(env!("CARGO_BIN_EXE_mcp-gateway"))
+        .args([
+            "--config",
+            &config.display().to_string(),
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mcp-gateway starts");
+    let mut url = String::new();
+    let stdout = gateway.stdout.take().expect("stdout");
+    BufReader::new(stdout).read_line(&mut url).expect("the URL");
+    let options = ClientOptions {
+        era: EraChoice::Legacy(Revision::V2025_06_18),
+        ..Default::default()
+    };
+    let host = mcp_client::connect_http(HttpConfig::new(url.trim()), NoHandler, options)
+        .await
+        .expect("host connects");
+    assert_eq!(names(&host).await, ["gone__old", "keep__pid"]);
+    let before = pid(&host, "keep__pid").await;
+
+    write(json!({"keep": server("keep", "pid"), "new": server("new", "fresh")}));
+    assert_eq!(
+        until(&host, &["keep__pid", "new__fresh"]).await,
+        ["keep__pid", "new__fresh"]
+    );
+    assert_eq!(
+        pid(&host, "keep__pid").await,
+        before,
+        "the unchanged upstream kept running"
+    );
+
+    std::fs::write(&config, "{\"mcpServers\": {\"keep\": ").expect("write");
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(names(&host).await, ["keep__pid", "new__fresh"]);
+    assert_eq!(pid(&host, "keep__pid").await, before);
+
+    host.close().await;
+    let _ = Command::new("kill").arg(gateway.id().to_string()).status();
+    let _ = gateway.wait();
+    let mut err = String::new();
+    if let Some(mut e) = gateway.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    assert!(err.contains("configuration reloaded"), "{err}");
+    assert!(err.contains("configuration refused"), "{err}");
+    let _ = std::fs::remove_dir_all(dir);
+}
