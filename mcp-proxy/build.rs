@@ -8,14 +8,20 @@
 //! x86_64 Linux since 1.90) puts them first, and the gateway's peak RSS relaying calls
 //! fell from 8.7 to 5.2 MiB (README.md, "Benchmarks").
 //! A function the list names that is not in the binary is skipped, so a stale list costs
-//! memory, never correctness. Release builds only; `MCP_LINK_ORDER=0` turns it off (a
-//! linker other than LLD does not take the option).
+//! memory, never correctness. Release builds only, with the toolchain's own LLD (a
+//! `-fuse-ld`, a `linker` in `RUSTFLAGS` or a toolchain without LLD turn it off; so does
+//! `MCP_LINK_ORDER=0`, which a `linker` set in `.cargo/config.toml` needs, since this
+//! script cannot see it).
 
 use std::path::PathBuf;
 use std::process::Command;
 
 fn main() {
-    println!("cargo:rerun-if-changed=build.rs");
+    // This script serves the examples too, from their folder.
+    match std::env::var("CARGO_PKG_NAME").as_deref() {
+        Ok("mcp-proxy") => println!("cargo:rerun-if-changed=build.rs"),
+        _ => println!("cargo:rerun-if-changed=../mcp-proxy/build.rs"),
+    }
     println!("cargo:rerun-if-env-changed=MCP_LINK_ORDER");
     let Some(list) = order_file() else {
         return;
@@ -58,10 +64,26 @@ fn applies() -> bool {
         return false;
     }
     let flags = env("CARGO_ENCODED_RUSTFLAGS");
-    if flags.contains("linker") || flags.contains("link-self-contained") {
+    if flags.contains("linker")
+        || flags.contains("link-self-contained")
+        || flags.contains("fuse-ld")
+    {
         return false;
     }
-    lld_by_default()
+    lld_by_default() && bundled_lld()
+}
+
+/// Whether this toolchain carries the LLD it links with (a distribution's rustc may not,
+/// and then links with the system's linker, which does not take the option).
+fn bundled_lld() -> bool {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let Ok(out) = Command::new(rustc).args(["--print", "sysroot"]).output() else {
+        return false;
+    };
+    let sysroot = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    sysroot
+        .join("lib/rustlib/x86_64-unknown-linux-gnu/bin/gcc-ld/ld.lld")
+        .is_file()
 }
 
 /// Whether this rustc links with LLD by default (1.90 and later).

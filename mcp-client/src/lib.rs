@@ -674,6 +674,11 @@ impl Client {
         self.shared.notifications.subscribe()
     }
 
+    /// Whether `other` is a handle of this same connection (clones are).
+    pub fn same_connection(&self, other: &Client) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+
     /// Why the connection closed, once it has.
     pub fn close_reason(&self) -> Option<CloseReason> {
         self.peer.close_reason()

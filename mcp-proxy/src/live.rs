@@ -7,9 +7,10 @@
 //! before those close. Host connections and sessions are the server's and go on.
 //!
 //! What a retired aggregator held for hosts stays reachable for a while: a task made
-//! before the reload is still found (`tasks/*` fall back to the aggregators before). A
-//! resource subscription made before it ends with it; a host subscribes again after the
-//! `list_changed` it gets.
+//! before the reload is still found, and a call parked for a host's answers resumes
+//! (`tasks/*` and such calls fall back to the aggregators before). Resource
+//! subscriptions are shared by the generations: those on a kept upstream go on, those on
+//! a closed one end with its connection.
 
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -32,6 +33,8 @@ const RETIRED_KEPT: usize = 2;
 #[derive(Clone)]
 pub struct Live {
     state: Arc<RwLock<State>>,
+    /// One reload at a time: two from the same aggregator would both take its upstreams.
+    reloading: Arc<tokio::sync::Mutex<()>>,
 }
 
 struct State {
@@ -61,6 +64,7 @@ impl Live {
                 retired: Vec::new(),
                 server: None,
             })),
+            reloading: Arc::default(),
         }
     }
 
@@ -93,6 +97,7 @@ impl Live {
         unchanged: impl Fn(&UpstreamConfig) -> bool,
         drain: Duration,
     ) -> Result<Reloaded, StartError> {
+        let _one = self.reloading.lock().await;
         let before = self.current();
         let next = before.reconfigured(configs, options, unchanged).await?;
         let server = self.state.read().ok().and_then(|s| s.server.clone());
@@ -104,7 +109,11 @@ impl Live {
             s.retired.insert(0, old);
             s.retired.truncate(RETIRED_KEPT);
         }
-        let differing = before.differing_upstreams(&next);
+        let mut differing = before.differing_upstreams(&next);
+        if views_differ(&before, &next) {
+            // Who sees what changed for some principals: each host hears of it.
+            differing.clear();
+        }
         let mut report = Reloaded::default();
         if let Some(server) = &server {
             report.announced = announce(server, &before, &next, &differing);
@@ -129,8 +138,20 @@ impl Live {
     }
 }
 
+/// Whether the views may differ: they are not the same object (pass the views in force
+/// in the next options when they are unchanged, as the gateway program does, and only
+/// hosts whose view reaches an upstream that came or went hear of a change).
+fn views_differ(before: &Aggregator, next: &Aggregator) -> bool {
+    match (before.views(), next.views()) {
+        (None, None) => false,
+        (Some(a), Some(b)) => !Arc::ptr_eq(&a, &b),
+        _ => true,
+    }
+}
+
 /// `list_changed` for each list that differs between `before` and `next`, to the hosts
-/// whose view reaches one of the `differing` upstreams (to every host without views).
+/// whose view reaches one of the `differing` upstreams (to every host without views, or
+/// with `differing` empty: the views themselves changed).
 fn announce(
     server: &Server,
     before: &Aggregator,
@@ -154,7 +175,7 @@ fn announce(
         .flatten()
         .collect();
     for what in &changed {
-        if views.is_empty() {
+        if views.is_empty() || differing.is_empty() {
             server.notify_list_changed(*what);
             continue;
         }
@@ -220,6 +241,13 @@ impl ServerHandler for Live {
         ctx: &RequestContext,
         params: &RawObject<'_>,
     ) -> Result<Outcome<RawResult>, ErrorObject> {
+        // A call parked for the host's answers resumes where it was parked.
+        if ctx
+            .request_state()
+            .is_some_and(|s| s.starts_with(crate::bridge::STATE_PREFIX))
+        {
+            return in_generations!(self, |agg| agg.call_tool_raw(ctx, params));
+        }
         self.current().call_tool_raw(ctx, params).await
     }
     fn header_params(

@@ -143,8 +143,9 @@ pub struct Metrics {
     server: Mutex<Option<Arc<mcp_server::ServerStats>>>,
     /// The (upstream, tool) pairs given labels of their own.
     labelled: Mutex<HashSet<(String, String)>>,
-    /// One render at a time: the upstreams' gauges are brought up to date in it.
-    rendering: Mutex<()>,
+    /// One render at a time: the upstreams' gauges are brought up to date in it, and
+    /// those it showed last time (a reload may remove some).
+    rendering: Mutex<Vec<String>>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -223,7 +224,7 @@ impl Metrics {
             refusals,
             server: Mutex::new(None),
             labelled: Mutex::new(HashSet::new()),
-            rendering: Mutex::new(()),
+            rendering: Mutex::new(Vec::new()),
         }
     }
 
@@ -234,6 +235,15 @@ impl Metrics {
         if let Ok(mut s) = self.server.lock() {
             *s = Some(stats);
         }
+    }
+
+    /// Upstream `key`'s connection ended and it is being started again.
+    pub(crate) fn restarted(&self, key: &str) {
+        self.restarts
+            .get_or_create(&UpstreamLabels {
+                upstream: key.to_owned(),
+            })
+            .inc();
     }
 
     /// The meters of calls to `tool` of `upstream` (its real name there).
@@ -290,17 +300,26 @@ impl Metrics {
     /// Everything counted, with the upstreams as `status` says they are now, in the
     /// OpenMetrics text format ([`CONTENT_TYPE`]).
     pub fn render(&self, status: &[UpstreamStatus]) -> String {
-        let _one = self.rendering.lock();
+        let Ok(mut shown) = self.rendering.lock() else {
+            return String::new();
+        };
+        // An upstream a reload removed is no longer `up` or down: it is not there.
+        for gone in shown
+            .iter()
+            .filter(|k| !status.iter().any(|s| &s.key == *k))
+        {
+            self.up.remove(&UpstreamLabels {
+                upstream: gone.clone(),
+            });
+        }
+        shown.clear();
         for s in status {
             let u = UpstreamLabels {
                 upstream: s.key.clone(),
             };
             self.up.get_or_create(&u).set(i64::from(s.connected));
-            let restarts = self.restarts.get_or_create(&u);
-            let counted = restarts.get();
-            if s.restarts > counted {
-                restarts.inc_by(s.restarts - counted);
-            }
+            drop(self.restarts.get_or_create(&u));
+            shown.push(s.key.clone());
         }
         if let Some(stats) = self.server.lock().ok().and_then(|s| s.clone()) {
             for h in stats.hosts() {

@@ -257,3 +257,54 @@ async fn the_handler_sees_the_http_request_without_its_credentials() {
     let r = call_modern_tool(addr, Some(&token), "request", &extra).await;
     assert_eq!(text_of(&r), "POST /mcp ua=sdk/1.0 credentials=false");
 }
+
+/// Metrics name everything the endpoint serves: with tokens required they are not served,
+/// to a token holder or anyone; without, they are.
+#[tokio::test]
+async fn metrics_are_not_served_where_tokens_are_required() {
+    struct Names;
+    impl mcp_server::http::Metrics for Names {
+        fn render(&self) -> String {
+            "every_upstream_and_tool 1\n".into()
+        }
+    }
+    async fn get(addr: std::net::SocketAddr, token: Option<&str>) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+        let req = format!(
+            "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n{auth}Connection: close\r\n\r\n",
+            addr.port()
+        );
+        s.write_all(req.as_bytes()).await.expect("write");
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.expect("read");
+        out
+    }
+    let keys = ApiKeys::new().with(ApiKey::new(
+        "ci",
+        "key-ci-0123456789",
+        Principal::new("ci-bot").with_scopes(["mcp:tools"]),
+    ));
+    let auth = Authorization::new(keys, resource()).require_scopes(["mcp:tools"]);
+    let metrics: std::sync::Arc<dyn mcp_server::http::Metrics> = std::sync::Arc::new(Names);
+    let protected = HttpOptions::default()
+        .authorization(auth)
+        .metrics(metrics.clone());
+    let (addr, _task) = bind("127.0.0.1:0".parse().expect("address"), server(), protected)
+        .await
+        .expect("bind");
+    for token in [Some("key-ci-0123456789"), None] {
+        let answer = get(addr, token).await;
+        assert!(!answer.contains("every_upstream_and_tool"), "{answer}");
+    }
+    let open = HttpOptions::default().metrics(metrics);
+    let (addr, _task) = bind("127.0.0.1:0".parse().expect("address"), server(), open)
+        .await
+        .expect("bind");
+    let answer = get(addr, None).await;
+    assert!(
+        answer.starts_with("HTTP/1.1 200") && answer.contains("every_upstream_and_tool"),
+        "{answer}"
+    );
+}

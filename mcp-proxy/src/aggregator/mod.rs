@@ -70,6 +70,8 @@ struct Inner {
     subscriptions: Arc<subscriptions::Subscriptions>,
     /// What the upstreams were asked and how they answered.
     metrics: Arc<crate::metrics::Metrics>,
+    /// This aggregator among those a reload makes (see `Upstream::keeper`).
+    generation: u64,
 }
 
 /// Upstream MCP servers composed into one server. Cheap to clone.
@@ -145,7 +147,9 @@ impl Aggregator {
         configs: Vec<UpstreamConfig>,
         options: AggregatorOptions,
     ) -> Result<Aggregator, StartError> {
-        let agg = Aggregator::assemble(configs, options, |_, _| None, Arc::default())?;
+        let subscriptions = Arc::new(subscriptions::Subscriptions::new(options.max_subscriptions));
+        let agg =
+            Aggregator::assemble(configs, options, |_, _| None, Arc::default(), subscriptions)?;
         agg.start_upstreams().await?;
         Ok(agg)
     }
@@ -157,7 +161,10 @@ impl Aggregator {
         options: AggregatorOptions,
         reuse: impl Fn(&UpstreamConfig, &str) -> Option<Arc<Upstream>>,
         metrics: Arc<crate::metrics::Metrics>,
+        subscriptions: Arc<subscriptions::Subscriptions>,
     ) -> Result<Aggregator, StartError> {
+        static GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let generation = GENERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut sorted = configs;
         sorted.sort_by(|a, b| a.key.cmp(&b.key));
         let namespaces = namespaces(&sorted, &options)?;
@@ -178,11 +185,17 @@ impl Aggregator {
             options.page_size,
             options.pins.clone(),
         );
-        let max_subscriptions = options.max_subscriptions;
         let upstreams = sorted
             .into_iter()
             .zip(namespaces)
-            .map(|(c, ns)| reuse(&c, &ns).unwrap_or_else(|| Arc::new(Upstream::new(c, ns))))
+            .map(|(c, ns)| {
+                reuse(&c, &ns).unwrap_or_else(|| {
+                    let u = Upstream::new(c, ns);
+                    u.keeper
+                        .store(generation, std::sync::atomic::Ordering::SeqCst);
+                    Arc::new(u)
+                })
+            })
             .collect();
         let inner = Arc::new(Inner {
             upstreams,
@@ -192,8 +205,9 @@ impl Aggregator {
             stopped: AtomicBool::new(false),
             parked: Mutex::new(HashMap::new()),
             tasks: tasks::TaskTable::default(),
-            subscriptions: Arc::new(subscriptions::Subscriptions::new(max_subscriptions)),
+            subscriptions,
             metrics,
+            generation,
         });
         Ok(Aggregator { inner })
     }

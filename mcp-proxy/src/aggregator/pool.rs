@@ -28,6 +28,9 @@ pub(super) struct Upstream {
     pub(super) links: Option<Arc<HostLinks>>,
     /// How often its connection ended (and it was started again).
     pub(super) restarts: std::sync::atomic::AtomicU64,
+    /// The generation of the aggregator that keeps it alive (connects, restarts it): one
+    /// at a time, handed over by a reload ([`Aggregator::reconfigured`]).
+    pub(super) keeper: std::sync::atomic::AtomicU64,
 }
 
 impl Upstream {
@@ -45,6 +48,7 @@ impl Upstream {
             last_error: Mutex::new(None),
             calls: Arc::new(Calls::default()),
             restarts: Default::default(),
+            keeper: Default::default(),
         }
     }
 
@@ -209,18 +213,26 @@ impl Aggregator {
     }
 
     /// Lists what upstream `i` offers over its connection if it has one (an upstream a
-    /// reload kept), else connects it.
+    /// reload takes over), else connects it if this aggregator keeps it (one being handed
+    /// over is connected again by its new keeper, once it keeps it).
     pub(super) async fn connect_or_list(&self, i: UpstreamId) -> bool {
-        let live = self.inner.upstreams[i]
-            .client()
-            .filter(|c| c.close_reason().is_none());
+        let u = &self.inner.upstreams[i];
+        let live = u.client().filter(|c| c.close_reason().is_none());
         match live {
             Some(client) => {
                 self.relist(i, &client).await;
                 true
             }
-            None => self.connect(i).await,
+            None if self.keeps(u) => self.connect(i).await,
+            None => false,
         }
+    }
+
+    /// Whether this aggregator keeps `u` alive now: it is not shut down and no reload
+    /// handed `u` to another.
+    pub(super) fn keeps(&self, u: &Upstream) -> bool {
+        !self.inner.stopped.load(Ordering::SeqCst)
+            && u.keeper.load(Ordering::SeqCst) == self.inner.generation
     }
 
     /// Connects upstream `i` and lists what it offers; false when it failed.
@@ -238,8 +250,9 @@ impl Aggregator {
             Err(e) => Err(e),
         };
         match opened {
-            Ok((client, _)) if self.inner.stopped.load(Ordering::SeqCst) => {
-                // Shut down while it connected: it must not outlive the gateway.
+            Ok((client, _)) if !self.keeps(&u) => {
+                // Shut down, or handed to another keeper, while it connected: it must not
+                // outlive the gateway, nor stand beside that keeper's connection.
                 client.close().await;
                 false
             }
@@ -270,10 +283,13 @@ impl Aggregator {
         let u = self.inner.upstreams[i].clone();
         let (min, max) = self.inner.options.restart_backoff;
         let mut backoff = min;
-        while !self.inner.stopped.load(Ordering::SeqCst) {
+        while self.keeps(&u) {
             let Some(client) = u.client() else {
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(max);
+                if !self.keeps(&u) {
+                    return;
+                }
                 if self.connect(i).await {
                     backoff = min;
                     self.announce_all(i);
@@ -281,14 +297,16 @@ impl Aggregator {
                 continue;
             };
             let mut notes = client.notifications();
+            let mut _listen = None;
             if client.revision().era() == mcp_types::Era::Modern {
-                // A 2026 upstream tells of list changes only on a subscription stream.
-                let _listen = client.listen(SubscriptionFilter {
+                // A 2026 upstream tells of list changes only on a subscription stream,
+                // this keeper's: it ends with the keeping (a reload hands the connection on).
+                _listen = Some(AbortOnDrop(client.listen(SubscriptionFilter {
                     tools_list_changed: Some(true),
                     prompts_list_changed: Some(true),
                     resources_list_changed: Some(true),
                     ..Default::default()
-                });
+                })));
             }
             loop {
                 let note = tokio::select! {
@@ -300,11 +318,11 @@ impl Aggregator {
                     self.relist(i, &client).await;
                     self.announce_all(i);
                 }
-                if client.close_reason().is_some() || self.inner.stopped.load(Ordering::SeqCst) {
+                if client.close_reason().is_some() || !self.keeps(&u) {
                     break;
                 }
             }
-            if self.inner.stopped.load(Ordering::SeqCst) {
+            if !self.keeps(&u) {
                 return;
             }
             let reason = client
@@ -313,8 +331,12 @@ impl Aggregator {
                 .unwrap_or_default();
             tracing::warn!(upstream = %u.config.key, "upstream connection ended ({reason}); restarting");
             u.restarts.fetch_add(1, Ordering::Relaxed);
+            self.inner.metrics.restarted(&u.config.key);
             if let Ok(mut c) = u.client.write() {
-                *c = None;
+                // Only the connection that ended: one a keeper after this one opened stays.
+                if c.as_ref().is_some_and(|c| c.same_connection(&client)) {
+                    *c = None;
+                }
             }
             if let Ok(mut e) = u.last_error.lock() {
                 *e = Some(format!("connection ended: {reason}"));
@@ -434,4 +456,13 @@ pub(super) async fn close_upstreams<'a>(upstreams: impl Iterator<Item = &'a Arc<
 /// Host calls in flight on `u`'s connections.
 pub(super) fn in_flight(u: &Upstream) -> usize {
     u.calls.in_flight() + u.links.as_ref().map_or(0, |l| l.in_flight())
+}
+
+/// Aborts a task when dropped (a detached `JoinHandle` would let it run on).
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

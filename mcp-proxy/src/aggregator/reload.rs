@@ -38,12 +38,31 @@ impl Aggregator {
                 (u.namespace == namespace && unchanged(c)).then(|| Arc::clone(u))
             },
             self.inner.metrics.clone(),
+            self.inner.subscriptions.clone(),
         )?;
+        // What a kept upstream listed stands until it lists again (a failed relist keeps it).
+        for (j, u) in next.inner.upstreams.iter_ids() {
+            if let Some((i, _)) = self
+                .inner
+                .upstreams
+                .iter_ids()
+                .find(|(_, o)| Arc::ptr_eq(o, u))
+            {
+                let listing = self.inner.catalog.read_listings(|l| l.clone());
+                if let Some(l) = listing.get(i) {
+                    next.inner.catalog.set_listing(j, l.clone());
+                }
+            }
+        }
         if let Err(e) = next.connect_all().await {
             close_upstreams(next.only_here(self).iter()).await;
             return Err(e);
         }
-        // One keeper per upstream: this one's stop before the next one's start.
+        // One keeper per upstream: each kept one is the next aggregator's from here on
+        // (this one's keepers stop at their next look), and this one keeps no other.
+        for u in next.inner.upstreams.iter() {
+            u.keeper.store(next.inner.generation, Ordering::SeqCst);
+        }
         self.inner.stopped.store(true, Ordering::SeqCst);
         next.keep_alive();
         Ok(next)

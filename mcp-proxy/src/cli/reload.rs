@@ -98,7 +98,7 @@ async fn apply(
     why: &str,
     drain: Duration,
 ) -> bool {
-    let g = match crate::config::parse(text, path) {
+    let mut g = match crate::config::parse(text, path) {
         Ok(g) => g,
         Err(e) => {
             eprintln!("gateway: {why}: configuration refused, the one in force keeps serving: {e}");
@@ -111,15 +111,31 @@ async fn apply(
     {
         eprintln!("gateway: gateway.auth and gateway.stdioSubject take effect at the next start");
     }
+    // The gateway-wide settings an upstream's connection is opened with (timeouts, say)
+    // count as its own; views, pins, auth and the stdio subject do not.
+    let connection = |v: &Value| {
+        let mut g = v.get("gateway").cloned().unwrap_or(Value::Null);
+        if let Some(o) = g.as_object_mut() {
+            for k in ["views", "pins", "auth", "stdioSubject"] {
+                o.remove(k);
+            }
+        }
+        g
+    };
+    let same_gateway = connection(&old) == connection(&new);
     let unchanged: HashSet<String> = g
         .upstreams
         .iter()
         .map(|u| u.key.clone())
         .filter(|k| {
             let entry = |v: &Value| v.get("mcpServers").and_then(|s| s.get(k)).cloned();
-            entry(&old).is_some() && entry(&old) == entry(&new)
+            same_gateway && entry(&old).is_some() && entry(&old) == entry(&new)
         })
         .collect();
+    if old.pointer("/gateway/views") == new.pointer("/gateway/views") {
+        // The same views: only hosts whose view reaches an upstream that came or went hear.
+        g.options.views = live.current().views();
+    }
     match live
         .reload(
             g.upstreams,

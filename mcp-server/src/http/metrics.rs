@@ -1,7 +1,8 @@
 //! Metrics for a scraper: `GET /metrics` answered with what a [`Metrics`] renders. The
-//! metrics name what the endpoint serves (upstreams, tools), so they go only where the
-//! endpoint's MCP requests would: a `Host` and `Origin` that pass its checks, and where
-//! the endpoint requires tokens, a token it accepts.
+//! metrics name everything the endpoint serves (upstreams, tools), whatever a caller may
+//! see, so they go only to a request whose `Host` and `Origin` pass the endpoint's checks,
+//! and not at all where the endpoint requires tokens (serve them on a listener of their
+//! own there).
 
 use bytes::Bytes;
 use http::{Method, Response, StatusCode};

@@ -174,10 +174,11 @@ impl StreamableHttp {
                 return r;
             }
         }
+        // Metrics name every upstream and tool, whatever a token's views: not for tokens.
         let scrape = o
             .metrics
             .as_ref()
-            .filter(|_| parts.uri.path() == METRICS_PATH);
+            .filter(|_| o.authorization.is_none() && parts.uri.path() == METRICS_PATH);
         if metadata.is_none() && scrape.is_none() && parts.uri.path() != o.path {
             return respond(StatusCode::NOT_FOUND, empty(), None);
         }

@@ -93,8 +93,9 @@ pub struct HttpOptions {
     pub authorization: Option<crate::auth::Authorization>,
     /// Answers `/healthz` and `/readyz` (default: neither is served).
     pub health: Option<HealthCheck>,
-    /// Answers `/metrics` (default: not served). Scrapes pass the same checks as MCP
-    /// requests: `Host`, `Origin`, and with [`HttpOptions::authorization`], a token.
+    /// Answers `/metrics` (default: not served) to requests whose `Host` and `Origin`
+    /// pass the checks; never with [`HttpOptions::authorization`] (metrics name what no
+    /// single caller's view may include).
     pub metrics: Option<super::MetricsSource>,
 }
 
