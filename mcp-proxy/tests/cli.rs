@@ -123,3 +123,15 @@ fn log_format_json_writes_one_json_object_per_log_line() {
     assert_eq!(gateway(&["--log-format", "xml"]).status.code(), Some(2));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn print_config_schema_writes_the_configuration_schema() {
+    let out = gateway(&["--print-config-schema"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let schema: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(schema, mcp_proxy::config::schema());
+    assert_eq!(
+        schema["properties"]["mcpServers"]["additionalProperties"]["$ref"],
+        "#/$defs/Server"
+    );
+}

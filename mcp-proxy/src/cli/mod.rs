@@ -32,7 +32,7 @@ use signals::StopSignals;
     name = "mcp-gateway",
     version,
     about = "Many MCP servers, one MCP server every host can use (all revisions 2024-11-05 … 2026-07-28).",
-    after_help = "Examples:\n  mcp-gateway --config gateway.json                 # on stdio, for a host that starts it\n  mcp-gateway --config gateway.json --http 127.0.0.1:8080\n  mcp-gateway --config gateway.json --check-config  # validate, list what would be served\n  mcp-gateway --config gateway.json --pin           # approve the tools listed now"
+    after_help = "Examples:\n  mcp-gateway --config gateway.json                 # on stdio, for a host that starts it\n  mcp-gateway --config gateway.json --http 127.0.0.1:8080\n  mcp-gateway --config gateway.json --check-config  # validate, list what would be served\n  mcp-gateway --config gateway.json --pin           # approve the tools listed now\n  mcp-gateway --print-config-schema > gateway.schema.json  # for an editor or a linter"
 )]
 pub struct Args {
     /// The configuration file (`mcpServers`, as Claude Desktop and Cursor write it, and
@@ -50,6 +50,10 @@ pub struct Args {
     /// good, 2 when not. No upstream is started.
     #[arg(long)]
     pub check_config: bool,
+    /// Print the JSON Schema of the configuration file (for an editor or a linter), and
+    /// exit.
+    #[arg(long, conflicts_with_all = ["config", "check_config", "pin"])]
+    pub print_config_schema: bool,
     /// Write the pins of the tools the upstreams list now to `gateway.pins.file`, and
     /// exit.
     #[arg(long)]
@@ -84,6 +88,9 @@ pub fn main(default: Option<Default>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.print_config_schema {
+        return print_config_schema();
+    }
     if args.check_config {
         return check_config(args.config.as_deref());
     }
@@ -106,6 +113,20 @@ pub fn main(default: Option<Default>) -> ExitCode {
         }
     };
     ExitCode::from(code)
+}
+
+/// `--print-config-schema`.
+fn print_config_schema() -> ExitCode {
+    match serde_json::to_string_pretty(&crate::config::schema()) {
+        Ok(text) => {
+            println!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("gateway: cannot write the schema: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 /// `--check-config`: the file parsed whole, its upstreams listed.

@@ -40,7 +40,7 @@ pub(super) fn authorization(v: &Value) -> Result<Authorization, Problem> {
     let obj = v
         .as_object()
         .ok_or_else(|| Problem::new(at, "must be an object"))?;
-    known_keys(obj, keys::AUTH, at)?;
+    known_keys(obj, &keys::AUTH, at)?;
     let f = Fields { obj, at: at.into() };
     let uri = f.string("resource")?.ok_or_else(|| {
         f.problem(
@@ -80,7 +80,7 @@ fn jwt_authenticator(v: &Value, resource: &str) -> Result<JwtAuthenticator, Prob
     let obj = v
         .as_object()
         .ok_or_else(|| Problem::new(at, "must be an object"))?;
-    known_keys(obj, keys::JWT, at)?;
+    known_keys(obj, &keys::JWT, at)?;
     let f = Fields { obj, at: at.into() };
     let issuer = f
         .string("issuer")?
@@ -127,7 +127,7 @@ fn api_keys(v: &Value) -> Result<ApiKeys, Problem> {
         let obj = entry
             .as_object()
             .ok_or_else(|| Problem::new(at.clone(), "must be an object"))?;
-        known_keys(obj, keys::API_KEY, &at)?;
+        known_keys(obj, &keys::API_KEY, &at)?;
         let f = Fields { obj, at };
         let name = f
             .string("name")?

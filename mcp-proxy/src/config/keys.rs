@@ -4,110 +4,47 @@
 
 use serde_json::{Map, Value};
 
-/// The top level.
-pub(super) const ROOT: &[&str] = &["mcpServers", "gateway"];
+use std::sync::LazyLock;
 
-/// One entry of `mcpServers`. `type` and `disabled` are read because other hosts' files
+use super::file;
+
+/// A list of the keys one object may hold, read from the file's schema ([`file`]).
+pub(super) type Known = LazyLock<Vec<String>>;
+
+/// The top level.
+pub(super) static ROOT: Known = LazyLock::new(file::keys_of::<file::ConfigFile>);
+
+/// One entry of `mcpServers`. `type` and `disabled` are there because other hosts' files
 /// (Cursor, VS Code, Cline) carry them.
-pub(super) const SERVER: &[&str] = &[
-    "command",
-    "args",
-    "env",
-    "cwd",
-    "url",
-    "headers",
-    "type",
-    "disabled",
-    "namespace",
-    "trusted",
-    "protocolVersion",
-    "allowTools",
-    "denyTools",
-    "session",
-    "maxHostSessions",
-    "hostSessionIdleSeconds",
-    "callTimeoutSeconds",
-    "maxMessageBytes",
-    "overrides",
-    "auth",
-    "required",
-];
+pub(super) static SERVER: Known = LazyLock::new(file::keys_of::<file::Server>);
 
 /// A `url` server's `auth`.
-pub(super) const UPSTREAM_AUTH: &[&str] = &[
-    "type",
-    "clientId",
-    "clientSecret",
-    "clientSecretEnv",
-    "privateKeyFile",
-    "signingAlgorithm",
-    "keyId",
-    "clientMetadataUrl",
-    "redirectUri",
-    "scopes",
-    "tokenStore",
-    "tokenFile",
-    "dpop",
-    "issuer",
-];
+pub(super) static UPSTREAM_AUTH: Known = LazyLock::new(file::keys_of::<file::UpstreamAuth>);
 
 /// One entry of a server's `overrides`.
-pub(super) const OVERRIDE: &[&str] = &["name", "title", "description", "annotations"];
+pub(super) static OVERRIDE: Known = LazyLock::new(file::keys_of::<file::ToolOverride>);
 
 /// The `gateway` object.
-pub(super) const GATEWAY: &[&str] = &[
-    "auth",
-    "views",
-    "pins",
-    "stdioSubject",
-    "separator",
-    "maxNameLength",
-    "confirmDestructive",
-    "surface",
-    "callTimeoutSeconds",
-];
+pub(super) static GATEWAY: Known = LazyLock::new(file::keys_of::<file::Gateway>);
 
 /// `gateway.auth`.
-pub(super) const AUTH: &[&str] = &[
-    "resource",
-    "authorizationServers",
-    "requiredScopes",
-    "scopesSupported",
-    "jwt",
-    "apiKeys",
-];
+pub(super) static AUTH: Known = LazyLock::new(file::keys_of::<file::Auth>);
 
 /// `gateway.auth.jwt`.
-pub(super) const JWT: &[&str] = &[
-    "issuer",
-    "audience",
-    "jwksFile",
-    "jwksUri",
-    "algorithms",
-    "leewaySeconds",
-];
+pub(super) static JWT: Known = LazyLock::new(file::keys_of::<file::Jwt>);
 
 /// One of `gateway.auth.apiKeys`.
-pub(super) const API_KEY: &[&str] = &["name", "key", "keyEnv", "subject", "scopes"];
+pub(super) static API_KEY: Known = LazyLock::new(file::keys_of::<file::ApiKey>);
 
 /// `gateway.pins`.
-pub(super) const PINS: &[&str] = &["file", "onChange", "unpinned"];
+pub(super) static PINS: Known = LazyLock::new(file::keys_of::<file::Pins>);
 
 /// One of `gateway.views`.
-pub(super) const VIEW: &[&str] = &[
-    "name",
-    "subjects",
-    "scopes",
-    "credentials",
-    "upstreams",
-    "allowTools",
-    "denyTools",
-    "surface",
-];
+pub(super) static VIEW: Known = LazyLock::new(file::keys_of::<file::View>);
 
 /// The first member of `obj` not in `known`, with what to say about it.
-pub(super) fn unknown(obj: &Map<String, Value>, known: &[&str]) -> Option<(String, String)> {
-    let key = obj.keys().find(|k| !known.contains(&k.as_str()))?;
+pub(super) fn unknown(obj: &Map<String, Value>, known: &[String]) -> Option<(String, String)> {
+    let key = obj.keys().find(|k| !known.contains(k))?;
     let problem = match nearest(key, known) {
         Some(near) => format!("unknown key `{key}`; did you mean `{near}`?"),
         None => format!("unknown key `{key}`; known keys here: {}", known.join(", ")),
@@ -117,11 +54,11 @@ pub(super) fn unknown(obj: &Map<String, Value>, known: &[&str]) -> Option<(Strin
 
 /// The known key closest to `key` (ignoring case), if it is close enough to be a typo:
 /// at most a third of its length in edits.
-fn nearest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
+fn nearest<'k>(key: &str, known: &'k [String]) -> Option<&'k str> {
     let key = key.to_ascii_lowercase();
     known
         .iter()
-        .map(|k| (edit_distance(&key, &k.to_ascii_lowercase()), *k))
+        .map(|k| (edit_distance(&key, &k.to_ascii_lowercase()), k.as_str()))
         .filter(|(d, k)| *d <= k.len().max(3) / 3)
         .min_by_key(|(d, _)| *d)
         .map(|(_, k)| k)
@@ -183,11 +120,11 @@ mod tests {
 
     #[test]
     fn typos_are_matched_to_the_key_meant() {
-        assert_eq!(nearest("denyTool", SERVER), Some("denyTools"));
-        assert_eq!(nearest("allowtools", SERVER), Some("allowTools"));
-        assert_eq!(nearest("comand", SERVER), Some("command"));
-        assert_eq!(nearest("seperator", GATEWAY), Some("separator"));
-        assert_eq!(nearest("frobnicate", SERVER), None);
+        assert_eq!(nearest("denyTool", &SERVER), Some("denyTools"));
+        assert_eq!(nearest("allowtools", &SERVER), Some("allowTools"));
+        assert_eq!(nearest("comand", &SERVER), Some("command"));
+        assert_eq!(nearest("seperator", &GATEWAY), Some("separator"));
+        assert_eq!(nearest("frobnicate", &SERVER), None);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
     }
 

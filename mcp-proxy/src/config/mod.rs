@@ -22,7 +22,7 @@
 //!  "gateway": {"separator": "__", "maxNameLength": 64, "confirmDestructive": true, "surface": "direct"}}
 //! ```
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use mcp_client::http::HttpConfig;
@@ -30,11 +30,16 @@ use mcp_client::StdioCommand;
 use serde_json::Value;
 
 mod auth;
+mod fields;
+mod file;
 mod keys;
 mod overrides;
 mod pins;
 mod upstream_auth;
 mod views;
+
+use fields::{Fields, Problem};
+pub use file::schema;
 
 use crate::naming::Prefixed;
 use crate::policy::{AskHost, Surface, ToolFilter};
@@ -80,21 +85,6 @@ fn session_mode(
     }
 }
 
-/// Where in the file something is wrong, and what.
-struct Problem {
-    location: String,
-    problem: String,
-}
-
-impl Problem {
-    fn new(location: impl Into<String>, problem: impl Into<String>) -> Self {
-        Problem {
-            location: location.into(),
-            problem: problem.into(),
-        }
-    }
-}
-
 /// A gateway's configuration, read.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -125,7 +115,7 @@ pub fn parse(text: &str, source_name: &str) -> Result<Gateway, ConfigError> {
 /// `Err` naming the first member of `obj` (at `at`) that is not in `known`.
 fn known_keys(
     obj: &serde_json::Map<String, Value>,
-    known: &[&str],
+    known: &[String],
     at: &str,
 ) -> Result<(), Problem> {
     match keys::unknown(obj, known) {
@@ -141,7 +131,7 @@ fn parse_root(text: &str) -> Result<Gateway, Problem> {
     let top = root
         .as_object()
         .ok_or_else(|| Problem::new("(file)", "must be a JSON object"))?;
-    known_keys(top, keys::ROOT, "")?;
+    known_keys(top, &keys::ROOT, "")?;
     let servers = root
         .get("mcpServers")
         .and_then(Value::as_object)
@@ -170,96 +160,13 @@ fn parse_root(text: &str) -> Result<Gateway, Problem> {
     Ok(parsed)
 }
 
-/// The members of one JSON object, read with errors that say where.
-struct Fields<'a> {
-    obj: &'a serde_json::Map<String, Value>,
-    /// `mcpServers.<key>` or `gateway`.
-    at: String,
-}
-
-impl Fields<'_> {
-    fn at(&self, field: &str) -> String {
-        match field {
-            "" => self.at.clone(),
-            f => format!("{}.{f}", self.at),
-        }
-    }
-
-    fn problem(&self, field: &str, problem: impl Into<String>) -> Problem {
-        Problem::new(self.at(field), problem)
-    }
-
-    fn string(&self, field: &str) -> Result<Option<String>, Problem> {
-        match self.obj.get(field) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(v)) => Ok(Some(v.clone())),
-            Some(_) => Err(self.problem(field, "must be a string")),
-        }
-    }
-
-    /// An array of tool-name patterns, each checked.
-    fn patterns(&self, field: &str) -> Result<Vec<String>, Problem> {
-        let patterns = self.strings(field)?;
-        match patterns.iter().find_map(|p| keys::bad_pattern(p)) {
-            Some(problem) => Err(self.problem(field, problem)),
-            None => Ok(patterns),
-        }
-    }
-
-    fn strings(&self, field: &str) -> Result<Vec<String>, Problem> {
-        let bad = || self.problem(field, "must be an array of strings");
-        match self.obj.get(field) {
-            None | Some(Value::Null) => Ok(Vec::new()),
-            Some(Value::Array(a)) => a
-                .iter()
-                .map(|v| v.as_str().map(str::to_owned).ok_or_else(bad))
-                .collect(),
-            Some(_) => Err(bad()),
-        }
-    }
-
-    fn map(&self, field: &str) -> Result<BTreeMap<String, String>, Problem> {
-        match self.obj.get(field) {
-            None | Some(Value::Null) => Ok(BTreeMap::new()),
-            Some(Value::Object(m)) => m
-                .iter()
-                .map(|(k, v)| {
-                    v.as_str()
-                        .map(|s| (k.clone(), s.to_owned()))
-                        .ok_or_else(|| self.problem(field, format!("`{k}` must be a string")))
-                })
-                .collect(),
-            Some(_) => Err(self.problem(field, "must be an object of strings")),
-        }
-    }
-
-    /// A positive integer member, if present.
-    fn positive(&self, field: &str) -> Result<Option<u64>, Problem> {
-        match self.obj.get(field) {
-            None | Some(Value::Null) => Ok(None),
-            Some(v) => match v.as_u64().filter(|n| *n >= 1) {
-                Some(n) => Ok(Some(n)),
-                None => Err(self.problem(field, "must be a positive integer")),
-            },
-        }
-    }
-
-    fn flag(&self, field: &str) -> Result<bool, Problem> {
-        match self.obj.get(field) {
-            None | Some(Value::Null) => Ok(false),
-            Some(Value::Bool(b)) => Ok(*b),
-            Some(_) => Err(self.problem(field, "must be true or false")),
-        }
-    }
-}
-
 /// One entry of `mcpServers`; `None` if it is disabled.
 fn server(key: &str, s: &Value) -> Result<Option<UpstreamConfig>, Problem> {
     let at = format!("mcpServers.{key}");
     let obj = s
         .as_object()
         .ok_or_else(|| Problem::new(at.clone(), "not an object"))?;
-    known_keys(obj, keys::SERVER, &at)?;
+    known_keys(obj, &keys::SERVER, &at)?;
     let f = Fields { obj, at };
     if f.flag("disabled")? {
         return Ok(None);
@@ -366,7 +273,7 @@ fn gateway(g: &Value, upstream_keys: &[&str]) -> Result<Gateway, Problem> {
     let obj = g
         .as_object()
         .ok_or_else(|| Problem::new("gateway", "must be an object"))?;
-    known_keys(obj, keys::GATEWAY, "gateway")?;
+    known_keys(obj, &keys::GATEWAY, "gateway")?;
     let f = Fields {
         obj,
         at: "gateway".into(),
@@ -556,7 +463,10 @@ mod tests {
             "c.json",
         )
         .unwrap_err();
-        assert!(e.problem.contains("known keys here: command"), "{e}");
+        assert!(
+            e.problem.contains("known keys here: ") && e.problem.contains(", command, "),
+            "{e}"
+        );
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub(super) fn overrides(server: &Fields<'_>) -> Result<BTreeMap<String, ToolOver
         let obj = o
             .as_object()
             .ok_or_else(|| Problem::new(at.clone(), "must be an object"))?;
-        known_keys(obj, keys::OVERRIDE, &at)?;
+        known_keys(obj, &keys::OVERRIDE, &at)?;
         let f = Fields { obj, at };
         let mut over = ToolOverride::new();
         if let Some(name) = f.string("name")? {

@@ -34,7 +34,7 @@ pub(super) fn pins(v: &Value) -> Result<(std::path::PathBuf, Pins), Problem> {
     let obj = v
         .as_object()
         .ok_or_else(|| Problem::new(at, "must be an object"))?;
-    known_keys(obj, keys::PINS, at)?;
+    known_keys(obj, &keys::PINS, at)?;
     let f = Fields { obj, at: at.into() };
     let file: std::path::PathBuf = f
         .string("file")?

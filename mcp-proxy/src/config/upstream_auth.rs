@@ -42,7 +42,7 @@ pub(super) fn upstream_auth(
     let obj = v
         .as_object()
         .ok_or_else(|| Problem::new(at.clone(), "must be an object"))?;
-    known_keys(obj, keys::UPSTREAM_AUTH, &at)?;
+    known_keys(obj, &keys::UPSTREAM_AUTH, &at)?;
     let f = Fields { obj, at };
     let kind = f.string("type")?.ok_or_else(|| {
         f.problem(

@@ -27,7 +27,7 @@ pub(super) fn views(v: &Value, upstream_keys: &[&str]) -> Result<Arc<ViewRules>,
         let obj = entry
             .as_object()
             .ok_or_else(|| Problem::new(at.clone(), "must be an object"))?;
-        known_keys(obj, keys::VIEW, &at)?;
+        known_keys(obj, &keys::VIEW, &at)?;
         let f = Fields { obj, at };
         let audience = Audience {
             subjects: f.strings("subjects")?,

@@ -1,0 +1,392 @@
+//! The configuration file's shape, as types: [`schema`] (what `mcp-gateway
+//! --print-config-schema` prints, for editors and CI linters) is generated from them, and
+//! the reader takes the keys each object may hold from that schema, so the two cannot
+//! drift apart.
+//!
+//! The schema says what each member is; what only the file as a whole can say (a server
+//! has `command` or `url`, a view names servers that exist, a secret's variable is set) is
+//! checked by [`crate::config::parse`], which `--check-config` runs.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde_json::{Map, Value};
+
+/// A gateway configuration file: Claude Desktop's and Cursor's `mcpServers`, and `gateway`.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields, title = "mcp-gateway configuration")]
+#[allow(dead_code)] // Read for its schema only.
+pub(super) struct ConfigFile {
+    /// The upstream MCP servers, by key (the key is their default namespace).
+    #[serde(rename = "mcpServers")]
+    mcp_servers: BTreeMap<String, Server>,
+    /// What applies to the gateway as a whole.
+    gateway: Option<Gateway>,
+}
+
+/// One upstream server: `command` (stdio) or `url` (Streamable HTTP, or SSE below
+/// 2025-03-26), not both.
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+#[allow(dead_code)]
+pub(super) struct Server {
+    /// The program to start (stdio).
+    command: Option<String>,
+    /// Its arguments.
+    args: Option<Vec<String>>,
+    /// Environment variables it gets besides the gateway's.
+    env: Option<BTreeMap<String, String>>,
+    /// Its working directory.
+    cwd: Option<String>,
+    /// The server's MCP endpoint (HTTP).
+    #[schemars(regex(pattern = r"^https?://"))]
+    url: Option<String>,
+    /// HTTP headers sent with every request to `url`.
+    headers: Option<BTreeMap<String, String>>,
+    /// What other hosts' files write; must agree with `command` or `url`.
+    #[serde(rename = "type")]
+    kind: Option<ServerType>,
+    /// Leaves the server out.
+    disabled: Option<bool>,
+    /// The prefix of its tools' exposed names (default: the key).
+    namespace: Option<String>,
+    /// Trust its tool annotations (hints) as given.
+    trusted: Option<bool>,
+    /// The revision spoken with it (default: detect).
+    #[serde(default)]
+    #[schemars(schema_with = "revision")]
+    protocol_version: Option<String>,
+    /// Only tools matching one of these name patterns (`*` for any run) are served.
+    #[schemars(inner(regex(pattern = r"^\S+$")))]
+    allow_tools: Option<Vec<String>>,
+    /// Tools matching one of these patterns are not served.
+    #[schemars(inner(regex(pattern = r"^\S+$")))]
+    deny_tools: Option<Vec<String>>,
+    /// One upstream session per host (the default) or one for all.
+    session: Option<SessionKind>,
+    /// Most host sessions at once (`per-host`).
+    #[schemars(range(min = 1))]
+    max_host_sessions: Option<u64>,
+    /// Seconds an idle host session is kept (`per-host`).
+    #[schemars(range(min = 1))]
+    host_session_idle_seconds: Option<u64>,
+    /// Longest one call may take (default: the gateway's).
+    #[schemars(range(min = 1))]
+    call_timeout_seconds: Option<u64>,
+    /// Longest stdio message each way (default 16 MiB).
+    #[schemars(range(min = 1))]
+    max_message_bytes: Option<u64>,
+    /// What hosts see of its tools instead of what it lists, by real tool name.
+    overrides: Option<BTreeMap<String, ToolOverride>>,
+    /// How the gateway gets its own tokens for it (`url` only).
+    auth: Option<UpstreamAuth>,
+    /// The gateway is not ready (`/readyz`) until it is connected.
+    required: Option<bool>,
+}
+
+/// A server's `type`.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+enum ServerType {
+    #[serde(rename = "stdio")]
+    Stdio,
+    #[serde(rename = "http")]
+    Http,
+    #[serde(rename = "streamable-http")]
+    StreamableHttp,
+    #[serde(rename = "streamableHttp")]
+    StreamableHttpCamel,
+    #[serde(rename = "sse")]
+    Sse,
+}
+
+/// A server's `session`.
+#[derive(JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+#[allow(dead_code)]
+enum SessionKind {
+    PerHost,
+    Shared,
+}
+
+/// One entry of a server's `overrides`.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+#[allow(dead_code)]
+pub(super) struct ToolOverride {
+    /// The name hosts see (before the namespace).
+    #[schemars(length(min = 1, max = 64), regex(pattern = r"^[A-Za-z0-9_.-]+$"))]
+    name: Option<String>,
+    /// The title hosts see.
+    title: Option<String>,
+    /// The description hosts see.
+    description: Option<String>,
+    /// Hints replacing the tool's own (`destructiveHint`, …).
+    annotations: Option<Map<String, Value>>,
+}
+
+/// A `url` server's `auth`.
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+#[allow(dead_code)]
+pub(super) struct UpstreamAuth {
+    /// The grant the gateway uses.
+    #[serde(rename = "type")]
+    kind: UpstreamAuthType,
+    /// A pre-registered client (without one, `oauth` registers itself).
+    client_id: Option<String>,
+    /// Its secret.
+    client_secret: Option<String>,
+    /// The environment variable holding its secret.
+    client_secret_env: Option<String>,
+    /// A PEM key it signs its assertions with (`private_key_jwt`).
+    private_key_file: Option<String>,
+    /// That key's algorithm (default ES256).
+    signing_algorithm: Option<String>,
+    /// That key's `kid`.
+    key_id: Option<String>,
+    /// A client ID metadata document's URL, instead of registering.
+    client_metadata_url: Option<String>,
+    /// Where the browser returns (`oauth`; default `http://127.0.0.1:8765/callback`).
+    redirect_uri: Option<String>,
+    /// The scopes asked for.
+    scopes: Option<Vec<String>>,
+    /// A directory tokens are kept in across restarts.
+    token_store: Option<String>,
+    /// The file the platform keeps the workload's token in (`workloadIdentity`).
+    token_file: Option<String>,
+    /// Sender-constrained tokens (DPoP).
+    dpop: Option<bool>,
+    /// The authorization server the credentials are for.
+    issuer: Option<String>,
+}
+
+/// An upstream `auth`'s `type`.
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+enum UpstreamAuthType {
+    #[serde(rename = "oauth")]
+    OAuth,
+    ClientCredentials,
+    WorkloadIdentity,
+}
+
+/// The `gateway` object.
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+#[allow(dead_code)]
+pub(super) struct Gateway {
+    /// Who may use the gateway over HTTP.
+    auth: Option<Auth>,
+    /// What each principal sees; the first matching view wins.
+    views: Option<Vec<View>>,
+    /// Approved tool definitions, and what to do with tools not as approved.
+    pins: Option<Pins>,
+    /// The principal of a host on stdio, whom views match.
+    stdio_subject: Option<String>,
+    /// Between namespace and tool name (default `__`).
+    #[schemars(regex(pattern = r"^[A-Za-z0-9_-]{1,4}$"))]
+    separator: Option<String>,
+    /// Longest exposed tool name (default 64).
+    #[schemars(range(min = 16, max = 128))]
+    max_name_length: Option<u64>,
+    /// Ask the host's user before a call to a tool that may be destructive.
+    confirm_destructive: Option<bool>,
+    /// The tools hosts see: the upstreams' own, or three dispatcher tools.
+    surface: Option<Surface>,
+    /// Longest one call may take (default 120).
+    #[schemars(range(min = 1))]
+    call_timeout_seconds: Option<u64>,
+}
+
+/// `surface`.
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+enum Surface {
+    Direct,
+    Dispatcher,
+}
+
+/// `gateway.auth`.
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+#[allow(dead_code)]
+pub(super) struct Auth {
+    /// This gateway's canonical URL, the audience of its tokens.
+    resource: String,
+    /// The authorization servers hosts get tokens from.
+    authorization_servers: Option<Vec<String>>,
+    /// Scopes every request's token must hold.
+    required_scopes: Option<Vec<String>>,
+    /// Scopes the metadata lists (default: the required ones).
+    scopes_supported: Option<Vec<String>>,
+    /// Bearer JWTs.
+    jwt: Option<Jwt>,
+    /// Static API keys.
+    api_keys: Option<Vec<ApiKey>>,
+}
+
+/// `gateway.auth.jwt`.
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+#[allow(dead_code)]
+pub(super) struct Jwt {
+    /// The `iss` tokens carry.
+    issuer: String,
+    /// The `aud` they carry (default: `resource`).
+    audience: Option<String>,
+    /// A JWKS file; or `jwksUri`; or neither: the issuer's metadata names the keys.
+    jwks_file: Option<String>,
+    /// A JWKS URL (https, or http to this machine).
+    jwks_uri: Option<String>,
+    /// Algorithms accepted.
+    algorithms: Option<Vec<String>>,
+    /// Clock skew allowed, at most 300.
+    #[schemars(range(min = 1))]
+    leeway_seconds: Option<u64>,
+}
+
+/// One of `gateway.auth.apiKeys`: `key` or `keyEnv`.
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+#[allow(dead_code)]
+pub(super) struct ApiKey {
+    /// Names the key in logs and views.
+    name: String,
+    /// The key itself, at least 16 characters.
+    #[schemars(length(min = 16))]
+    key: Option<String>,
+    /// The environment variable holding it.
+    key_env: Option<String>,
+    /// The principal it stands for (default: `name`).
+    subject: Option<String>,
+    /// Its scopes.
+    scopes: Option<Vec<String>>,
+}
+
+/// `gateway.pins`.
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+#[allow(dead_code)]
+pub(super) struct Pins {
+    /// Where the approved definitions are kept.
+    file: String,
+    /// A pinned tool that changed: hidden (default) or asked about.
+    on_change: Option<OnChange>,
+    /// A tool nobody approved.
+    unpinned: Option<Unpinned>,
+}
+
+/// `pins.onChange`.
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+enum OnChange {
+    Hide,
+    Ask,
+}
+
+/// `pins.unpinned`.
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+enum Unpinned {
+    Allow,
+    Hide,
+    Ask,
+}
+
+/// One of `gateway.views`.
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+#[allow(dead_code)]
+pub(super) struct View {
+    /// Names it in logs.
+    name: Option<String>,
+    /// Principals it is for, by subject.
+    subjects: Option<Vec<String>>,
+    /// Principals it is for, by a scope they hold.
+    scopes: Option<Vec<String>>,
+    /// Principals it is for, by the API key they used.
+    credentials: Option<Vec<String>>,
+    /// The servers it shows (default: all), by key.
+    upstreams: Option<Vec<String>>,
+    /// Only exposed tools matching these are shown.
+    #[schemars(inner(regex(pattern = r"^\S+$")))]
+    allow_tools: Option<Vec<String>>,
+    /// Exposed tools matching these are not shown.
+    #[schemars(inner(regex(pattern = r"^\S+$")))]
+    deny_tools: Option<Vec<String>>,
+    /// Its tools as the upstreams' own or as three dispatcher tools.
+    surface: Option<Surface>,
+}
+
+/// The revisions a server may be pinned to, from the revision table.
+fn revision(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let all: Vec<&str> = mcp_types::Revision::ALL
+        .iter()
+        .map(|r| r.as_str())
+        .collect();
+    schemars::json_schema!({"type": "string", "enum": all})
+}
+
+/// The JSON Schema of the configuration file (2020-12).
+pub fn schema() -> Value {
+    let mut schema = generator().into_root_schema_for::<ConfigFile>().to_value();
+    without_null(&mut schema);
+    schema
+}
+
+/// The generator: JSON Schema 2020-12.
+fn generator() -> schemars::SchemaGenerator {
+    schemars::generate::SchemaSettings::draft2020_12().into_generator()
+}
+
+/// `schema` without the `null` an `Option` member gets: leaving a member out is how the
+/// file says "default", and the reader refuses `null` for some of them.
+fn without_null(schema: &mut Value) {
+    match schema {
+        Value::Object(obj) => {
+            if let Some(Value::Array(types)) = obj.get_mut("type") {
+                types.retain(|t| t != "null");
+                if let [only] = types.as_slice() {
+                    let only = only.clone();
+                    obj.insert("type".into(), only);
+                }
+            }
+            if let Some(Value::Array(any)) = obj.get("anyOf") {
+                let null = serde_json::json!({"type": "null"});
+                let rest: Vec<Value> = any.iter().filter(|s| **s != null).cloned().collect();
+                if let ([one], true) = (rest.as_slice(), rest.len() < any.len()) {
+                    let one = one.clone();
+                    obj.remove("anyOf");
+                    if let Value::Object(one) = one {
+                        obj.extend(one);
+                    }
+                }
+            }
+            obj.values_mut().for_each(without_null);
+        }
+        Value::Array(items) => items.iter_mut().for_each(without_null),
+        _ => {}
+    }
+}
+
+/// The members an object of type `T` may hold, as its schema lists them.
+pub(super) fn keys_of<T: JsonSchema>() -> Vec<String> {
+    let schema = generator().into_root_schema_for::<T>();
+    match schema.get("properties").and_then(Value::as_object) {
+        Some(properties) => properties.keys().cloned().collect(),
+        None => Vec::new(),
+    }
+}

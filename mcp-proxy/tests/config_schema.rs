@@ -1,0 +1,98 @@
+//! The configuration's JSON Schema (`mcp-gateway --print-config-schema`): a valid 2020-12
+//! schema that accepts every configuration README.md shows, and refuses what the reader
+//! refuses for the shape of a member.
+
+use serde_json::Value;
+
+fn validator() -> jsonschema::Validator {
+    let schema = mcp_proxy::config::schema();
+    jsonschema::meta::validate(&schema).expect("a valid JSON Schema");
+    assert_eq!(
+        schema["$schema"], "https://json-schema.org/draft/2020-12/schema",
+        "2020-12, as editors read it"
+    );
+    jsonschema::validator_for(&schema).expect("a usable JSON Schema")
+}
+
+/// The complete configurations (JSON objects with `mcpServers`) in README.md's `json` blocks.
+fn readme_configs() -> Vec<Value> {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .expect("README.md");
+    readme
+        .split("```json\n")
+        .skip(1)
+        .filter_map(|block| block.split("```").next())
+        .filter_map(|block| serde_json::from_str::<Value>(block).ok())
+        .filter(|v| v.get("mcpServers").is_some())
+        .collect()
+}
+
+#[test]
+fn the_schema_accepts_every_configuration_the_readme_shows() {
+    let validator = validator();
+    let configs = readme_configs();
+    assert!(
+        configs.len() >= 3,
+        "README shows configurations: {configs:?}"
+    );
+    for config in &configs {
+        let errors: Vec<String> = validator
+            .iter_errors(config)
+            .map(|e| format!("{}: {e}", e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "{config}:\n{errors:#?}");
+    }
+}
+
+#[test]
+fn the_schema_and_the_reader_agree_on_good_and_bad_files() {
+    let validator = validator();
+    let good = [
+        r#"{"mcpServers": {}}"#,
+        r#"{"mcpServers": {"a": {"command": "x", "args": ["-v"], "env": {"K": "v"}, "cwd": "/tmp",
+             "type": "stdio", "namespace": "n", "trusted": true, "protocolVersion": "2025-06-18",
+             "allowTools": ["read_*"], "denyTools": ["read_secret"], "session": "shared",
+             "callTimeoutSeconds": 5, "maxMessageBytes": 4096, "required": true,
+             "overrides": {"t": {"name": "u", "title": "T", "description": "d", "annotations": {"readOnlyHint": true}}}},
+           "b": {"url": "https://example.com/mcp", "headers": {"X": "y"}, "type": "streamable-http",
+             "session": "per-host", "maxHostSessions": 4, "hostSessionIdleSeconds": 60},
+           "c": {"command": "y", "disabled": true}},
+          "gateway": {"separator": "_", "maxNameLength": 48, "confirmDestructive": true,
+             "surface": "dispatcher", "callTimeoutSeconds": 30, "stdioSubject": "me",
+             "views": [{"name": "v", "subjects": ["me"], "upstreams": ["a"], "allowTools": ["a_*"], "surface": "direct"}]}}"#,
+    ];
+    for text in good {
+        let v: Value = serde_json::from_str(text).expect("JSON");
+        assert!(validator.is_valid(&v), "schema refuses {text}");
+        mcp_proxy::config::parse(text, "good.json").expect("the reader accepts it");
+    }
+    let bad = [
+        r#"{"servers": {}}"#,
+        r#"{"mcpServers": {}, "gatway": {}}"#,
+        r#"{"mcpServers": {"a": {"comand": "x"}}}"#,
+        r#"{"mcpServers": {"a": {"command": 1}}}"#,
+        r#"{"mcpServers": {"a": {"command": "x", "args": "y"}}}"#,
+        r#"{"mcpServers": {"a": {"command": "x", "type": "ws"}}}"#,
+        r#"{"mcpServers": {"a": {"command": "x", "session": "pooled"}}}"#,
+        r#"{"mcpServers": {"a": {"command": "x", "protocolVersion": "2025-01-01"}}}"#,
+        r#"{"mcpServers": {"a": {"command": "x", "callTimeoutSeconds": 0}}}"#,
+        r#"{"mcpServers": {"a": {"command": "x", "denyTools": ["read file"]}}}"#,
+        r#"{"mcpServers": {"a": {"url": "ftp://h/mcp"}}}"#,
+        r#"{"mcpServers": {"a": {"url": "https://h/mcp", "auth": {"type": "password"}}}}"#,
+        r#"{"mcpServers": {"a": {"command": "x", "overrides": {"t": {"name": "bad name"}}}}}"#,
+        r#"{"mcpServers": {}, "gateway": {"separator": "."}}"#,
+        r#"{"mcpServers": {}, "gateway": {"maxNameLength": 8}}"#,
+        r#"{"mcpServers": {}, "gateway": {"surface": "tiny"}}"#,
+        r#"{"mcpServers": {}, "gateway": {"auth": {"jwt": {"issuer": "https://i"}}}}"#,
+        r#"{"mcpServers": {}, "gateway": {"pins": {"file": "/p.json", "onChange": "allow"}}}"#,
+        r#"{"mcpServers": {}, "gateway": {"views": [{"nmae": "v"}]}}"#,
+    ];
+    for text in bad {
+        let v: Value = serde_json::from_str(text).expect("JSON");
+        assert!(!validator.is_valid(&v), "schema accepts {text}");
+        assert!(
+            mcp_proxy::config::parse(text, "bad.json").is_err(),
+            "the reader accepts {text}"
+        );
+    }
+}
