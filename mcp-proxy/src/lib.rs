@@ -24,6 +24,7 @@
 //! # Ok(()) }
 //! ```
 
+mod abort;
 mod aggregator;
 mod bridge;
 #[cfg(feature = "cli")]

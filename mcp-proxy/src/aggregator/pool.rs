@@ -13,6 +13,7 @@ use mcp_types::transport::memory_pair;
 
 use super::catalog::Listing;
 use super::{Aggregator, UpstreamConfig, UpstreamStatus, UpstreamTransport};
+use crate::abort::AbortOnDrop;
 use crate::bridge::{Bridge, Calls};
 use crate::sessions::{start_capabilities, HostLinks, SessionMode};
 
@@ -456,13 +457,4 @@ pub(super) async fn close_upstreams<'a>(upstreams: impl Iterator<Item = &'a Arc<
 /// Host calls in flight on `u`'s connections.
 pub(super) fn in_flight(u: &Upstream) -> usize {
     u.calls.in_flight() + u.links.as_ref().map_or(0, |l| l.in_flight())
-}
-
-/// Aborts a task when dropped (a detached `JoinHandle` would let it run on).
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }

@@ -23,7 +23,7 @@ mod serve;
 mod signals;
 
 pub use logging::{init_logging, LogFormat};
-use serve::{gateway_server, load, serve_http, serve_stdio, write_pins, Access};
+use serve::{gateway_server, load, serve_admin, serve_http, serve_stdio, write_pins, Access};
 use signals::StopSignals;
 
 /// The command line.
@@ -32,7 +32,7 @@ use signals::StopSignals;
     name = "mcp-gateway",
     version,
     about = "Many MCP servers, one MCP server every host can use (all revisions 2024-11-05 … 2026-07-28).",
-    after_help = "Examples:\n  mcp-gateway --config gateway.json                 # on stdio, for a host that starts it\n  mcp-gateway --config gateway.json --http 127.0.0.1:8080\n  mcp-gateway --config gateway.json --check-config  # validate, list what would be served\n  mcp-gateway --config gateway.json --pin           # approve the tools listed now\n  mcp-gateway --print-config-schema > gateway.schema.json  # for an editor or a linter"
+    after_help = "Examples:\n  mcp-gateway --config gateway.json                 # on stdio, for a host that starts it\n  mcp-gateway --config gateway.json --http 127.0.0.1:8080\n  mcp-gateway --config gateway.json --admin 127.0.0.1:9090  # stdio, with health and metrics\n  mcp-gateway --config gateway.json --check-config  # validate, list what would be served\n  mcp-gateway --config gateway.json --pin           # approve the tools listed now\n  mcp-gateway --print-config-schema > gateway.schema.json  # for an editor or a linter"
 )]
 pub struct Args {
     /// The configuration file (`mcpServers`, as Claude Desktop and Cursor write it, and
@@ -46,6 +46,11 @@ pub struct Args {
     /// Serve on stdio (the default).
     #[arg(long, conflicts_with = "http")]
     pub stdio: bool,
+    /// Serve `/healthz`, `/readyz` and `/metrics` on a listener of their own at ADDR (with
+    /// stdio, or with `gateway.auth`, where `/metrics` is not on the MCP listener). Bind it
+    /// where only the operator's network reaches.
+    #[arg(long, value_name = "ADDR")]
+    pub admin: Option<String>,
     /// Check the configuration, print the upstreams it names, and exit: 0 when it is
     /// good, 2 when not. No upstream is started.
     #[arg(long)]
@@ -189,6 +194,16 @@ async fn run(args: Args, drain: Duration, default: Option<Default>) -> u8 {
         return code;
     }
     let live = crate::live::Live::new(aggregator);
+    let _admin = match &args.admin {
+        None => None,
+        Some(addr) => match serve_admin(addr, &live).await {
+            Ok(task) => Some(task),
+            Err(code) => {
+                live.current().shutdown().await;
+                return code;
+            }
+        },
+    };
     let server = gateway_server(&live, access.local_principal);
     if let Some(path) = &args.config {
         reload::watch(live.clone(), path.clone(), drain);

@@ -5,12 +5,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_server::auth::{Authorization, Principal};
-use mcp_server::http::{bind_with_shutdown, HttpOptions};
+use mcp_server::http::{
+    bind_admin, bind_with_shutdown, AdminOptions, Health, HttpOptions, Metrics,
+};
 use mcp_server::{Server, ServerOptions};
 use mcp_types::protocol::Implementation;
 use mcp_types::transport::Transport;
 
 use super::signals::StopSignals;
+use crate::abort::AbortOnDrop;
 use crate::live::Live;
 use crate::Aggregator;
 
@@ -165,6 +168,31 @@ pub(super) async fn serve_http(
         Err(e) => {
             eprintln!("gateway: cannot listen on {addr}: {e}");
             1
+        }
+    }
+}
+
+/// `--admin ADDR`: health and metrics on a listener of their own, until the returned guard
+/// drops; `Err` with the exit status when ADDR cannot be served.
+pub(super) async fn serve_admin(
+    addr: &str,
+    live: &Live,
+) -> Result<AbortOnDrop<std::io::Result<()>>, u8> {
+    let Ok(addr) = addr.parse::<std::net::SocketAddr>() else {
+        eprintln!("gateway: --admin `{addr}` is not an address (like 127.0.0.1:9090)");
+        return Err(2);
+    };
+    let health: Arc<dyn Health> = Arc::new(live.clone());
+    let metrics: Arc<dyn Metrics> = Arc::new(live.clone());
+    let options = AdminOptions::default().health(health).metrics(metrics);
+    match bind_admin(addr, options, std::future::pending()).await {
+        Ok((local, task)) => {
+            eprintln!("gateway: serving /healthz, /readyz and /metrics on http://{local}");
+            Ok(AbortOnDrop(task))
+        }
+        Err(e) => {
+            eprintln!("gateway: cannot listen on {addr} (--admin): {e}");
+            Err(1)
         }
     }
 }

@@ -15,7 +15,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::Request;
+use http::{Request, Response};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -55,8 +55,50 @@ pub async fn serve_with_shutdown(
     shutdown: impl Future<Output = ()>,
     drain: Duration,
 ) -> io::Result<()> {
+    serve_endpoint(listener, http, shutdown, drain).await
+}
+
+/// The bounds of every connection to an endpoint.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Bounds {
+    pub(super) max_connections: usize,
+    pub(super) header_read_timeout: Duration,
+    pub(super) idle_timeout: Duration,
+}
+
+/// What the connections of a listener are served by: the MCP endpoint, or the admin
+/// endpoint of [`super::admin`].
+pub(super) trait Endpoint: Clone + Send + Sync + 'static {
+    /// The bounds of its connections.
+    fn bounds(&self) -> Bounds;
+    /// The answer to one request.
+    fn answer(&self, req: Request<Incoming>) -> impl Future<Output = Response<HttpBody>> + Send;
+}
+
+impl Endpoint for StreamableHttp {
+    fn bounds(&self) -> Bounds {
+        let o = self.options();
+        Bounds {
+            max_connections: o.max_connections,
+            header_read_timeout: o.header_read_timeout,
+            idle_timeout: o.idle_timeout,
+        }
+    }
+
+    fn answer(&self, req: Request<Incoming>) -> impl Future<Output = Response<HttpBody>> + Send {
+        self.handle(req)
+    }
+}
+
+/// [`serve_with_shutdown`] for any endpoint.
+pub(super) async fn serve_endpoint<E: Endpoint>(
+    listener: TcpListener,
+    http: E,
+    shutdown: impl Future<Output = ()>,
+    drain: Duration,
+) -> io::Result<()> {
     // At most `u32::MAX`, so the stop can take every slot back at once.
-    let cap = http.options().max_connections.clamp(1, MAX_SLOTS);
+    let cap = http.bounds().max_connections.clamp(1, MAX_SLOTS);
     let slots = Arc::new(Semaphore::new(cap));
     let (stop, stopping) = watch::channel(Stop::Serving);
     tokio::select! {
@@ -91,9 +133,9 @@ enum Stop {
 }
 
 /// Accepts connections until dropped.
-async fn accept_loop(
+async fn accept_loop<E: Endpoint>(
     listener: TcpListener,
-    http: StreamableHttp,
+    http: E,
     slots: Arc<Semaphore>,
     stop: watch::Receiver<Stop>,
 ) {
@@ -142,15 +184,15 @@ fn per_connection(e: &io::Error) -> bool {
 /// Serves one connection until it ends, its header-read timeout passes, it is idle for
 /// longer than the idle timeout, or the server stops (`stop`: gracefully, then at once).
 /// `slot` is its place under the connection cap.
-async fn connection(
+async fn connection<E: Endpoint>(
     stream: TcpStream,
     peer: std::net::SocketAddr,
-    http: StreamableHttp,
+    http: E,
     slot: OwnedSemaphorePermit,
     mut stop: watch::Receiver<Stop>,
 ) {
-    let o = http.options();
-    let (idle_timeout, header_timeout) = (o.idle_timeout, o.header_read_timeout);
+    let b = http.bounds();
+    let (idle_timeout, header_timeout) = (b.idle_timeout, b.header_read_timeout);
     let state = Arc::new(ConnState::new());
     let io = TokioIo::new(Watched {
         inner: stream,
@@ -160,7 +202,7 @@ async fn connection(
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
         let (http, active) = (http.clone(), Active::new(&in_service));
         async move {
-            let response = http.handle(req).await;
+            let response = http.answer(req).await;
             Ok::<_, Infallible>(response.map(|body| Tracked {
                 body,
                 _active: active,

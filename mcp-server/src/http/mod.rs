@@ -30,6 +30,7 @@
 //! in number, in the time their headers take and in idle time. A POST's stream and its
 //! routing entries go once its last answer is given.
 
+mod admin;
 mod checks;
 mod conn;
 mod exchange;
@@ -64,6 +65,7 @@ use mcp_types::{codes, headers, Frame, Message, Revision};
 
 use crate::auth::Principal;
 use crate::Server;
+pub use admin::{bind_admin, Admin, AdminOptions};
 use checks::{accepts_sse, allowed, check_post_media, header_str, host_of};
 pub use conn::{serve, serve_with_shutdown};
 pub use health::{Health, Readiness, LIVE_PATH, READY_PATH};
