@@ -13,7 +13,8 @@ pub use notes_tools::*;
 
 /// Logs to stderr (stdout may carry the protocol), filtered by `RUST_LOG`.
 pub fn init_logging() {
-    mcp_proxy::cli::init_logging(None, mcp_proxy::cli::LogFormat::Text);
+    // The examples export no traces: nothing to keep.
+    let _ = mcp_proxy::cli::init_logging(None, mcp_proxy::cli::LogFormat::Text);
 }
 
 /// Log lines kept in memory, for tests that read what was logged.

@@ -21,8 +21,10 @@ mod logging;
 mod reload;
 mod serve;
 mod signals;
+#[cfg(feature = "otel")]
+mod telemetry;
 
-pub use logging::{init_logging, LogFormat};
+pub use logging::{init_logging, LogFormat, Telemetry};
 use serve::{gateway_server, load, serve_admin, serve_http, serve_stdio, write_pins, Access};
 use signals::StopSignals;
 
@@ -85,7 +87,7 @@ pub type Default = fn() -> (Vec<UpstreamConfig>, AggregatorOptions);
 /// `--config`, `default` gives the upstreams (none given: `--config` is required).
 pub fn main(default: Option<Default>) -> ExitCode {
     let args = Args::parse();
-    init_logging(args.log_level.as_deref(), args.log_format);
+    let _telemetry = init_logging(args.log_level.as_deref(), args.log_format);
     let drain = match Duration::try_from_secs_f64(args.drain) {
         Ok(d) => d,
         Err(_) => {

@@ -57,6 +57,7 @@ impl Session {
         }
         let span = crate::span::request(method::TOOLS_CALL, id, ctx.revision);
         crate::span::tool(&span, &params);
+        crate::span::join(&span, ctx.trace_context());
         let call = Call {
             ctx,
             params: text.clone(),

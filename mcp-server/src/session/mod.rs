@@ -389,6 +389,9 @@ impl Inbound for Session {
             if let (Some(p), true) = (&params, req.method == method::TOOLS_CALL) {
                 crate::span::tool(&span, p);
             }
+            if crate::span::joins_traces() {
+                crate::span::join(&span, self.trace_of(&meta).as_deref());
+            }
             span
         });
         let out = self
