@@ -14,16 +14,19 @@ PERF="${PERF:-/tmp/perf}"
 CALLS="${CALLS:-300}"
 # The functions' names do not depend on their order, so any release build will do.
 [[ -n "${SKIP_BUILD:-}" ]] || cargo build --release --example gateway
-GW="$PWD/target/release/examples/gateway"
+GW="${CARGO_TARGET_DIR:-$PWD/target}/release/examples/gateway"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-printf '{"mcpServers":{"up":{"command":"%s","args":[]}}}\n' "$PERF/target/release/echo-upstream" >"$WORK/config.json"
+# The configuration in a folder of its own: the gateway watches its folder for changes,
+# and the traces written next to it would wake it at every line.
+mkdir "$WORK/config"
+printf '{"mcpServers":{"up":{"command":"%s","args":[]}}}\n' "$PERF/target/release/echo-upstream" >"$WORK/config/config.json"
 for era in legacy modern; do
   flag=(); [[ $era == modern ]] && flag=(--modern)
   "$PERF/target/release/loadgen" --calls "$CALLS" --concurrency 1 --payload-bytes 64 \
     --warmup 20 --timeout-s 120 --tool up__echo "${flag[@]}" -- \
     valgrind --tool=lackey --trace-mem=yes --log-file="$WORK/trace-$era.txt" \
-    "$GW" --config "$WORK/config.json" >/dev/null
+    "$GW" --config "$WORK/config/config.json" >/dev/null
 done
 nm -n "$GW" | awk '$2 ~ /^[tT]$/ {print $1, $3}' >"$WORK/symbols.txt"
 # valgrind maps a position-independent executable at 0x108000.
