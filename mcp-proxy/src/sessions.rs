@@ -56,6 +56,13 @@ pub fn start_capabilities() -> ClientCapabilities {
     }
 }
 
+/// Whether `host`'s [`bridged_capabilities`] are exactly [`start_capabilities`], read
+/// without building either (a relayed call asks).
+pub fn fits_start(host: &ClientCapabilities) -> bool {
+    let empty = |m: &Option<Map<String, serde_json::Value>>| m.as_ref().is_some_and(Map::is_empty);
+    empty(&host.sampling) && empty(&host.elicitation) && host.roots.is_some()
+}
+
 /// How hosts share an upstream.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -162,10 +169,10 @@ impl HostLinks {
     /// Whether `host` is the first host, whose requests go on the connection opened at
     /// start: the first to ask whose capabilities are the ones that connection declared
     /// (`fits`) becomes it.
-    pub(crate) fn is_first(&self, host: HostSessionId, fits: bool) -> bool {
+    pub(crate) fn is_first(&self, host: HostSessionId, fits: impl FnOnce() -> bool) -> bool {
         match self.first.get() {
             Some(first) => *first == host,
-            None => fits && *self.first.get_or_init(|| host) == host,
+            None => fits() && *self.first.get_or_init(|| host) == host,
         }
     }
 
@@ -383,3 +390,35 @@ impl HostLinks {
 
 /// Why a host gets no session once the gateway is shutting down.
 const SHUTTING_DOWN: &str = "the gateway is shutting down";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fits_start_is_bridged_equal_to_start() {
+        let caps = |v: serde_json::Value| -> ClientCapabilities {
+            serde_json::from_value(v).expect("capabilities")
+        };
+        for host in [
+            caps(serde_json::json!({})),
+            caps(serde_json::json!({"sampling": {}, "elicitation": {}, "roots": {}})),
+            caps(
+                serde_json::json!({"sampling": {}, "elicitation": {}, "roots": {"listChanged": true}}),
+            ),
+            caps(serde_json::json!({"sampling": {}, "elicitation": {"form": {}}, "roots": {}})),
+            caps(serde_json::json!({"sampling": {}, "roots": {}})),
+            caps(
+                serde_json::json!({"sampling": {}, "elicitation": {}, "roots": {}, "experimental": {"x": {}}}),
+            ),
+        ] {
+            assert_eq!(
+                fits_start(&host),
+                bridged_capabilities(&host) == start_capabilities(),
+                "{host:?}"
+            );
+        }
+        let all = caps(serde_json::json!({"sampling": {}, "elicitation": {}, "roots": {}}));
+        assert!(fits_start(&all));
+    }
+}

@@ -10,7 +10,7 @@ use mcp_server::{HostSession, RequestContext};
 
 use super::Aggregator;
 use crate::bridge::Calls;
-use crate::sessions::{bridged_capabilities, start_capabilities, HostLinks, Link};
+use crate::sessions::{bridged_capabilities, fits_start, HostLinks, Link};
 
 impl Aggregator {
     /// The per-host sessions of upstream `i` and the host of `ctx`, when that host's
@@ -29,7 +29,7 @@ impl Aggregator {
         let legacy = u
             .client()
             .is_some_and(|c| !features::per_request_meta(c.revision()));
-        let fits = bridged_capabilities(ctx.client_capabilities()) == start_capabilities();
+        let fits = || fits_start(ctx.client_capabilities());
         (legacy && !links.is_first(host.id(), fits)).then_some((links, host))
     }
 
