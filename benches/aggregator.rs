@@ -21,23 +21,18 @@ use serde_json::Value;
 fn bench(c: &mut Criterion) {
     let rt = mcp_benches::runtime();
     let args = mcp_benches::echo_args();
-    let options = || ClientOptions {
-        era: EraChoice::Modern,
-        ..Default::default()
-    };
+    let options = || ClientOptions::default().era(EraChoice::Modern);
     let (direct, gateway, relayed) = rt.block_on(async {
         let (a, b) = memory_pair(64);
         tokio::spawn(async move { Server::new(mcp_examples::echo_tools()).serve(b).await });
         let direct = Client::connect(a, NoHandler, options())
             .await
             .expect("direct");
-        let upstream = UpstreamConfig {
-            trusted: true,
-            ..UpstreamConfig::new(
-                "echo",
-                UpstreamTransport::InProcess(Server::new(mcp_examples::echo_tools())),
-            )
-        };
+        let upstream = UpstreamConfig::new(
+            "echo",
+            UpstreamTransport::InProcess(Server::new(mcp_examples::echo_tools())),
+        )
+        .trusted(true);
         let agg = Aggregator::start(vec![upstream], Default::default())
             .await
             .expect("aggregator");

@@ -22,10 +22,7 @@ fn bench(c: &mut Criterion) {
         let client = rt.block_on(async {
             let (a, b) = memory_pair(64);
             tokio::spawn(async move { Server::new(mcp_examples::echo_tools()).serve(b).await });
-            let options = ClientOptions {
-                era,
-                ..Default::default()
-            };
+            let options = ClientOptions::default().era(era);
             Client::connect(a, NoHandler, options)
                 .await
                 .expect("connect")

@@ -57,10 +57,7 @@ async fn main() {
     let Some((command, rest)) = args.split_first() else {
         usage()
     };
-    let options = ClientOptions {
-        era,
-        ..ClientOptions::default().with_elicitation()
-    };
+    let options = ClientOptions::default().with_elicitation().era(era);
     let connected = if command.starts_with("http://") || command.starts_with("https://") {
         // Streamable HTTP, else the 2024-11-05 HTTP+SSE transport.
         mcp_client::connect_http(HttpConfig::new(command.clone()), Decline, options).await

@@ -167,13 +167,11 @@ async fn run(scenario: &str, url: &str, revision: Revision) -> Result<(), Client
     } else {
         EraChoice::Legacy(revision)
     };
-    let options = ClientOptions {
-        era,
-        ..ClientOptions::default()
-            .with_elicitation()
-            .with_sampling()
-            .with_roots()
-    };
+    let options = ClientOptions::default()
+        .with_elicitation()
+        .with_sampling()
+        .with_roots()
+        .era(era);
     let mut config = HttpConfig::new(url);
     if scenario.starts_with("auth/") {
         let oauth = oauth_client(scenario).map_err(ClientError::Negotiation)?;

@@ -16,14 +16,11 @@ async fn main() {
     let arg = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:0".into());
-    let options = ServerOptions {
-        info: Implementation {
-            name: "mcp-proxy-conformance-server".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            ..Default::default()
-        },
+    let options = ServerOptions::default().info(Implementation {
+        name: "mcp-proxy-conformance-server".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
         ..Default::default()
-    };
+    });
     let server = Server::with_options(mcp_examples::Conformance::default(), options);
     if arg == "--stdio" {
         server.serve(mcp_server::stdio()).await;

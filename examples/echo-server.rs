@@ -14,17 +14,13 @@ use mcp_types::protocol::Implementation;
 #[tokio::main]
 async fn main() {
     mcp_examples::init_logging();
-    let options = ServerOptions {
-        info: Implementation {
+    let options = ServerOptions::default()
+        .info(Implementation {
             name: "echo-server".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             ..Default::default()
-        },
-        instructions: Some(
-            "Tools for trying MCP clients: echo, pixel, weather, fail, count, greet.".into(),
-        ),
-        ..Default::default()
-    };
+        })
+        .instructions("Tools for trying MCP clients: echo, pixel, weather, fail, count, greet.");
     let server = Server::with_options(mcp_examples::echo_tools(), options);
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.as_slice() {

@@ -12,9 +12,8 @@ use mcp_proxy::{AggregatorOptions, UpstreamConfig, UpstreamTransport};
 use mcp_server::Server;
 
 fn demo() -> (Vec<UpstreamConfig>, AggregatorOptions) {
-    let upstream = |key: &str, server: Server| UpstreamConfig {
-        trusted: true,
-        ..UpstreamConfig::new(key, UpstreamTransport::InProcess(server))
+    let upstream = |key: &str, server: Server| {
+        UpstreamConfig::new(key, UpstreamTransport::InProcess(server)).trusted(true)
     };
     (
         vec![

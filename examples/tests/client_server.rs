@@ -47,11 +47,10 @@ fn options(revision: Revision) -> ClientOptions {
     } else {
         EraChoice::Legacy(revision)
     };
-    ClientOptions {
-        era,
-        supported: vec![revision],
-        ..ClientOptions::default().with_elicitation()
-    }
+    ClientOptions::default()
+        .with_elicitation()
+        .era(era)
+        .supported(vec![revision])
 }
 
 fn args(v: Value) -> Map<String, Value> {
@@ -136,10 +135,7 @@ async fn exercise(client: &Client, revision: Revision) {
     }
 
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let opts = CallOptions {
-        progress: Some(tx),
-        ..Default::default()
-    };
+    let opts = CallOptions::default().progress(tx);
     let count = client
         .call_tool_with("count", args(json!({"to": 3})), &opts)
         .await
@@ -244,10 +240,8 @@ async fn era_detection_finds_a_modern_server_and_falls_back_for_a_legacy_one() {
 
     // A legacy-only server: the server/discover probe fails and the client initializes.
     let (a, b) = memory_pair(16);
-    let legacy = mcp_server::ServerOptions {
-        supported: vec![Revision::V2025_03_26, Revision::V2025_06_18],
-        ..Default::default()
-    };
+    let legacy = mcp_server::ServerOptions::default()
+        .supported(vec![Revision::V2025_03_26, Revision::V2025_06_18]);
     tokio::spawn(async move {
         Server::with_options(mcp_examples::echo_tools(), legacy)
             .serve(b)

@@ -31,11 +31,7 @@ async fn http_host(
     capabilities: mcp_types::protocol::ClientCapabilities,
 ) -> Client {
     let t = http_transport(url);
-    let options = ClientOptions {
-        era,
-        capabilities,
-        ..Default::default()
-    };
+    let options = ClientOptions::default().era(era).capabilities(capabilities);
     Client::connect(t, NoHandler, options)
         .await
         .expect("host connects")
@@ -277,11 +273,9 @@ async fn older_hosts_get_valid_messages_of_their_revision() {
             sent: sent.clone(),
             received: Some(received.clone()),
         };
-        let options = ClientOptions {
-            era: EraChoice::Legacy(revision),
-            supported: vec![revision],
-            ..Default::default()
-        };
+        let options = ClientOptions::default()
+            .era(EraChoice::Legacy(revision))
+            .supported(vec![revision]);
         let client = Client::connect(t, NoHandler, options)
             .await
             .expect("connect");
@@ -390,10 +384,7 @@ async fn hosts_answer_upstream_questions_across_eras() {
         ["--config".to_owned(), path.display().to_string()],
     ))
     .expect("gateway on stdio");
-    let options = ClientOptions {
-        era: EraChoice::Legacy(Revision::V2024_11_05),
-        ..Default::default()
-    };
+    let options = ClientOptions::default().era(EraChoice::Legacy(Revision::V2024_11_05));
     let old = Client::connect(t, NoHandler, options)
         .await
         .expect("old host");

@@ -196,10 +196,7 @@ impl ClientHandler for Recorder {
 /// progress notifications that reached the caller.
 async fn long_operation_progress(client: &Client) -> usize {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let opts = CallOptions {
-        progress: Some(tx),
-        ..Default::default()
-    };
+    let opts = CallOptions::default().progress(tx);
     client
         .call_tool_with(
             "trigger-long-running-operation",
@@ -330,16 +327,9 @@ async fn our_client_drives_a_python_sdk_server_in_both_eras() {
             [server.as_str()],
         ))
         .expect("spawn python");
-        let client = Client::connect(
-            t,
-            mcp_client::NoHandler,
-            ClientOptions {
-                era,
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("connect");
+        let client = Client::connect(t, mcp_client::NoHandler, ClientOptions::default().era(era))
+            .await
+            .expect("connect");
         assert_eq!(client.revision(), revision);
         let tools = client.list_tools().await.expect("tools/list");
         let weather = tools.iter().find(|t| t.name == "weather").expect("weather");
@@ -443,10 +433,7 @@ async fn our_http_client_drives_a_python_sdk_http_server_in_both_eras() {
         let client = Client::connect(
             http_transport(&url),
             mcp_client::NoHandler,
-            ClientOptions {
-                era,
-                ..Default::default()
-            },
+            ClientOptions::default().era(era),
         )
         .await
         .expect("connect");
@@ -494,10 +481,7 @@ async fn our_client_speaks_the_2024_11_05_http_sse_transport_to_server_everythin
     let (_server, port) = server_everything_http(&script, "sse").await;
     // The SSE URL is no Streamable HTTP endpoint: connect_http falls back to HTTP+SSE.
     let config = mcp_client::http::HttpConfig::new(format!("http://127.0.0.1:{port}/sse"));
-    let options = ClientOptions {
-        era: EraChoice::Legacy(Revision::V2024_11_05),
-        ..Default::default()
-    };
+    let options = ClientOptions::default().era(EraChoice::Legacy(Revision::V2024_11_05));
     let client = mcp_client::connect_http(config, mcp_client::NoHandler, options)
         .await
         .expect("connect over HTTP+SSE");

@@ -8,6 +8,9 @@
 //! [`ClientHandler`] — as real requests from a legacy server, and as the
 //! `InputRequiredResult` → retry loop of a 2026-07-28 one.
 
+// First: its `setters!` macro is used by the modules after it.
+#[macro_use]
+mod options;
 pub mod auth;
 mod child;
 pub mod fetch;
@@ -28,9 +31,10 @@ use mcp_revisions::negotiate::{accept_initialize_answer, is_modern_error, retry_
 use mcp_revisions::{features, TranslateError, Translator};
 use mcp_types::protocol::*;
 use mcp_types::rpc::{error_response, response, Inbound, Peer, RpcError};
-use mcp_types::schema::{Rejection, SchemaValidator, ValidationLimits};
+use mcp_types::schema::{Rejection, SchemaValidator};
 use mcp_types::transport::{CloseReason, Transport};
 use mcp_types::{codes, meta, Era, ErrorObject, Message, Notification, Request, Revision};
+pub use options::{CallOptions, ClientOptions};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -147,6 +151,8 @@ impl From<RpcError> for ClientError {
             RpcError::Closed(r) => ClientError::Closed(r),
             RpcError::Timeout(t) => ClientError::Timeout(t),
             RpcError::TooLarge { bytes, limit } => ClientError::TooLarge { bytes, limit },
+            // A reason added later: the request got no result, said why.
+            other => ClientError::Unavailable(other.to_string()),
         }
     }
 }
@@ -160,66 +166,6 @@ pub enum EraChoice {
     Legacy(Revision),
     /// 2026-07-28, no probe.
     Modern,
-}
-
-/// How a [`Client`] presents itself and behaves.
-#[derive(Debug, Clone)]
-pub struct ClientOptions {
-    /// `clientInfo`.
-    pub info: Implementation,
-    /// What the client declares; set the parts its [`ClientHandler`] implements.
-    pub capabilities: ClientCapabilities,
-    /// Era selection.
-    pub era: EraChoice,
-    /// Revisions the client accepts.
-    pub supported: Vec<Revision>,
-    /// Default timeout of a request (`None`: wait as long as the connection lives).
-    pub request_timeout: Option<Duration>,
-    /// How long to wait for the `server/discover` probe before assuming a legacy server.
-    pub probe_timeout: Duration,
-    /// Most `InputRequiredResult` rounds for one request.
-    pub max_input_rounds: usize,
-    /// Bounds for validating structured results against output schemas.
-    pub validation: ValidationLimits,
-}
-
-impl Default for ClientOptions {
-    fn default() -> Self {
-        ClientOptions {
-            info: Implementation {
-                name: env!("CARGO_PKG_NAME").into(),
-                version: env!("CARGO_PKG_VERSION").into(),
-                ..Default::default()
-            },
-            capabilities: ClientCapabilities::default(),
-            era: EraChoice::Detect,
-            supported: Revision::ALL.to_vec(),
-            request_timeout: Some(Duration::from_secs(300)),
-            probe_timeout: Duration::from_secs(10),
-            max_input_rounds: 16,
-            validation: ValidationLimits::default(),
-        }
-    }
-}
-
-impl ClientOptions {
-    /// Declares sampling support.
-    pub fn with_sampling(mut self) -> Self {
-        self.capabilities.sampling = Some(Map::new());
-        self
-    }
-
-    /// Declares elicitation support (form mode).
-    pub fn with_elicitation(mut self) -> Self {
-        self.capabilities.elicitation = Some(Map::new());
-        self
-    }
-
-    /// Declares roots support.
-    pub fn with_roots(mut self) -> Self {
-        self.capabilities.roots = Some(ListChangedCapability::default());
-        self
-    }
 }
 
 /// What the client does when the server asks something or tells something.
@@ -291,21 +237,6 @@ impl<H: ClientHandler + ?Sized> ClientHandler for Arc<H> {
 pub struct NoHandler;
 
 impl ClientHandler for NoHandler {}
-
-/// Options of one request.
-#[derive(Debug, Clone, Default)]
-pub struct CallOptions {
-    /// Overrides [`ClientOptions::request_timeout`].
-    pub timeout: Option<Duration>,
-    /// Receives the request's progress notifications.
-    pub progress: Option<mpsc::UnboundedSender<ProgressNotificationParams>>,
-    /// Return a 2026 `InputRequiredResult` to the caller instead of answering it with the
-    /// [`ClientHandler`] (a proxy relays it to its host).
-    pub return_input_required: bool,
-    /// Cancels the request when notified: `notifications/cancelled` goes to the server and
-    /// the call returns [`ClientError::Cancelled`].
-    pub cancel: Option<Arc<tokio::sync::Notify>>,
-}
 
 /// A tool's output schema as listed, or compiled once used.
 #[derive(Clone)]

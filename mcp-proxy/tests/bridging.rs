@@ -17,13 +17,11 @@ use common::*;
 /// The echo server's tools spoken in 2025-06-18: `greet` sends a real
 /// `elicitation/create` to its client (the gateway) during the call.
 fn legacy_echo() -> UpstreamConfig {
-    UpstreamConfig {
-        revision: Some(Revision::V2025_06_18),
-        ..UpstreamConfig::new(
-            "echo",
-            UpstreamTransport::InProcess(Server::new(mcp_examples::echo_tools())),
-        )
-    }
+    UpstreamConfig::new(
+        "echo",
+        UpstreamTransport::InProcess(Server::new(mcp_examples::echo_tools())),
+    )
+    .revision(Revision::V2025_06_18)
 }
 
 struct Ada;
@@ -43,22 +41,17 @@ impl ClientHandler for Ada {
 }
 
 fn options(era: EraChoice, elicitation: bool) -> ClientOptions {
-    ClientOptions {
-        era,
-        capabilities: ClientCapabilities {
+    ClientOptions::default()
+        .era(era)
+        .capabilities(ClientCapabilities {
             elicitation: elicitation.then(Map::new),
             ..Default::default()
-        },
-        ..Default::default()
-    }
+        })
 }
 
 /// The same tools spoken in 2026-07-28: `greet` answers `InputRequiredResult`.
 fn modern_echo() -> UpstreamConfig {
-    UpstreamConfig {
-        revision: Some(Revision::V2026_07_28),
-        ..legacy_echo()
-    }
+    legacy_echo().revision(Revision::V2026_07_28)
 }
 
 #[tokio::test]
@@ -111,18 +104,12 @@ async fn a_host_without_elicitation_gets_the_upstreams_failure() {
 
 #[tokio::test]
 async fn request_state_is_single_use_expires_and_cannot_be_invented() {
-    let options_agg = AggregatorOptions {
-        input_timeout: Duration::from_millis(300),
-        ..Default::default()
-    };
+    let options_agg = AggregatorOptions::default().input_timeout(Duration::from_millis(300));
     let agg = Aggregator::start(vec![legacy_echo()], options_agg)
         .await
         .expect("start");
     let client = host(&agg, NoHandler, options(EraChoice::Modern, true)).await;
-    let raw = CallOptions {
-        return_input_required: true,
-        ..Default::default()
-    };
+    let raw = CallOptions::default().return_input_required(true);
     let first = client
         .request(
             "tools/call",

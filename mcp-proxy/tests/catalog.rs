@@ -76,10 +76,7 @@ fn library(broken: bool) -> UpstreamConfig {
 
 #[tokio::test]
 async fn resources_and_templates_page_like_tools() {
-    let options = AggregatorOptions {
-        page_size: 2,
-        ..Default::default()
-    };
+    let options = AggregatorOptions::default().page_size(2);
     let agg = Aggregator::start(vec![library(false)], options)
         .await
         .expect("start");

@@ -82,10 +82,7 @@ async fn an_edited_configuration_is_applied_and_a_broken_one_refused() {
     let mut url = String::new();
     let stdout = gateway.stdout.take().expect("stdout");
     BufReader::new(stdout).read_line(&mut url).expect("the URL");
-    let options = ClientOptions {
-        era: EraChoice::Legacy(Revision::V2025_06_18),
-        ..Default::default()
-    };
+    let options = ClientOptions::default().era(EraChoice::Legacy(Revision::V2025_06_18));
     let host = mcp_client::connect_http(HttpConfig::new(url.trim()), NoHandler, options)
         .await
         .expect("host connects");

@@ -80,15 +80,11 @@ fn text(call: &mcp_client::ToolCall) -> String {
 #[tokio::test]
 async fn a_custom_transport_is_opened_by_its_connector_and_again_after_it_ends() {
     let pairs = Arc::new(Pairs::default());
-    let upstream = UpstreamConfig {
-        session: SessionMode::Shared,
-        ..UpstreamConfig::new("own", UpstreamTransport::Custom(pairs.clone()))
-    };
+    let upstream = UpstreamConfig::new("own", UpstreamTransport::Custom(pairs.clone()))
+        .session(SessionMode::Shared);
     assert_eq!(format!("{:?}", upstream.transport), "custom memory pairs");
-    let options = AggregatorOptions {
-        restart_backoff: (Duration::from_millis(50), Duration::from_millis(200)),
-        ..Default::default()
-    };
+    let options = AggregatorOptions::default()
+        .restart_backoff((Duration::from_millis(50), Duration::from_millis(200)));
     let agg = Aggregator::start(vec![upstream], options)
         .await
         .expect("start");

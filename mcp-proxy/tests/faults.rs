@@ -67,12 +67,10 @@ fn fails_saying(r: &CallToolResult, what: &str) {
 
 #[tokio::test]
 async fn faulty_upstreams_fail_clearly_and_alone() {
-    let options = AggregatorOptions {
-        call_timeout: Duration::from_secs(2),
-        connect_timeout: Duration::from_secs(10),
-        restart_backoff: (Duration::from_millis(200), Duration::from_secs(1)),
-        ..Default::default()
-    };
+    let options = AggregatorOptions::default()
+        .call_timeout(Duration::from_secs(2))
+        .connect_timeout(Duration::from_secs(10))
+        .restart_backoff((Duration::from_millis(200), Duration::from_secs(1)));
     let never = UpstreamConfig::new(
         "ghost",
         UpstreamTransport::Stdio(StdioCommand::new(
@@ -227,10 +225,7 @@ async fn unknown_tools_are_invalid_params() {
 
 #[tokio::test]
 async fn merged_lists_page_deterministically_and_stale_cursors_are_refused() {
-    let options = AggregatorOptions {
-        page_size: 3,
-        ..Default::default()
-    };
+    let options = AggregatorOptions::default().page_size(3);
     let notes = in_process("notes", mcp_examples::notes_tools());
     let agg = Aggregator::start(vec![notes, healthy()], options)
         .await
@@ -337,10 +332,7 @@ async fn a_host_cancelling_a_call_cancels_it_upstream() {
     .expect("start");
     let host = host(&agg, mcp_client::NoHandler, Default::default()).await;
     let cancel = std::sync::Arc::new(tokio::sync::Notify::new());
-    let opts = mcp_client::CallOptions {
-        cancel: Some(cancel.clone()),
-        ..Default::default()
-    };
+    let opts = mcp_client::CallOptions::default().cancel(cancel.clone());
     let call = host.call_tool_with("slow__wait", Default::default(), &opts);
     let trigger = async {
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -394,27 +386,23 @@ async fn idempotent_retry(session: SessionMode) {
     let log = std::env::temp_dir().join(format!("mcp-proxy-flaky-{}.log", std::process::id()));
     let _ = std::fs::remove_file(&log);
     let shared = session == SessionMode::Shared;
-    let flaky = UpstreamConfig {
-        trusted: true,
-        session,
-        ..UpstreamConfig::new(
-            "flaky",
-            UpstreamTransport::Stdio(StdioCommand::new(
-                "python3",
-                [
-                    "-c".to_owned(),
-                    flaky_script(),
-                    log.display().to_string(),
-                    MARKER.to_owned(),
-                ],
-            )),
-        )
-    };
-    let options = AggregatorOptions {
-        connect_timeout: Duration::from_secs(10),
-        restart_backoff: (Duration::from_millis(100), Duration::from_secs(1)),
-        ..Default::default()
-    };
+    let flaky = UpstreamConfig::new(
+        "flaky",
+        UpstreamTransport::Stdio(StdioCommand::new(
+            "python3",
+            [
+                "-c".to_owned(),
+                flaky_script(),
+                log.display().to_string(),
+                MARKER.to_owned(),
+            ],
+        )),
+    )
+    .trusted(true)
+    .session(session);
+    let options = AggregatorOptions::default()
+        .connect_timeout(Duration::from_secs(10))
+        .restart_backoff((Duration::from_millis(100), Duration::from_secs(1)));
     let agg = Aggregator::start(vec![flaky], options)
         .await
         .expect("start");

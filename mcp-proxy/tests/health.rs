@@ -20,15 +20,13 @@ fn mortal(key: &str, required: bool) -> UpstreamConfig {
         json!([{"name": "die", "inputSchema": {"type": "object"}}]),
         "sys.exit(3)",
     );
-    UpstreamConfig {
-        required,
-        // One process, the one readiness watches (per host, `die` would end a host's own).
-        session: SessionMode::Shared,
-        ..UpstreamConfig::new(
-            key,
-            UpstreamTransport::Stdio(StdioCommand::new("python3", ["-c".to_owned(), script])),
-        )
-    }
+    UpstreamConfig::new(
+        key,
+        UpstreamTransport::Stdio(StdioCommand::new("python3", ["-c".to_owned(), script])),
+    )
+    .required(required)
+    // One process, the one readiness watches (per host, `die` would end a host's own).
+    .session(SessionMode::Shared)
 }
 
 fn upstream<'a>(detail: &'a Value, key: &str) -> &'a Value {
@@ -57,10 +55,8 @@ async fn until(agg: &Aggregator, want: bool) -> bool {
 
 #[tokio::test]
 async fn readiness_follows_the_required_upstreams_through_a_death_and_a_restart() {
-    let options = AggregatorOptions {
-        restart_backoff: (Duration::from_millis(300), Duration::from_secs(1)),
-        ..Default::default()
-    };
+    let options = AggregatorOptions::default()
+        .restart_backoff((Duration::from_millis(300), Duration::from_secs(1)));
     let agg = Aggregator::start(vec![mortal("core", true), mortal("extra", false)], options)
         .await
         .expect("start");

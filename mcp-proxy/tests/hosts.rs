@@ -116,11 +116,9 @@ impl ServerHandler for Upstream {
 }
 
 fn upstream(session: SessionMode) -> UpstreamConfig {
-    UpstreamConfig {
-        revision: Some(Revision::V2025_06_18),
-        session,
-        ..in_process("up", Upstream)
-    }
+    in_process("up", Upstream)
+        .revision(Revision::V2025_06_18)
+        .session(session)
 }
 
 /// A gateway in front of the one upstream, shared by its hosts as `session` says.
@@ -241,10 +239,8 @@ async fn chat_both(a: &Client, b: &Client, n: u64, progress: bool) {
         let client = client.clone();
         async move {
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-            let opts = mcp_client::CallOptions {
-                progress: progress.then_some(tx),
-                ..Default::default()
-            };
+            let mut opts = mcp_client::CallOptions::default();
+            opts.progress = progress.then_some(tx);
             let out = client
                 .call_tool_with("up__chatty", arguments(json!({"who": who, "n": n})), &opts)
                 .await
@@ -486,13 +482,11 @@ async fn settle(want: usize) -> usize {
 #[tokio::test]
 async fn a_stdio_upstream_runs_one_process_per_host_capped_and_reaped() {
     let limits = PerHostLimits::new(1, Duration::from_millis(1500));
-    let pids = UpstreamConfig {
-        session: SessionMode::PerHost(limits),
-        ..UpstreamConfig::new(
-            "pids",
-            UpstreamTransport::Stdio(StdioCommand::new("python3", ["-c", &pids_script(), MARKER])),
-        )
-    };
+    let pids = UpstreamConfig::new(
+        "pids",
+        UpstreamTransport::Stdio(StdioCommand::new("python3", ["-c", &pids_script(), MARKER])),
+    )
+    .session(SessionMode::PerHost(limits));
     let agg = Aggregator::start(vec![pids], AggregatorOptions::default())
         .await
         .expect("start");

@@ -35,10 +35,7 @@ else:
 }
 
 async fn gateway(upstream: UpstreamConfig) -> Aggregator {
-    let options = AggregatorOptions {
-        call_timeout: Duration::from_secs(60),
-        ..Default::default()
-    };
+    let options = AggregatorOptions::default().call_timeout(Duration::from_secs(60));
     Aggregator::start(vec![upstream], options)
         .await
         .expect("starts")
@@ -95,11 +92,7 @@ async fn an_error_without_an_id_fails_the_call_it_belongs_to_at_once() {
 
 #[tokio::test]
 async fn a_request_over_the_upstreams_limit_is_not_sent_and_names_the_limit() {
-    let agg = gateway(UpstreamConfig {
-        max_message_bytes: Some(1_000),
-        ..picky()
-    })
-    .await;
+    let agg = gateway(picky().max_message_bytes(1_000)).await;
     let (out, took) = timed_call(&agg, "picky__echo", long_text()).await;
     let (what, failed) = said(&out);
     assert!(
@@ -117,11 +110,7 @@ async fn a_request_over_the_upstreams_limit_is_not_sent_and_names_the_limit() {
 
 #[tokio::test]
 async fn an_upstreams_own_call_timeout_holds() {
-    let agg = gateway(UpstreamConfig {
-        call_timeout: Some(Duration::from_millis(700)),
-        ..picky()
-    })
-    .await;
+    let agg = gateway(picky().call_timeout(Duration::from_millis(700))).await;
     let (out, took) = timed_call(&agg, "picky__slow", json!({})).await;
     let (what, failed) = said(&out);
     assert!(failed && what.contains("700ms"), "{what}");

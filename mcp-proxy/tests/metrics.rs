@@ -37,14 +37,12 @@ elif n == "die":
     sys.exit(3)
 "#;
     let script = python_upstream("up", "", tools, on_call);
-    UpstreamConfig {
-        call_timeout: Some(Duration::from_millis(300)),
-        session: SessionMode::Shared,
-        ..UpstreamConfig::new(
-            "up",
-            UpstreamTransport::Stdio(StdioCommand::new("python3", ["-c".to_owned(), script])),
-        )
-    }
+    UpstreamConfig::new(
+        "up",
+        UpstreamTransport::Stdio(StdioCommand::new("python3", ["-c".to_owned(), script])),
+    )
+    .call_timeout(Duration::from_millis(300))
+    .session(SessionMode::Shared)
 }
 
 /// GET `path` from `addr` with `host`, to the status line and the body.
@@ -102,10 +100,8 @@ fn hosts(m: &HashMap<String, f64>) -> f64 {
 
 #[tokio::test]
 async fn metrics_count_the_calls_a_host_made_by_upstream_tool_and_outcome() {
-    let options = AggregatorOptions {
-        restart_backoff: (Duration::from_millis(100), Duration::from_millis(500)),
-        ..Default::default()
-    };
+    let options = AggregatorOptions::default()
+        .restart_backoff((Duration::from_millis(100), Duration::from_millis(500)));
     let agg = Aggregator::start(vec![upstream()], options)
         .await
         .expect("start");

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use mcp_client::{ClientOptions, EraChoice, NoHandler};
 use mcp_proxy::overrides::ToolOverride;
 use mcp_proxy::policy::AskHost;
-use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig};
+use mcp_proxy::{Aggregator, AggregatorOptions};
 use mcp_server::{Outcome, RequestContext, ServerHandler};
 use mcp_types::protocol::*;
 use mcp_types::{ErrorObject, Revision};
@@ -67,14 +67,11 @@ async fn gateway(files: Files, confirm: bool) -> Aggregator {
                 json!({"destructiveHint": false, "readOnlyHint": false}),
             )),
     );
-    let upstream = UpstreamConfig {
-        overrides: Arc::new(overrides),
-        ..in_process("fs", files)
-    };
-    let options = AggregatorOptions {
-        confirm: confirm.then(|| Arc::new(AskHost) as Arc<dyn mcp_proxy::policy::Confirm>),
-        ..Default::default()
-    };
+    let upstream = in_process("fs", files).overrides(Arc::new(overrides));
+    let mut options = AggregatorOptions::default();
+    if confirm {
+        options = options.confirm(Arc::new(AskHost));
+    }
     Aggregator::start(vec![upstream], options)
         .await
         .expect("start")
@@ -85,10 +82,7 @@ async fn hosts_see_the_override_and_the_upstream_its_real_name_and_the_arguments
     let files = Files::default();
     let agg = gateway(files.clone(), false).await;
     for era in [EraChoice::Legacy(Revision::V2025_06_18), EraChoice::Modern] {
-        let options = ClientOptions {
-            era,
-            ..Default::default()
-        };
+        let options = ClientOptions::default().era(era);
         let host = common::host(&agg, NoHandler, options).await;
         let tools = host.list_tools().await.expect("list");
         assert_eq!(tools.len(), 1, "{era:?}");

@@ -76,10 +76,7 @@ async fn gateway(on_change: PinAction, unpinned: PinAction) -> (Drifting, Server
     pins.on_change = on_change;
     pins.unpinned = unpinned;
     let server = Server::new(up.clone());
-    let options = AggregatorOptions {
-        pins: Some(Arc::new(pins)),
-        ..Default::default()
-    };
+    let options = AggregatorOptions::default().pins(Arc::new(pins));
     let upstream = UpstreamConfig::new("fs", UpstreamTransport::InProcess(server.clone()));
     let agg = Aggregator::start(vec![upstream], options)
         .await

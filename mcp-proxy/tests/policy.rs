@@ -45,11 +45,7 @@ impl ServerHandler for Shop {
 }
 
 fn shop(trusted: bool, tools: ToolFilter) -> UpstreamConfig {
-    UpstreamConfig {
-        trusted,
-        tools,
-        ..in_process("shop", Shop)
-    }
+    in_process("shop", Shop).trusted(trusted).tools(tools)
 }
 
 async fn call(client: &Client, name: &str, args: Value) -> Result<CallToolResult, ClientError> {
@@ -119,10 +115,7 @@ impl Confirm for Recorder {
 
 async fn gated(trusted: bool, refuse: bool) -> (Aggregator, Arc<Mutex<Vec<String>>>) {
     let asked = Arc::new(Mutex::new(Vec::new()));
-    let options = AggregatorOptions {
-        confirm: Some(Arc::new(Recorder(asked.clone(), refuse))),
-        ..Default::default()
-    };
+    let options = AggregatorOptions::default().confirm(Arc::new(Recorder(asked.clone(), refuse)));
     let agg = Aggregator::start(vec![shop(trusted, ToolFilter::default())], options)
         .await
         .expect("start");
@@ -172,10 +165,7 @@ async fn unannotated_tools_trigger_the_confirmation_hook_and_read_only_ones_do_n
     let modern = host(
         &agg,
         NoHandler,
-        ClientOptions {
-            era: EraChoice::Modern,
-            ..Default::default()
-        },
+        ClientOptions::default().era(EraChoice::Modern),
     )
     .await;
     let params = json!({"name": "shop__plain", "arguments": {}, "inputResponses": {"x": {}}});
@@ -208,10 +198,7 @@ impl ClientHandler for User {
 
 #[tokio::test]
 async fn confirm_destructive_asks_the_hosts_user_in_either_era() {
-    let options = AggregatorOptions {
-        confirm: Some(Arc::new(AskHost)),
-        ..Default::default()
-    };
+    let options = AggregatorOptions::default().confirm(Arc::new(AskHost));
     let agg = Aggregator::start(vec![shop(true, ToolFilter::default())], options)
         .await
         .expect("start");
@@ -249,10 +236,7 @@ async fn confirm_destructive_asks_the_hosts_user_in_either_era() {
 
 #[tokio::test]
 async fn the_dispatcher_surface_lists_three_tools_and_reaches_every_upstream_tool() {
-    let options = AggregatorOptions {
-        surface: Surface::Dispatcher,
-        ..Default::default()
-    };
+    let options = AggregatorOptions::default().surface(Surface::Dispatcher);
     let filter = ToolFilter {
         allow: None,
         deny: vec!["secret".into()],

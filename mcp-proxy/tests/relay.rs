@@ -102,10 +102,7 @@ async fn leave_mid_call() {
 
 #[tokio::test]
 async fn a_call_without_an_answer_in_time_is_an_error_result() {
-    let options = AggregatorOptions {
-        call_timeout: Duration::from_millis(200),
-        ..Default::default()
-    };
+    let options = AggregatorOptions::default().call_timeout(Duration::from_millis(200));
     let (ups, options) = slow(options);
     let agg = Aggregator::start(ups, options).await.expect("start");
     let host = host(&agg, mcp_client::NoHandler, Default::default()).await;

@@ -29,16 +29,14 @@ fn upstream(key: &str, tool: &str, delay: f64) -> UpstreamConfig {
         "time.sleep({delay})\nsend({{\"jsonrpc\": \"2.0\", \"id\": i, \"result\": {{\"content\": [{{\"type\": \"text\", \"text\": str(os.getpid())}}]}}}})"
     );
     let script = python_upstream(key, "import os, time", tools, &on_call);
-    UpstreamConfig {
-        session: SessionMode::Shared,
-        ..UpstreamConfig::new(
-            key,
-            UpstreamTransport::Stdio(mcp_client::StdioCommand::new(
-                "python3",
-                ["-c".to_owned(), script],
-            )),
-        )
-    }
+    UpstreamConfig::new(
+        key,
+        UpstreamTransport::Stdio(mcp_client::StdioCommand::new(
+            "python3",
+            ["-c".to_owned(), script],
+        )),
+    )
+    .session(SessionMode::Shared)
 }
 
 /// Counts the list changes a host hears.
@@ -95,10 +93,7 @@ async fn a_reload_adds_and_removes_upstreams_under_running_hosts() {
     let (a, b) = mcp_types::transport::memory_pair(16);
     let s = server.clone();
     tokio::spawn(async move { s.serve(b).await });
-    let legacy = || ClientOptions {
-        era: EraChoice::Legacy(Revision::V2025_06_18),
-        ..Default::default()
-    };
+    let legacy = || ClientOptions::default().era(EraChoice::Legacy(Revision::V2025_06_18));
     let local = Client::connect(a, NoHandler, legacy())
         .await
         .expect("local host");
@@ -155,10 +150,7 @@ async fn a_reload_adds_and_removes_upstreams_under_running_hosts() {
     }
 
     // Two upstreams under one namespace: refused; the configuration in force serves on.
-    let clash = UpstreamConfig {
-        namespace: Some("keep".into()),
-        ..upstream("other", "pid2", 0.0)
-    };
+    let clash = upstream("other", "pid2", 0.0).namespace("keep");
     let refused = live
         .reload(
             vec![upstream("keep", "pid", 0.0), clash],

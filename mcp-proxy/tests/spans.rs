@@ -87,13 +87,11 @@ fn upstream() -> UpstreamConfig {
 send({"jsonrpc": "2.0", "id": i, "result": {"content": [], "isError": msg["params"]["name"] == "oops"}})
 "#;
     let script = python_upstream("up", "", tools, on_call);
-    UpstreamConfig {
-        session: SessionMode::Shared,
-        ..UpstreamConfig::new(
-            "up",
-            UpstreamTransport::Stdio(StdioCommand::new("python3", ["-c".to_owned(), script])),
-        )
-    }
+    UpstreamConfig::new(
+        "up",
+        UpstreamTransport::Stdio(StdioCommand::new("python3", ["-c".to_owned(), script])),
+    )
+    .session(SessionMode::Shared)
 }
 
 #[tokio::test]
@@ -116,10 +114,7 @@ async fn each_relayed_call_is_an_upstream_span_under_its_host_request() {
     assert_eq!(oops.result.is_error, Some(true));
     // With a progress token the call takes the task path.
     let (progress, _updates) = tokio::sync::mpsc::unbounded_channel();
-    let options = mcp_client::CallOptions {
-        progress: Some(progress),
-        ..Default::default()
-    };
+    let options = mcp_client::CallOptions::default().progress(progress);
     host.call_tool_with("up__ok", common::arguments(json!({})), &options)
         .await
         .expect("ok with progress");

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_client::{CallOptions, Client, ClientError, ClientOptions, EraChoice, NoHandler};
-use mcp_proxy::{Aggregator, AggregatorOptions, SessionMode, UpstreamConfig};
+use mcp_proxy::{Aggregator, AggregatorOptions, SessionMode};
 use mcp_server::{RequestContext, ServerHandler, Subscriber};
 use mcp_types::protocol::*;
 use mcp_types::{codes, ErrorObject, Revision};
@@ -144,11 +144,9 @@ async fn gateway_of(
     session: SessionMode,
     options: AggregatorOptions,
 ) -> Aggregator {
-    let config = UpstreamConfig {
-        revision: Some(revision),
-        session,
-        ..in_process("up", up.clone())
-    };
+    let config = in_process("up", up.clone())
+        .revision(revision)
+        .session(session);
     Aggregator::start(vec![config], options)
         .await
         .expect("start")
@@ -165,10 +163,7 @@ async fn host_of(
 }
 
 fn legacy() -> ClientOptions {
-    ClientOptions {
-        era: EraChoice::Legacy(Revision::V2025_06_18),
-        ..Default::default()
-    }
+    ClientOptions::default().era(EraChoice::Legacy(Revision::V2025_06_18))
 }
 
 async fn subscribe(host: &Client, uri: &str, on: bool) -> Result<(), ClientError> {
@@ -320,10 +315,7 @@ async fn settled(cond: impl Fn() -> bool) -> bool {
 #[tokio::test]
 async fn a_host_beyond_its_subscription_cap_gets_a_clear_error() {
     let up = Upstream::default();
-    let options = AggregatorOptions {
-        max_subscriptions: 2,
-        ..Default::default()
-    };
+    let options = AggregatorOptions::default().max_subscriptions(2);
     let agg = gateway(&up, SessionMode::Shared, options).await;
     let (a, _na) = host_of(&agg, legacy()).await;
     subscribe(&a, X, true).await.expect("first");
@@ -389,10 +381,7 @@ async fn listened(notes: &mut Receiver<TypedNotification>) -> Vec<(String, Optio
 async fn a_2026_host_subscribes_on_its_listen_stream() {
     let up = Upstream::default();
     let agg = gateway(&up, SessionMode::Shared, Default::default()).await;
-    let modern = ClientOptions {
-        era: EraChoice::Modern,
-        ..Default::default()
-    };
+    let modern = ClientOptions::default().era(EraChoice::Modern);
     let (m, mut nm) = host_of(&agg, modern).await;
     let (b, mut nb) = host_of(&agg, legacy()).await;
     let declared = m

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use mcp_client::{CallOptions, Client, ClientError, ClientOptions, EraChoice, NoHandler};
-use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig};
+use mcp_proxy::{Aggregator, AggregatorOptions};
 use mcp_server::{Outcome, RequestContext, ServerHandler};
 use mcp_types::protocol::*;
 use mcp_types::{codes, ErrorObject, Revision};
@@ -278,10 +278,7 @@ async fn gateway() -> Aggregator {
 
 /// The gateway in front of `Jobs` spoken in `revision`.
 async fn gateway_to(revision: Revision) -> Aggregator {
-    let jobs = UpstreamConfig {
-        revision: Some(revision),
-        ..in_process("jobs", Jobs::default())
-    };
+    let jobs = in_process("jobs", Jobs::default()).revision(revision);
     Aggregator::start(vec![jobs], AggregatorOptions::default())
         .await
         .expect("starts")
@@ -294,20 +291,15 @@ async fn task_host(agg: &Aggregator, elicits: bool) -> Client {
         elicitation: elicits.then(Map::new),
         ..Default::default()
     };
-    let options = ClientOptions {
-        era: EraChoice::Modern,
-        capabilities,
-        ..Default::default()
-    };
+    let options = ClientOptions::default()
+        .era(EraChoice::Modern)
+        .capabilities(capabilities);
     host(agg, NoHandler, options).await
 }
 
 /// A host of `era` that declares nothing.
 async fn host_of(agg: &Aggregator, era: EraChoice) -> Client {
-    let options = ClientOptions {
-        era,
-        ..Default::default()
-    };
+    let options = ClientOptions::default().era(era);
     host(agg, NoHandler, options).await
 }
 
@@ -407,10 +399,7 @@ async fn a_2026_host_that_takes_tasks_sees_the_upstream_task_and_its_result_inli
 #[tokio::test]
 async fn a_2025_11_25_host_that_asks_gets_the_task_and_its_blocking_result() {
     let agg = gateway().await;
-    let options = ClientOptions {
-        era: EraChoice::Legacy(Revision::V2025_11_25),
-        ..Default::default()
-    };
+    let options = ClientOptions::default().era(EraChoice::Legacy(Revision::V2025_11_25));
     let host = host(&agg, NoHandler, options).await;
     assert!(host.server().capabilities.tasks.is_some());
     assert!(
@@ -472,10 +461,7 @@ async fn a_host_that_calls_plainly_hears_the_polled_task_s_status_as_progress() 
     let agg = gateway().await;
     let host = host_of(&agg, EraChoice::Legacy(Revision::V2025_06_18)).await;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let opts = CallOptions {
-        progress: Some(tx),
-        ..Default::default()
-    };
+    let opts = CallOptions::default().progress(tx);
     let r = host
         .request(method::TOOLS_CALL, json!({"name": "jobs__build"}), &opts)
         .await
@@ -687,10 +673,7 @@ async fn a_task_s_later_questions_get_new_keys_and_stray_answers_are_ignored() {
 
 #[tokio::test]
 async fn task_capabilities_are_declared_only_where_a_host_can_reach_a_task() {
-    let echo = UpstreamConfig {
-        revision: Some(Revision::V2025_11_25),
-        ..in_process("echo", mcp_examples::echo_tools())
-    };
+    let echo = in_process("echo", mcp_examples::echo_tools()).revision(Revision::V2025_11_25);
     let agg = Aggregator::start(vec![echo], AggregatorOptions::default())
         .await
         .expect("starts");
@@ -725,10 +708,7 @@ async fn legacy_hosts_get_a_2026_task_only_tool_s_result_and_2026_hosts_hear_its
     ] {
         let host = host_of(&agg, era).await;
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let opts = CallOptions {
-            progress: Some(tx),
-            ..Default::default()
-        };
+        let opts = CallOptions::default().progress(tx);
         let r = host
             .request(method::TOOLS_CALL, json!({"name": "jobs__build"}), &opts)
             .await

@@ -40,10 +40,7 @@ fn tracing_upstream(key: &str, revision: Revision) -> UpstreamConfig {
             }))
         },
     );
-    UpstreamConfig {
-        revision: Some(revision),
-        ..UpstreamConfig::new(key, UpstreamTransport::InProcess(Server::new(tools)))
-    }
+    UpstreamConfig::new(key, UpstreamTransport::InProcess(Server::new(tools))).revision(revision)
 }
 
 async fn gateway() -> Aggregator {
@@ -72,10 +69,7 @@ async fn traced(host: &Client, tool: &str, meta: Value) -> String {
 async fn a_traceparent_in_meta_reaches_both_eras_of_upstream() {
     let agg = gateway().await;
     for era in [EraChoice::Modern, EraChoice::Legacy(Revision::V2025_06_18)] {
-        let options = ClientOptions {
-            era,
-            ..ClientOptions::default()
-        };
+        let options = ClientOptions::default().era(era);
         let host = common::host(&agg, NoHandler, options).await;
         let meta = json!({"traceparent": traceparent(), "tracestate": "congo=t61rcWkgMzE"});
         for tool in ["modern__trace", "legacy__trace"] {
@@ -103,14 +97,9 @@ async fn a_2026_hosts_traceparent_header_continues_upstream_in_meta() {
     )
     .await
     .expect("bind");
-    let config = HttpConfig {
-        headers: vec![("traceparent".into(), traceparent())],
-        ..HttpConfig::new(format!("http://{addr}/mcp"))
-    };
-    let options = ClientOptions {
-        era: EraChoice::Modern,
-        ..ClientOptions::default()
-    };
+    let config = HttpConfig::new(format!("http://{addr}/mcp"))
+        .headers(vec![("traceparent".into(), traceparent())]);
+    let options = ClientOptions::default().era(EraChoice::Modern);
     let host = Client::connect(
         HttpTransport::new(config).expect("transport"),
         NoHandler,
@@ -155,14 +144,12 @@ async fn an_http_upstream_gets_the_trace_context_as_headers_too() {
     )
     .await
     .expect("bind");
-    let upstream = UpstreamConfig {
-        // 2026-07-28: each request's HTTP headers are its own.
-        revision: Some(Revision::V2026_07_28),
-        ..UpstreamConfig::new(
-            "web",
-            UpstreamTransport::Http(HttpConfig::new(format!("http://{addr}/mcp"))),
-        )
-    };
+    let upstream = UpstreamConfig::new(
+        "web",
+        UpstreamTransport::Http(HttpConfig::new(format!("http://{addr}/mcp"))),
+    )
+    // 2026-07-28: each request's HTTP headers are its own.
+    .revision(Revision::V2026_07_28);
     let agg = Aggregator::start(vec![upstream], AggregatorOptions::default())
         .await
         .expect("start");

@@ -84,10 +84,7 @@ fn api_keys() -> ApiKeys {
 
 /// The gateway on HTTP in front of `upstreams`, with the views above.
 async fn gateway(upstreams: Vec<UpstreamConfig>) -> (Aggregator, String) {
-    let options = AggregatorOptions {
-        views: Some(Arc::new(views())),
-        ..Default::default()
-    };
+    let options = AggregatorOptions::default().views(Arc::new(views()));
     let agg = Aggregator::start(upstreams, options).await.expect("start");
     let server = Server::new(agg.clone());
     agg.announce_through(server.clone());
@@ -110,10 +107,7 @@ async fn host(
             .headers
             .push(("Authorization".into(), format!("Bearer {k}")));
     }
-    let options = ClientOptions {
-        era,
-        ..Default::default()
-    };
+    let options = ClientOptions::default().era(era);
     connect_http(config, NoHandler, options).await
 }
 

@@ -19,6 +19,7 @@ pub fn answer_initialize(requested: &str, supported: &[Revision]) -> Option<Revi
 
 /// Why a client cannot continue with a server's answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum NegotiationError {
     /// The server answered `initialize` with a version the client does not support; the
     /// client should disconnect.

@@ -43,7 +43,18 @@ pub use tools::{NoArgs, ToolError, ToolRegistry};
 pub use trace::TraceContext;
 
 /// How a [`Server`] presents itself and what it accepts.
+///
+/// `#[non_exhaustive]`: built from [`ServerOptions::default`] with the setters, each named
+/// after its field:
+///
+/// ```
+/// let o = mcp_server::ServerOptions::default()
+///     .instructions("Call `echo` to repeat a text.")
+///     .list_ttl_ms(60_000);
+/// assert_eq!(o.list_ttl_ms, 60_000);
+/// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ServerOptions {
     /// `serverInfo`.
     pub info: Implementation,
@@ -91,6 +102,57 @@ impl Default for ServerOptions {
             local_principal: None,
         }
     }
+}
+
+impl ServerOptions {
+    /// Sets [`ServerOptions::instructions`], the guidance for the model.
+    #[must_use]
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Sets [`ServerOptions::local_principal`], the principal of connections that carry no
+    /// credentials of their own.
+    #[must_use]
+    pub fn local_principal(mut self, principal: auth::Principal) -> Self {
+        self.local_principal = Some(principal);
+        self
+    }
+}
+
+macro_rules! option_setters {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {
+        impl ServerOptions {
+            $(
+                $(#[$doc])*
+                #[must_use]
+                pub fn $name(mut self, value: $ty) -> Self {
+                    self.$name = value;
+                    self
+                }
+            )*
+        }
+    };
+}
+
+option_setters! {
+    /// Sets [`ServerOptions::info`], the `serverInfo`.
+    info: Implementation;
+    /// Sets [`ServerOptions::supported`], the revisions served.
+    supported: Vec<Revision>;
+    /// Sets [`ServerOptions::list_ttl_ms`].
+    list_ttl_ms: u64;
+    /// Sets [`ServerOptions::list_cache_scope`].
+    list_cache_scope: CacheScope;
+    /// Sets [`ServerOptions::client_request_timeout`].
+    client_request_timeout: Duration;
+    /// Sets [`ServerOptions::max_input_rounds`].
+    max_input_rounds: usize;
+    /// Sets [`ServerOptions::max_batch_messages`].
+    max_batch_messages: usize;
+    /// Sets [`ServerOptions::max_in_flight_requests`].
+    max_in_flight_requests: usize;
 }
 
 /// A dual-era MCP server around a [`ServerHandler`].

@@ -28,6 +28,7 @@ pub struct NoArgs {}
 
 /// How a tool failed.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ToolError {
     /// The tool ran and failed: the client gets a result with `isError: true` and this text,
     /// so the model can see it and react.

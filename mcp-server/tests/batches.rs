@@ -22,10 +22,7 @@ struct Gauge {
 fn server(gauge: Arc<Gauge>, max_batch_messages: usize) -> Server {
     server_with(
         gauge,
-        ServerOptions {
-            max_batch_messages,
-            ..Default::default()
-        },
+        ServerOptions::default().max_batch_messages(max_batch_messages),
     )
 }
 
@@ -187,10 +184,7 @@ async fn pipelined(server: Server, waves: &[&[String]]) -> Vec<Vec<Value>> {
 #[tokio::test]
 async fn requests_past_the_in_flight_bound_are_refused_at_once_and_the_rest_served() {
     let gauge = Arc::new(Gauge::default());
-    let options = ServerOptions {
-        max_in_flight_requests: 4,
-        ..Default::default()
-    };
+    let options = ServerOptions::default().max_in_flight_requests(4);
     let calls: Vec<String> = (1..=10).map(|id| call(id).to_string()).collect();
     let waves = pipelined(server_with(gauge.clone(), options), &[&calls, &calls[..4]]).await;
     let a = &waves[0];

@@ -12,7 +12,19 @@ use jsonschema::Draft;
 use serde_json::Value;
 
 /// Bounds that keep a hostile schema or argument from stalling the server.
+///
+/// `#[non_exhaustive]`: built from [`ValidationLimits::default`] with the setters, each
+/// named after its field:
+///
+/// ```
+/// # use std::time::Duration;
+/// let l = mcp_types::schema::ValidationLimits::default()
+///     .max_schema_depth(16)
+///     .max_time(Duration::from_millis(500));
+/// assert_eq!(l.max_schema_depth, 16);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ValidationLimits {
     /// Deepest nesting of a schema.
     pub max_schema_depth: usize,
@@ -41,8 +53,46 @@ impl Default for ValidationLimits {
     }
 }
 
+impl ValidationLimits {
+    /// Sets [`ValidationLimits::max_schema_depth`].
+    #[must_use]
+    pub fn max_schema_depth(mut self, value: usize) -> Self {
+        self.max_schema_depth = value;
+        self
+    }
+
+    /// Sets [`ValidationLimits::max_schema_nodes`].
+    #[must_use]
+    pub fn max_schema_nodes(mut self, value: usize) -> Self {
+        self.max_schema_nodes = value;
+        self
+    }
+
+    /// Sets [`ValidationLimits::max_instance_bytes`].
+    #[must_use]
+    pub fn max_instance_bytes(mut self, value: usize) -> Self {
+        self.max_instance_bytes = value;
+        self
+    }
+
+    /// Sets [`ValidationLimits::max_time`].
+    #[must_use]
+    pub fn max_time(mut self, value: Duration) -> Self {
+        self.max_time = value;
+        self
+    }
+
+    /// Sets [`ValidationLimits::inline_below_bytes`].
+    #[must_use]
+    pub fn inline_below_bytes(mut self, value: usize) -> Self {
+        self.inline_below_bytes = value;
+        self
+    }
+}
+
 /// Why a schema cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SchemaError {
     /// `$schema` names a dialect this validator does not implement.
     #[error("unsupported JSON Schema dialect {0:?}")]

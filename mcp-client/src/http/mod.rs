@@ -30,7 +30,10 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 mod auth;
+mod config;
 mod trace;
+
+pub use config::HttpConfig;
 
 pub(crate) type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
 
@@ -48,50 +51,9 @@ pub(crate) fn connector() -> Connector {
         .wrap_connector(tcp)
 }
 
-/// How to reach an HTTP server.
-#[derive(Clone)]
-pub struct HttpConfig {
-    /// The MCP endpoint (`http://…/mcp` or `https://…`).
-    pub url: String,
-    /// Headers added to every request (authorization, say).
-    pub headers: Vec<(String, String)>,
-    /// How many times a broken legacy SSE stream is resumed with `Last-Event-ID`.
-    pub max_resumes: usize,
-    /// Who gets the access token when the server asks for one (`401`): see
-    /// [`crate::auth::OAuth`]. With it, every request carries the current token, and a
-    /// refused one is renewed and the request sent again, as often as the provider
-    /// agrees to try (OAuth's `max_attempts` in a row).
-    pub auth: Option<Arc<dyn crate::auth::AuthProvider>>,
-}
-
-impl std::fmt::Debug for HttpConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpConfig")
-            .field("url", &self.url)
-            .field(
-                "headers",
-                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
-            )
-            .field("max_resumes", &self.max_resumes)
-            .field("auth", &self.auth.is_some())
-            .finish()
-    }
-}
-
-impl HttpConfig {
-    /// An endpoint with no extra headers.
-    pub fn new(url: impl Into<String>) -> Self {
-        HttpConfig {
-            url: url.into(),
-            headers: Vec::new(),
-            max_resumes: 5,
-            auth: None,
-        }
-    }
-}
-
 /// Why an HTTP transport could not be set up.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HttpError {
     /// The URL does not parse or is not http(s).
     #[error("invalid URL {0:?}")]

@@ -122,12 +122,11 @@ impl Aggregator {
             false => (None, None),
         };
         let cancel = Arc::new(tokio::sync::Notify::new());
-        let opts = CallOptions {
-            timeout: Some(self.call_timeout(i)),
-            progress: tx,
-            return_input_required: true,
-            cancel: Some(cancel.clone()),
-        };
+        let mut opts = CallOptions::default()
+            .timeout(self.call_timeout(i))
+            .return_input_required(true)
+            .cancel(cancel.clone());
+        opts.progress = tx;
         // A held `tasks/result` gets the requests its upstream task makes.
         let task = (method_name == method::TASKS_RESULT)
             .then(|| params.get_str("taskId").map(|t| t.into_owned()))

@@ -37,7 +37,22 @@ impl std::fmt::Debug for UpstreamTransport {
 }
 
 /// One upstream server.
+///
+/// `#[non_exhaustive]`: built with [`UpstreamConfig::new`] and the setters, each named after
+/// its field:
+///
+/// ```
+/// # use std::time::Duration;
+/// use mcp_client::http::HttpConfig;
+/// use mcp_proxy::{UpstreamConfig, UpstreamTransport};
+/// let http = UpstreamTransport::Http(HttpConfig::new("http://127.0.0.1:8080/mcp"));
+/// let u = UpstreamConfig::new("files", http)
+///     .namespace("fs")
+///     .call_timeout(Duration::from_secs(30));
+/// assert_eq!(u.namespace.as_deref(), Some("fs"));
+/// ```
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct UpstreamConfig {
     /// The configuration key (names the upstream in errors and logs).
     pub key: String,
@@ -89,7 +104,19 @@ impl UpstreamConfig {
 }
 
 /// How the aggregator behaves.
+///
+/// `#[non_exhaustive]`: built from [`AggregatorOptions::default`] with the setters, each
+/// named after its field:
+///
+/// ```
+/// # use std::time::Duration;
+/// let o = mcp_proxy::AggregatorOptions::default()
+///     .call_timeout(Duration::from_secs(10))
+///     .page_size(50);
+/// assert_eq!(o.page_size, 50);
+/// ```
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct AggregatorOptions {
     /// Exposed names.
     pub namespacing: Arc<dyn Namespacing>,
@@ -154,6 +181,132 @@ impl Default for AggregatorOptions {
     }
 }
 
+/// Builder-style setters, `pub fn field(mut self, value: T) -> Self`, one per listed field.
+macro_rules! setters {
+    ($ty:ident { $($(#[$doc:meta])* $name:ident: $t:ty;)* }) => {
+        impl $ty {
+            $(
+                $(#[$doc])*
+                #[must_use]
+                pub fn $name(mut self, value: $t) -> Self {
+                    self.$name = value;
+                    self
+                }
+            )*
+        }
+    };
+}
+
+impl UpstreamConfig {
+    /// Sets [`UpstreamConfig::key`], the configuration key.
+    #[must_use]
+    pub fn key(mut self, key: impl Into<String>) -> Self {
+        self.key = key.into();
+        self
+    }
+
+    /// Prefixes its names with `namespace` instead of the sanitised key; `""` exposes them
+    /// unprefixed.
+    #[must_use]
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
+    }
+
+    /// Speaks `revision` with it instead of detecting its era and negotiating.
+    #[must_use]
+    pub fn revision(mut self, revision: mcp_types::Revision) -> Self {
+        self.revision = Some(revision);
+        self
+    }
+
+    /// Gives it `timeout` to answer one call instead of [`AggregatorOptions::call_timeout`].
+    #[must_use]
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = Some(timeout);
+        self
+    }
+
+    /// Sets [`UpstreamConfig::max_message_bytes`], the longest message exchanged with it
+    /// over stdio.
+    #[must_use]
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = Some(bytes);
+        self
+    }
+
+    /// Sets [`UpstreamConfig::overrides`], by the tool's real name (a map, or one already
+    /// shared in an `Arc`).
+    #[must_use]
+    pub fn overrides(
+        mut self,
+        overrides: impl Into<Arc<std::collections::BTreeMap<String, crate::overrides::ToolOverride>>>,
+    ) -> Self {
+        self.overrides = overrides.into();
+        self
+    }
+}
+
+setters! {
+    UpstreamConfig {
+        /// Sets [`UpstreamConfig::trusted`].
+        trusted: bool;
+        /// Sets [`UpstreamConfig::transport`].
+        transport: UpstreamTransport;
+        /// Sets [`UpstreamConfig::tools`], which of its tools are exposed.
+        tools: ToolFilter;
+        /// Sets [`UpstreamConfig::session`].
+        session: SessionMode;
+        /// Sets [`UpstreamConfig::required`].
+        required: bool;
+    }
+}
+
+impl AggregatorOptions {
+    /// Gates calls to tools that may be destructive with `confirm` (TOOL-17).
+    #[must_use]
+    pub fn confirm(mut self, confirm: Arc<dyn Confirm>) -> Self {
+        self.confirm = Some(confirm);
+        self
+    }
+
+    /// Shows each principal what `views` allows ([`crate::views`]).
+    #[must_use]
+    pub fn views(mut self, views: Arc<dyn crate::views::Views>) -> Self {
+        self.views = Some(views);
+        self
+    }
+
+    /// Checks tool definitions against `pins` ([`crate::pins`]; the pins, or ones already
+    /// shared in an `Arc`).
+    #[must_use]
+    pub fn pins(mut self, pins: impl Into<Arc<crate::pins::Pins>>) -> Self {
+        self.pins = Some(pins.into());
+        self
+    }
+}
+
+setters! {
+    AggregatorOptions {
+        /// Sets [`AggregatorOptions::namespacing`].
+        namespacing: Arc<dyn Namespacing>;
+        /// Sets [`AggregatorOptions::call_timeout`].
+        call_timeout: Duration;
+        /// Sets [`AggregatorOptions::connect_timeout`].
+        connect_timeout: Duration;
+        /// Sets [`AggregatorOptions::restart_backoff`]: `(first, longest)` wait.
+        restart_backoff: (Duration, Duration);
+        /// Sets [`AggregatorOptions::page_size`] (0: everything in one page).
+        page_size: usize;
+        /// Sets [`AggregatorOptions::surface`].
+        surface: Surface;
+        /// Sets [`AggregatorOptions::input_timeout`].
+        input_timeout: Duration;
+        /// Sets [`AggregatorOptions::max_subscriptions`].
+        max_subscriptions: usize;
+    }
+}
+
 /// How one upstream is doing ([`super::Aggregator::status`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -176,6 +329,7 @@ pub struct UpstreamStatus {
 
 /// Why the aggregator could not start.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StartError {
     /// Two upstreams end up with the same namespace.
     #[error("upstreams `{first}` and `{second}` both use the namespace `{namespace}`")]

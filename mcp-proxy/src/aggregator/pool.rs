@@ -158,16 +158,14 @@ impl Aggregator {
             wait: self.inner.options.input_timeout,
             upstream: config.key.as_str().into(),
         };
-        let options = ClientOptions {
-            era,
-            capabilities,
-            request_timeout: Some(
+        let options = ClientOptions::default()
+            .era(era)
+            .capabilities(capabilities)
+            .request_timeout(Some(
                 config
                     .call_timeout
                     .unwrap_or(self.inner.options.call_timeout),
-            ),
-            ..Default::default()
-        };
+            ));
         let connect = async {
             match &config.transport {
                 UpstreamTransport::Stdio(cmd) => {

@@ -431,11 +431,9 @@ impl Conn {
             },
             ..Default::default()
         };
-        let opts = CallOptions {
-            timeout: Some(Duration::from_secs(u64::from(u32::MAX))),
-            cancel: Some(cancel.clone()),
-            ..Default::default()
-        };
+        let opts = CallOptions::default()
+            .timeout(Duration::from_secs(u64::from(u32::MAX)))
+            .cancel(cancel.clone());
         let params = serde_json::to_value(&params)
             .map_err(|e| ClientError::Unavailable(format!("listen params: {e}")))?;
         // Its acknowledgement says whether the upstream took the URI.

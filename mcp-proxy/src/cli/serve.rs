@@ -65,15 +65,13 @@ pub(super) fn load(path: &str) -> Result<crate::config::Gateway, String> {
 /// The server in front of `aggregator`, its upstreams reported on stderr.
 pub(super) fn gateway_server(live: &Live, local_principal: Option<Principal>) -> Server {
     let aggregator = live.current();
-    let server = live.server(ServerOptions {
-        info: Implementation {
-            name: "mcp-proxy-gateway".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            ..Default::default()
-        },
-        local_principal,
+    let mut options = ServerOptions::default().info(Implementation {
+        name: "mcp-proxy-gateway".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
         ..Default::default()
     });
+    options.local_principal = local_principal;
+    let server = live.server(options);
     for s in aggregator.status() {
         match s.connected {
             true => eprintln!("gateway: upstream `{}` connected", s.key),

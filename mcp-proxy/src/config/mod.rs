@@ -49,6 +49,7 @@ use crate::{AggregatorOptions, UpstreamConfig, UpstreamTransport};
 /// A configuration that cannot be used, saying where and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{source_name}: {location}: {problem}")]
+#[non_exhaustive]
 pub struct ConfigError {
     /// The file (or other source) read.
     pub source_name: String,
@@ -247,11 +248,9 @@ fn transport(f: &Fields<'_>) -> Result<UpstreamTransport, Problem> {
                 }
                 Some(a) => Some(upstream_auth::upstream_auth(a, &f.at, &url)?),
             };
-            Ok(UpstreamTransport::Http(HttpConfig {
-                headers,
-                auth,
-                ..HttpConfig::new(url)
-            }))
+            let mut config = HttpConfig::new(url).headers(headers);
+            config.auth = auth;
+            Ok(UpstreamTransport::Http(config))
         }
         (Some(_), Some(_)) => Err(f.problem("", "has both `command` and `url`; give one")),
         (None, None) => Err(f.problem("", "needs `command` (stdio) or `url` (HTTP)")),

@@ -39,25 +39,21 @@ pub fn text(r: &CallToolResult) -> String {
 
 /// A host of `era` that can answer the questions a tool asks (elicitation).
 pub fn eliciting(era: EraChoice) -> ClientOptions {
-    ClientOptions {
-        era,
-        capabilities: ClientCapabilities {
+    ClientOptions::default()
+        .era(era)
+        .capabilities(ClientCapabilities {
             elicitation: Some(Map::new()),
             ..Default::default()
-        },
-        ..Default::default()
-    }
+        })
 }
 
 /// A host of `era` that declares everything the gateway relays to a host
 /// ([`mcp_proxy::start_capabilities`]): the first such host takes the upstream connection
 /// the gateway opened at start.
 pub fn answering_all(era: EraChoice) -> ClientOptions {
-    ClientOptions {
-        era,
-        capabilities: mcp_proxy::start_capabilities(),
-        ..Default::default()
-    }
+    ClientOptions::default()
+        .era(era)
+        .capabilities(mcp_proxy::start_capabilities())
 }
 
 /// The upstream `key`, served in process by `handler`, with the defaults.

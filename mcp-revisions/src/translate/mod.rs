@@ -44,6 +44,7 @@ const SAMPLING_ARRAYS: RevisionSet = RevisionSet::parse("...XX");
 
 /// Why a message could not be translated.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TranslateError {
     /// The method does not exist in the target revision (e.g. `initialize` for 2026-07-28).
     #[error("`{method}` does not exist in MCP {revision}")]

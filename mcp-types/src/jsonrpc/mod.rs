@@ -131,6 +131,7 @@ pub enum Frame {
 
 /// Why bytes could not be read as a JSON-RPC frame.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EnvelopeError {
     /// Not JSON at all (answer with [`codes::PARSE_ERROR`]).
     #[error("parse error: {0}")]

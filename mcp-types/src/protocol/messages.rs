@@ -96,6 +96,7 @@ pub mod method {
 /// Why a payload could not be decoded as the type its method calls for.
 #[derive(Debug, thiserror::Error)]
 #[error("invalid {what} for `{method}`: {source}")]
+#[non_exhaustive]
 pub struct DecodeError {
     /// `params` or `result`.
     pub what: &'static str,

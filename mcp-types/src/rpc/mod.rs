@@ -34,6 +34,7 @@ use pending::Pending;
 
 /// Why a request this side sent got no result.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RpcError {
     /// The peer answered with an error.
     #[error("peer error {}: {}", .0.code, .0.message)]

@@ -71,6 +71,7 @@ pub enum Incoming {
 
 /// Why [`Transport::try_send`] did not send a frame.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum TrySendError {
     /// The transport cannot take the frame without waiting: send it with
     /// [`Transport::send`].

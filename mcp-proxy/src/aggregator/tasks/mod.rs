@@ -89,10 +89,7 @@ impl Aggregator {
             params["_meta"] =
                 json!({mcp_types::meta::CLIENT_CAPABILITIES: with_tasks_extension(ctx)});
         }
-        let opts = CallOptions {
-            timeout: Some(self.call_timeout(i)),
-            ..Default::default()
-        };
+        let opts = CallOptions::default().timeout(self.call_timeout(i));
         client.request(method_name, params, &opts).await
     }
 
