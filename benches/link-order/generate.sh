@@ -3,8 +3,9 @@
 # calls (legacy and 2026-07-28 hosts, stdio), in the order it first runs them, traced
 # with valgrind's lackey. mcp-proxy/build.rs hands the list to the linker, which puts
 # those functions side by side (see there for why). Run it after a change of
-# dependencies or of the start-up path, then rebuild and compare peak RSS with
-# ../shared/perf/run.sh.
+# dependencies, of the start-up path, or of where relay functions live (a function moved
+# to another module or renamed has a new symbol name), then rebuild and compare peak RSS
+# with ../shared/perf/run.sh.
 #
 # Needs: valgrind, python3, nm, and the perf harness built (PERF, default /tmp/perf:
 # `cp -r ../shared/perf /tmp/perf && (cd /tmp/perf && cargo build --release)`).
