@@ -82,9 +82,10 @@ impl SseTransport {
         let shutdown = Arc::new(tokio::sync::Notify::new());
         let (stream_tx, stream_closed, stream_shutdown) =
             (tx.clone(), closed.clone(), shutdown.clone());
+        let limit = config.max_message_bytes;
         tokio::spawn(async move {
             let mut body = resp.into_body();
-            let mut parser = SseParser::default();
+            let mut parser = SseParser::with_limit(limit);
             let mut endpoint_tx = Some(endpoint_tx);
             loop {
                 let frame = tokio::select! {
@@ -95,7 +96,14 @@ impl SseTransport {
                 let Ok(chunk) = frame.into_data() else {
                     continue;
                 };
-                for event in parser.feed(&chunk) {
+                let events = match parser.feed(&chunk) {
+                    Ok(events) => events,
+                    Err(e) => {
+                        tracing::warn!("SSE stream closed: the server's {e}");
+                        break;
+                    }
+                };
+                for event in events {
                     if event.event.as_deref() == Some("endpoint") {
                         if let Some(t) = endpoint_tx.take() {
                             let _ = t.send(event.data);

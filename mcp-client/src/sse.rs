@@ -14,18 +14,63 @@ pub struct SseEvent {
     pub retry: Option<u64>,
 }
 
-/// Turns chunks of an `text/event-stream` body into events.
-#[derive(Debug, Default)]
+/// An event, or a line of one, longer than the parser's limit: a server that never ends
+/// a line or an event would otherwise grow the reader's memory without end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("an SSE event is longer than {limit} bytes")]
+#[non_exhaustive]
+pub struct SseTooLarge {
+    /// The limit passed.
+    pub limit: usize,
+}
+
+/// Turns chunks of an `text/event-stream` body into events, holding at most its limit
+/// (default [`mcp_types::transport::DEFAULT_MAX_MESSAGE_BYTES`]) of an unfinished event.
+#[derive(Debug)]
 pub struct SseParser {
     buf: Vec<u8>,
     current: SseEvent,
     has_data: bool,
+    limit: usize,
+    /// A line or an event passed the limit: the stream is refused from then on.
+    over: bool,
+}
+
+impl Default for SseParser {
+    fn default() -> Self {
+        SseParser::with_limit(mcp_types::transport::DEFAULT_MAX_MESSAGE_BYTES)
+    }
 }
 
 impl SseParser {
-    /// Feeds a chunk; returns the events it completed. Linear in the bytes fed: each
-    /// byte is searched once for a line end, and the lines read are removed in one step.
-    pub fn feed(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
+    /// A parser refusing an event (its unfinished line and its `data` so far) longer than
+    /// `limit` bytes.
+    pub fn with_limit(limit: usize) -> Self {
+        SseParser {
+            buf: Vec::new(),
+            current: SseEvent::default(),
+            has_data: false,
+            limit,
+            over: false,
+        }
+    }
+
+    /// Feeds a chunk; returns the events it completed, or [`SseTooLarge`] once the event
+    /// being read passes the limit (the stream is then of no further use). Linear in the
+    /// bytes fed: each byte is searched once for a line end, and the lines read are
+    /// removed in one step.
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<Vec<SseEvent>, SseTooLarge> {
+        if !self.over {
+            let events = self.lines(chunk);
+            self.over |= self.buf.len().saturating_add(self.current.data.len()) > self.limit;
+            if !self.over {
+                return Ok(events);
+            }
+        }
+        Err(SseTooLarge { limit: self.limit })
+    }
+
+    fn lines(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
         // What was kept from the last chunk holds no line end: search only the new bytes.
         let mut search = self.buf.len();
         self.buf.extend_from_slice(chunk);
@@ -33,6 +78,10 @@ impl SseParser {
         let mut out = Vec::new();
         while let Some(off) = self.buf[search..].iter().position(|b| *b == b'\n') {
             let end = search + off;
+            if end - start > self.limit {
+                self.over = true;
+                break;
+            }
             let raw = &self.buf[start..end];
             let line = String::from_utf8_lossy(raw.strip_suffix(b"\r").unwrap_or(raw)).into_owned();
             start = end + 1;
@@ -58,6 +107,10 @@ impl SseParser {
                     }
                     self.current.data.push_str(value);
                     self.has_data = true;
+                    if self.current.data.len() > self.limit {
+                        self.over = true;
+                        break;
+                    }
                 }
                 "event" => self.current.event = Some(value.to_owned()),
                 "id" => self.current.id = Some(value.to_owned()),
@@ -77,12 +130,15 @@ mod tests {
     #[test]
     fn events_split_across_chunks_with_comments_ids_and_retry() {
         let mut p = SseParser::default();
-        assert!(p
-            .feed(b": keep-alive\n\nid: 1-1\nretry: 500\nda")
-            .is_empty());
-        let got = p.feed(
-            b"ta: {\"a\":1}\r\ndata: x\n\nevent: endpoint\ndata: /message?s=1\n\nid: 7\ndata:\n\n",
+        assert_eq!(
+            p.feed(b": keep-alive\n\nid: 1-1\nretry: 500\nda"),
+            Ok(vec![])
         );
+        let got = p
+            .feed(
+                b"ta: {\"a\":1}\r\ndata: x\n\nevent: endpoint\ndata: /message?s=1\n\nid: 7\ndata:\n\n",
+            )
+            .expect("within the limit");
         assert_eq!(
             got,
             [
@@ -117,15 +173,48 @@ mod tests {
         let mut p = SseParser::default();
         let mut body = b"data: x\n\n".repeat(1 << 16);
         body.extend(std::iter::repeat_n(b'\n', 1 << 20));
-        assert_eq!(p.feed(&body).len(), 1 << 16);
+        assert_eq!(p.feed(&body).map(|e| e.len()), Ok(1 << 16));
         for _ in 0..1024 {
-            assert!(p.feed(&[b'y'; 4096]).is_empty());
+            assert_eq!(p.feed(&[b'y'; 4096]), Ok(vec![]));
         }
-        assert_eq!(p.feed(b"\n\n").len(), 0, "an unknown field is ignored");
+        assert_eq!(p.feed(b"\n\n"), Ok(vec![]), "an unknown field is ignored");
         assert!(
             started.elapsed() < std::time::Duration::from_secs(10),
             "{:?}",
             started.elapsed()
         );
+    }
+
+    #[test]
+    fn an_event_longer_than_the_limit_is_refused() {
+        // A whole event in one chunk.
+        let mut p = SseParser::with_limit(16);
+        let long = format!("data: {}\n\n", "x".repeat(17));
+        assert_eq!(p.feed(long.as_bytes()), Err(SseTooLarge { limit: 16 }));
+        assert_eq!(
+            p.feed(b"data: y\n\n"),
+            Err(SseTooLarge { limit: 16 }),
+            "refused for good"
+        );
+        // A line that never ends.
+        let mut p = SseParser::with_limit(1024);
+        assert_eq!(p.feed(&[b'x'; 1000]), Ok(vec![]));
+        assert_eq!(p.feed(&[b'x'; 100]), Err(SseTooLarge { limit: 1024 }));
+        // Short lines, one event that never ends.
+        let mut p = SseParser::with_limit(1024);
+        let mut refused = false;
+        for _ in 0..200 {
+            if p.feed(b"data: 0123456789\n").is_err() {
+                refused = true;
+                break;
+            }
+        }
+        assert!(refused, "data lines of one event are bounded together");
+        // Many events, each within the limit.
+        let mut p = SseParser::with_limit(64);
+        let events = (0..1000).try_fold(0, |n, _| {
+            p.feed(b"data: 0123456789\n\n").map(|e| n + e.len())
+        });
+        assert_eq!(events, Ok(1000));
     }
 }

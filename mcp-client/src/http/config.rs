@@ -22,6 +22,10 @@ pub struct HttpConfig {
     pub headers: Vec<(String, String)>,
     /// How many times a broken legacy SSE stream is resumed with `Last-Event-ID`.
     pub max_resumes: usize,
+    /// The longest answer read from the server (default 16 MiB): a JSON body, or one SSE
+    /// event. A longer one fails the requests it was to answer, with an error naming the
+    /// limit, instead of growing memory without end.
+    pub max_message_bytes: usize,
     /// Who gets the access token when the server asks for one (`401`): see
     /// [`crate::auth::OAuth`]. With it, every request carries the current token, and a
     /// refused one is renewed and the request sent again, as often as the provider
@@ -38,6 +42,7 @@ impl std::fmt::Debug for HttpConfig {
                 &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
             )
             .field("max_resumes", &self.max_resumes)
+            .field("max_message_bytes", &self.max_message_bytes)
             .field("auth", &self.auth.is_some())
             .finish()
     }
@@ -50,6 +55,7 @@ impl HttpConfig {
             url: url.into(),
             headers: Vec::new(),
             max_resumes: 5,
+            max_message_bytes: mcp_types::transport::DEFAULT_MAX_MESSAGE_BYTES,
             auth: None,
         }
     }
@@ -75,5 +81,7 @@ setters! {
         headers: Vec<(String, String)>;
         /// Sets [`HttpConfig::max_resumes`].
         max_resumes: usize;
+        /// Sets [`HttpConfig::max_message_bytes`].
+        max_message_bytes: usize;
     }
 }

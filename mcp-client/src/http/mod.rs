@@ -78,6 +78,8 @@ struct Shared {
     closed: Mutex<Option<CloseReason>>,
     shutdown: tokio::sync::Notify,
     max_resumes: usize,
+    /// The longest JSON body or SSE event read.
+    max_message_bytes: usize,
     get_stream_open: Mutex<bool>,
     /// The last `retry:` (milliseconds) a server sent on an SSE stream.
     retry_ms: std::sync::atomic::AtomicU64,
@@ -122,6 +124,7 @@ impl HttpTransport {
                 closed: Mutex::new(None),
                 shutdown: tokio::sync::Notify::new(),
                 max_resumes: config.max_resumes,
+                max_message_bytes: config.max_message_bytes,
                 get_stream_open: Mutex::new(false),
                 retry_ms: std::sync::atomic::AtomicU64::new(0),
             }),
@@ -287,12 +290,22 @@ impl Shared {
             self.clone().read_sse(resp.into_body(), pending).await;
             return;
         }
-        let bytes = resp
-            .into_body()
+        let limit = self.max_message_bytes;
+        let bytes = match http_body_util::Limited::new(resp.into_body(), limit)
             .collect()
             .await
-            .map(|c| c.to_bytes())
-            .unwrap_or_default();
+        {
+            Ok(c) => c.to_bytes(),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+                tracing::warn!(%status, "an answer longer than {limit} bytes was refused");
+                let error = ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    format!("the server's answer is longer than {limit} bytes"),
+                );
+                return self.fail(&ids, error).await;
+            }
+            Err(_) => Bytes::new(),
+        };
         match Frame::parse(&bytes) {
             Ok(parsed) => {
                 for mut m in parsed.into_messages() {
@@ -403,7 +416,7 @@ impl Shared {
         pending: &mut Vec<RequestId>,
         last_id: &mut Option<String>,
     ) -> Option<()> {
-        let mut parser = crate::sse::SseParser::default();
+        let mut parser = crate::sse::SseParser::with_limit(self.max_message_bytes);
         loop {
             let frame = tokio::select! {
                 f = body.frame() => f,
@@ -420,7 +433,18 @@ impl Shared {
                 }
                 None => return Some(()),
             };
-            for event in parser.feed(&chunk) {
+            let events = match parser.feed(&chunk) {
+                Ok(events) => events,
+                Err(e) => {
+                    tracing::warn!("SSE stream refused: {e}");
+                    let error =
+                        ErrorObject::new(codes::INTERNAL_ERROR, format!("the server's {e}"));
+                    self.fail(pending, error).await;
+                    pending.clear();
+                    return Some(());
+                }
+            };
+            for event in events {
                 if let Some(ms) = event.retry {
                     self.retry_ms
                         .store(ms, std::sync::atomic::Ordering::Relaxed);

@@ -179,7 +179,11 @@ impl Aggregator {
                         .map_err(|e| e.to_string())
                 }
                 UpstreamTransport::Http(h) => {
-                    mcp_client::connect_http(h.clone(), bridge(), options)
+                    let mut h = h.clone();
+                    if let Some(limit) = config.max_message_bytes {
+                        h = h.max_message_bytes(limit);
+                    }
+                    mcp_client::connect_http(h, bridge(), options)
                         .await
                         .map_err(|e| e.to_string())
                 }
