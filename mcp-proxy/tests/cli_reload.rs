@@ -116,3 +116,106 @@ async fn an_edited_configuration_is_applied_and_a_broken_one_refused() {
     assert!(err.contains("configuration refused"), "{err}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A Kubernetes ConfigMap volume updates its files by swapping one link: `config.json`
+/// points through `..data`, which is renamed to point at a new folder; no event names
+/// `config.json` itself.
+#[tokio::test]
+async fn a_kubernetes_volume_swap_is_applied() {
+    use std::os::unix::fs::symlink;
+    let dir = std::env::temp_dir().join(format!("mcp-gateway-k8s-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let version = |n: &str, servers: serde_json::Value| {
+        let folder = dir.join(n);
+        std::fs::create_dir_all(&folder).expect("version folder");
+        let text = json!({"mcpServers": servers}).to_string();
+        std::fs::write(folder.join("gateway.json"), text).expect("write");
+    };
+    version("..2026_12_02_a", json!({"keep": server("keep", "pid")}));
+    symlink("..2026_12_02_a", dir.join("..data")).expect("..data");
+    symlink("..data/gateway.json", dir.join("gateway.json")).expect("gateway.json");
+
+    let config = dir.join("gateway.json");
+    let mut gateway = Command::new(env!("CARGO_BIN_EXE_mcp-gateway"))
+        .args([
+            "--config",
+            &config.display().to_string(),
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("mcp-gateway starts");
+    let mut url = String::new();
+    let stdout = gateway.stdout.take().expect("stdout");
+    BufReader::new(stdout).read_line(&mut url).expect("the URL");
+    let options = ClientOptions::default().era(EraChoice::Legacy(Revision::V2025_06_18));
+    let host = mcp_client::connect_http(HttpConfig::new(url.trim()), NoHandler, options)
+        .await
+        .expect("host connects");
+    assert_eq!(names(&host).await, ["keep__pid"]);
+
+    // What the kubelet does: the new version beside the old, a new link, renamed over.
+    version(
+        "..2026_12_02_b",
+        json!({"keep": server("keep", "pid"), "new": server("new", "fresh")}),
+    );
+    symlink("..2026_12_02_b", dir.join("..data_tmp")).expect("..data_tmp");
+    std::fs::rename(dir.join("..data_tmp"), dir.join("..data")).expect("swap");
+    assert_eq!(
+        until(&host, &["keep__pid", "new__fresh"]).await,
+        ["keep__pid", "new__fresh"]
+    );
+
+    host.close().await;
+    let _ = Command::new("kill").arg(gateway.id().to_string()).status();
+    let _ = gateway.wait();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// An edit made while the upstreams are still starting (before the watch begins) is
+/// applied too: the watch compares with the text the running configuration came from.
+#[tokio::test]
+async fn an_edit_during_start_up_is_applied() {
+    let dir = std::env::temp_dir().join(format!("mcp-gateway-early-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = dir.join("gateway.json");
+    let tools = json!([{"name": "slow", "inputSchema": {"type": "object"}}]);
+    let on_call = "send({\"jsonrpc\": \"2.0\", \"id\": i, \"result\": {\"content\": []}})";
+    // Takes a second to start: the edit below lands before the gateway watches.
+    let slow = json!({"command": "python3", "args": ["-c", python_upstream("slow", "import time; time.sleep(1)", tools, on_call)]});
+    std::fs::write(&config, json!({"mcpServers": {"slow": slow}}).to_string()).expect("write");
+    let mut gateway = Command::new(env!("CARGO_BIN_EXE_mcp-gateway"))
+        .args([
+            "--config",
+            &config.display().to_string(),
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("mcp-gateway starts");
+    std::thread::sleep(Duration::from_millis(300));
+    let edited = json!({"mcpServers": {"slow": slow, "new": server("new", "fresh")}});
+    std::fs::write(&config, edited.to_string()).expect("edit");
+    let mut url = String::new();
+    let stdout = gateway.stdout.take().expect("stdout");
+    BufReader::new(stdout).read_line(&mut url).expect("the URL");
+    let options = ClientOptions::default().era(EraChoice::Legacy(Revision::V2025_06_18));
+    let host = mcp_client::connect_http(HttpConfig::new(url.trim()), NoHandler, options)
+        .await
+        .expect("host connects");
+    assert_eq!(
+        until(&host, &["new__fresh", "slow__slow"]).await,
+        ["new__fresh", "slow__slow"]
+    );
+    host.close().await;
+    let _ = Command::new("kill").arg(gateway.id().to_string()).status();
+    let _ = gateway.wait();
+    let _ = std::fs::remove_dir_all(dir);
+}

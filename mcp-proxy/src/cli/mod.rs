@@ -25,7 +25,9 @@ mod signals;
 mod telemetry;
 
 pub use logging::{init_logging, LogFormat, Telemetry};
-use serve::{gateway_server, load, serve_admin, serve_http, serve_stdio, write_pins, Access};
+use serve::{
+    gateway_server, load, load_with_text, serve_admin, serve_http, serve_stdio, write_pins, Access,
+};
 use signals::StopSignals;
 
 /// The command line.
@@ -160,22 +162,22 @@ fn check_config(path: Option<&str>) -> ExitCode {
 /// The gateway, to its exit status.
 async fn run(args: Args, drain: Duration, default: Option<Default>) -> u8 {
     let signals = StopSignals::listen();
-    let (upstreams, options, access, pin_file) = match (&args.config, default) {
+    let (upstreams, options, access, pin_file, loaded) = match (&args.config, default) {
         (None, Some(default)) => {
             let (upstreams, options) = default();
-            (upstreams, options, Access::default(), None)
+            (upstreams, options, Access::default(), None, String::new())
         }
         (None, None) => {
             eprintln!("gateway: --config FILE is required (see --help)");
             return 2;
         }
-        (Some(path), _) => match load(path) {
-            Ok(g) => {
+        (Some(path), _) => match load_with_text(path) {
+            Ok((g, text)) => {
                 let access = Access {
                     authorization: g.authorization,
                     local_principal: g.local_principal,
                 };
-                (g.upstreams, g.options, access, g.pin_file)
+                (g.upstreams, g.options, access, g.pin_file, text)
             }
             Err(e) => {
                 eprintln!("gateway: {e}");
@@ -208,7 +210,7 @@ async fn run(args: Args, drain: Duration, default: Option<Default>) -> u8 {
     };
     let server = gateway_server(&live, access.local_principal);
     if let Some(path) = &args.config {
-        reload::watch(live.clone(), path.clone(), drain);
+        reload::watch(live.clone(), path.clone(), loaded, drain);
     }
     let code = match &args.http {
         None => {

@@ -19,11 +19,13 @@ use crate::live::Live;
 /// How long a burst of file events is waited out before the file is read.
 const SETTLE: Duration = Duration::from_millis(200);
 
-/// Watches for reloads of `path` until the process ends; `drain` bounds how long calls
-/// in flight on a closing upstream get.
-pub(super) fn watch(live: Live, path: String, drain: Duration) {
+/// Watches for reloads of `path` until the process ends; `loaded` is the text the
+/// configuration in force was read from (an edit made while the upstreams started is
+/// then seen as one); `drain` bounds how long calls in flight on a closing upstream get.
+pub(super) fn watch(live: Live, path: String, loaded: String, drain: Duration) {
     let (tx, mut rx) = mpsc::unbounded_channel::<&'static str>();
     let watcher = file_watcher(Path::new(&path), tx.clone());
+    let tx_start = tx.clone();
     match signal(SignalKind::hangup()) {
         Ok(mut hup) => {
             tokio::spawn(async move {
@@ -38,7 +40,11 @@ pub(super) fn watch(live: Live, path: String, drain: Duration) {
     }
     tokio::spawn(async move {
         let _watcher = watcher;
-        let mut in_force = std::fs::read_to_string(&path).unwrap_or_default();
+        let mut in_force = loaded;
+        // Changed before the watch began (the upstreams take a while to start).
+        if std::fs::read_to_string(&path).is_ok_and(|t| t != in_force) {
+            let _ = tx_start.send("the file changed");
+        }
         while let Some(why) = rx.recv().await {
             tokio::time::sleep(SETTLE).await;
             while rx.try_recv().is_ok() {}
@@ -56,7 +62,12 @@ pub(super) fn watch(live: Live, path: String, drain: Duration) {
     });
 }
 
-/// A watcher of the folder holding `path`, telling `tx` when `path` may have changed.
+/// The entry a Kubernetes volume (a ConfigMap, a Secret) swaps to update its files at once:
+/// `config.json` is a link through `..data`, and only `..data` changes.
+const KUBERNETES_DATA: &str = "..data";
+
+/// A watcher of the folder holding `path`, telling `tx` when `path` may have changed: an
+/// event naming it, or the `..data` link of a Kubernetes volume.
 fn file_watcher(path: &Path, tx: mpsc::UnboundedSender<&'static str>) -> Option<impl Watcher> {
     let name = path.file_name()?.to_owned();
     let folder: PathBuf = match path.parent() {
@@ -64,7 +75,12 @@ fn file_watcher(path: &Path, tx: mpsc::UnboundedSender<&'static str>) -> Option<
         _ => PathBuf::from("."),
     };
     let handler = move |event: notify::Result<notify::Event>| {
-        let ours = event.is_ok_and(|e| e.paths.iter().any(|p| p.file_name() == Some(&name)));
+        let ours = event.is_ok_and(|e| {
+            e.paths.iter().any(|p| {
+                p.file_name()
+                    .is_some_and(|f| f == name.as_os_str() || f == KUBERNETES_DATA)
+            })
+        });
         if ours {
             let _ = tx.send("the file changed");
         }

@@ -58,8 +58,14 @@ pub(super) struct Access {
 
 /// The configuration file at `path`.
 pub(super) fn load(path: &str) -> Result<crate::config::Gateway, String> {
+    load_with_text(path).map(|(g, _)| g)
+}
+
+/// The configuration file at `path`, and the text it was read from.
+pub(super) fn load_with_text(path: &str) -> Result<(crate::config::Gateway, String), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-    crate::config::parse(&text, path).map_err(|e| e.to_string())
+    let g = crate::config::parse(&text, path).map_err(|e| e.to_string())?;
+    Ok((g, text))
 }
 
 /// The server in front of `aggregator`, its upstreams reported on stderr.
