@@ -135,3 +135,65 @@ fn print_config_schema_writes_the_configuration_schema() {
         "#/$defs/Server"
     );
 }
+
+/// `gateway.http` reaches the listener: a name it allows is served, another refused.
+#[test]
+fn gateway_http_allows_the_names_it_lists() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let dir = std::env::temp_dir().join(format!("mcp-gateway-cli-http-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("gateway.json");
+    std::fs::write(
+        &file,
+        r#"{"mcpServers": {}, "gateway": {"http": {"allowedHosts": ["gw.internal"], "maxBodyBytes": 512}}}"#,
+    )
+    .expect("write");
+    let mut gw = Command::new(env!("CARGO_BIN_EXE_mcp-gateway"))
+        .args([
+            "--config",
+            &file.display().to_string(),
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("mcp-gateway runs");
+    let mut url = String::new();
+    BufReader::new(gw.stdout.take().expect("stdout"))
+        .read_line(&mut url)
+        .expect("the URL");
+    let addr = url
+        .trim()
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let post = |host: &str, body: &str| -> u16 {
+        let mut s = std::net::TcpStream::connect(&addr).expect("connect");
+        write!(
+            s,
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .expect("write");
+        let mut reply = String::new();
+        let _ = s.read_to_string(&mut reply);
+        reply
+            .split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0)
+    };
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    assert_eq!(post("gw.internal:8080", init), 200, "an allowed name");
+    assert_eq!(post("other.example", init), 403, "a name not listed");
+    let long = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"ping","params":{{"p":"{}"}}}}"#,
+        "x".repeat(600)
+    );
+    assert_eq!(post("gw.internal", &long), 413, "maxBodyBytes");
+    let _ = gw.kill();
+    let _ = gw.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use mcp_server::http::{Health, HttpOptions, Metrics};
+use mcp_server::http::{Health, Metrics};
 
 use crate::{Aggregator, AggregatorOptions, UpstreamConfig};
 
@@ -165,7 +165,8 @@ async fn run(args: Args, drain: Duration, default: Option<Default>) -> u8 {
     let (upstreams, options, access, pin_file, loaded) = match (&args.config, default) {
         (None, Some(default)) => {
             let (upstreams, options) = default();
-            (upstreams, options, Access::default(), None, String::new())
+            let access = Access::default();
+            (upstreams, options, access, None, String::new())
         }
         (None, None) => {
             eprintln!("gateway: --config FILE is required (see --help)");
@@ -176,6 +177,7 @@ async fn run(args: Args, drain: Duration, default: Option<Default>) -> u8 {
                 let access = Access {
                     authorization: g.authorization,
                     local_principal: g.local_principal,
+                    http: g.http,
                 };
                 (g.upstreams, g.options, access, g.pin_file, text)
             }
@@ -225,7 +227,7 @@ async fn run(args: Args, drain: Duration, default: Option<Default>) -> u8 {
             Ok(addr) => {
                 let health: Arc<dyn Health> = Arc::new(live.clone());
                 let metrics: Arc<dyn Metrics> = Arc::new(live.clone());
-                let options = HttpOptions::default().health(health).metrics(metrics);
+                let options = access.http.health(health).metrics(metrics);
                 serve_http(addr, server, signals, drain, access.authorization, options).await
             }
             Err(_) => {

@@ -2,8 +2,9 @@
 //! with `notify`, its folder, so an editor's write-and-rename is seen), the file is read
 //! and checked whole; a good one is applied with [`Live::reload`] (an upstream whose own
 //! entry in `mcpServers` is as before keeps running), a bad one is refused with the error
-//! logged and the configuration in force keeps serving. `gateway.auth` and
-//! `gateway.stdioSubject` are the listener's: a change of theirs needs a restart.
+//! logged and the configuration in force keeps serving. `gateway.auth`,
+//! `gateway.stdioSubject` and `gateway.http` are the listener's: a change of theirs needs a
+//! restart.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -122,17 +123,18 @@ async fn apply(
         }
     };
     let (old, new) = (json(before), json(text));
-    if old.pointer("/gateway/auth") != new.pointer("/gateway/auth")
-        || old.pointer("/gateway/stdioSubject") != new.pointer("/gateway/stdioSubject")
+    if ["auth", "stdioSubject", "http"]
+        .iter()
+        .any(|k| old.pointer(&format!("/gateway/{k}")) != new.pointer(&format!("/gateway/{k}")))
     {
-        eprintln!("gateway: gateway.auth and gateway.stdioSubject take effect at the next start");
+        eprintln!("gateway: gateway.auth, gateway.stdioSubject and gateway.http take effect at the next start");
     }
     // The gateway-wide settings an upstream's connection is opened with (timeouts, say)
     // count as its own; views, pins, auth and the stdio subject do not.
     let connection = |v: &Value| {
         let mut g = v.get("gateway").cloned().unwrap_or(Value::Null);
         if let Some(o) = g.as_object_mut() {
-            for k in ["views", "pins", "auth", "stdioSubject"] {
+            for k in ["views", "pins", "auth", "stdioSubject", "http"] {
                 o.remove(k);
             }
         }

@@ -49,11 +49,13 @@ pub(super) fn write_pins(aggregator: &Aggregator, file: Option<&std::path::Path>
     }
 }
 
-/// Who may use the gateway: over HTTP, as `gateway.auth` says; on stdio, as whom.
+/// Who may use the gateway: over HTTP, as `gateway.auth` says, within `gateway.http`'s
+/// bounds; on stdio, as whom.
 #[derive(Default)]
 pub(super) struct Access {
     pub(super) authorization: Option<Authorization>,
     pub(super) local_principal: Option<Principal>,
+    pub(super) http: HttpOptions,
 }
 
 /// The configuration file at `path`.

@@ -201,6 +201,44 @@ pub(super) struct Gateway {
     /// Longest one call may take (default 120).
     #[schemars(range(min = 1))]
     call_timeout_seconds: Option<u64>,
+    /// The bounds of the `--http` listener, and the names it answers to.
+    http: Option<Http>,
+}
+
+/// `gateway.http`: the `--http` listener.
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+#[allow(dead_code)]
+pub(super) struct Http {
+    /// Host names accepted in `Host` besides loopback ones.
+    allowed_hosts: Option<Vec<String>>,
+    /// Host names accepted in `Origin` besides loopback ones.
+    allowed_origins: Option<Vec<String>>,
+    /// Largest request body (default 4 MiB; larger is `413`).
+    #[schemars(range(min = 1))]
+    max_body_bytes: Option<u64>,
+    /// Most legacy sessions open at once (default 1024; past it `503`).
+    #[schemars(range(min = 1))]
+    max_sessions: Option<u64>,
+    /// Most unanswered requests of one legacy session (default 64; past it `429`).
+    #[schemars(range(min = 1))]
+    max_in_flight_per_session: Option<u64>,
+    /// Most connections served at once (default 512).
+    #[schemars(range(min = 1))]
+    max_connections: Option<u64>,
+    /// A legacy session idle this long ends (default 600).
+    #[schemars(range(min = 1))]
+    session_idle_seconds: Option<u64>,
+    /// A connection on which nothing moves this long closes (default 60).
+    #[schemars(range(min = 1))]
+    idle_timeout_seconds: Option<u64>,
+    /// A request head must arrive within this long (default 10).
+    #[schemars(range(min = 1))]
+    header_read_timeout_seconds: Option<u64>,
+    /// A request body must arrive within this long (default 30).
+    #[schemars(range(min = 1))]
+    body_read_timeout_seconds: Option<u64>,
 }
 
 /// `surface`.

@@ -27,6 +27,9 @@ pub(super) static OVERRIDE: Known = LazyLock::new(file::keys_of::<file::ToolOver
 /// The `gateway` object.
 pub(super) static GATEWAY: Known = LazyLock::new(file::keys_of::<file::Gateway>);
 
+/// `gateway.http`.
+pub(super) static HTTP: Known = LazyLock::new(file::keys_of::<file::Http>);
+
 /// `gateway.auth`.
 pub(super) static AUTH: Known = LazyLock::new(file::keys_of::<file::Auth>);
 

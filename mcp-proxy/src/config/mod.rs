@@ -32,6 +32,7 @@ use serde_json::Value;
 mod auth;
 mod fields;
 mod file;
+mod http;
 mod keys;
 mod overrides;
 mod pins;
@@ -102,6 +103,10 @@ pub struct Gateway {
     /// Where the pins are kept (`gateway.pins.file`): read at start (into
     /// `options.pins`), written by `gateway --pin`.
     pub pin_file: Option<std::path::PathBuf>,
+    /// The `--http` listener's options (`gateway.http`; default: [`HttpOptions::default`]).
+    ///
+    /// [`HttpOptions::default`]: mcp_server::http::HttpOptions
+    pub http: mcp_server::http::HttpOptions,
 }
 
 /// Reads a configuration. `source_name` names it in errors (a file path, say).
@@ -154,6 +159,7 @@ fn parse_root(text: &str) -> Result<Gateway, Problem> {
             authorization: None,
             local_principal: None,
             pin_file: None,
+            http: Default::default(),
         },
         Some(g) => gateway(g, &keys)?,
     };
@@ -323,6 +329,11 @@ fn gateway(g: &Value, upstream_keys: &[&str]) -> Result<Gateway, Problem> {
             .string("stdioSubject")?
             .map(mcp_server::auth::Principal::new),
         pin_file,
+        http: obj
+            .get("http")
+            .map(http::http)
+            .transpose()?
+            .unwrap_or_default(),
     })
 }
 
