@@ -76,6 +76,26 @@ fn small(id: usize) -> Vec<u8> {
     format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{}}}}"#, id + 1).into_bytes()
 }
 
+/// `long` (a content type and a body answering request 1) refused past 1024 bytes, and
+/// the next request answered.
+async fn refused_then_served(url: String, what: &str) {
+    let t = HttpTransport::new(HttpConfig::new(url).max_message_bytes(1024)).expect("transport");
+    t.send(ping(1)).await.expect("send");
+    match answer(&t).await {
+        Message::Error(e) => {
+            assert_eq!(e.id, Some(RequestId::from(1)));
+            assert!(
+                e.error.message.contains("longer than 1024 bytes"),
+                "{what}: {}",
+                e.error.message
+            );
+        }
+        m => panic!("an error for the long {what}, not {m:?}"),
+    }
+    t.send(ping(2)).await.expect("send");
+    assert!(matches!(answer(&t).await, Message::Response(r) if r.id == RequestId::from(2)));
+}
+
 #[tokio::test]
 async fn a_json_answer_longer_than_the_limit_fails_its_request_only() {
     let url = server(|n| match n {
@@ -89,21 +109,7 @@ async fn a_json_answer_longer_than_the_limit_fails_its_request_only() {
         ),
         n => ("application/json", small(n)),
     });
-    let t = HttpTransport::new(HttpConfig::new(url).max_message_bytes(1024)).expect("transport");
-    t.send(ping(1)).await.expect("send");
-    match answer(&t).await {
-        Message::Error(e) => {
-            assert_eq!(e.id, Some(RequestId::from(1)));
-            assert!(
-                e.error.message.contains("longer than 1024 bytes"),
-                "{}",
-                e.error.message
-            );
-        }
-        m => panic!("an error for the long answer, not {m:?}"),
-    }
-    t.send(ping(2)).await.expect("send");
-    assert!(matches!(answer(&t).await, Message::Response(r) if r.id == RequestId::from(2)));
+    refused_then_served(url, "JSON body").await;
 }
 
 #[tokio::test]
@@ -119,19 +125,5 @@ async fn an_sse_event_longer_than_the_limit_fails_its_request_only() {
         ),
         n => ("application/json", small(n)),
     });
-    let t = HttpTransport::new(HttpConfig::new(url).max_message_bytes(1024)).expect("transport");
-    t.send(ping(1)).await.expect("send");
-    match answer(&t).await {
-        Message::Error(e) => {
-            assert_eq!(e.id, Some(RequestId::from(1)));
-            assert!(
-                e.error.message.contains("longer than 1024 bytes"),
-                "{}",
-                e.error.message
-            );
-        }
-        m => panic!("an error for the long event, not {m:?}"),
-    }
-    t.send(ping(2)).await.expect("send");
-    assert!(matches!(answer(&t).await, Message::Response(r) if r.id == RequestId::from(2)));
+    refused_then_served(url, "SSE event").await;
 }

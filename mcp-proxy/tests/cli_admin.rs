@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 mod common;
 use common::python::python_upstream;
+use common::stdio_host::StdioHost;
 
 /// `GET path` with `host` as `Host`: the status and the body.
 fn get(addr: SocketAddr, path: &str, host: &str) -> (u16, String) {
@@ -97,31 +98,12 @@ fn admin_serves_health_and_metrics_beside_stdio() {
     std::thread::spawn(move || for _ in stderr.lines() {});
 
     // A legacy host on stdio makes two calls.
-    let mut stdin = gw.stdin.take().expect("stdin");
-    let mut stdout = BufReader::new(gw.stdout.take().expect("stdout"));
-    let mut send = |v: Value| writeln!(stdin, "{v}").expect("write to the gateway");
-    send(
-        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"}}}),
-    );
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut host = StdioHost::initialize(&mut gw);
     for id in 1..=2 {
-        send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        host.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": {"name": "core__hello", "arguments": {}}}));
-    }
-    let mut answered = 0;
-    while answered < 3 {
-        let mut line = String::new();
-        assert!(
-            stdout.read_line(&mut line).expect("read") > 0,
-            "stdout closed"
-        );
-        let v: Value = serde_json::from_str(&line).expect("JSON-RPC");
-        if v.get("id").is_some() {
-            assert!(v.get("result").is_some(), "{v}");
-            answered += 1;
-        }
+        let answer = host.answer(id);
+        assert!(answer.get("result").is_some(), "{answer}");
     }
 
     assert_eq!(get(addr, "/healthz", "127.0.0.1").0, 200);
@@ -144,7 +126,7 @@ fn admin_serves_health_and_metrics_beside_stdio() {
         "no MCP on the admin listener"
     );
 
-    drop(stdin);
+    host.close();
     let status = gw.wait().expect("the gateway exits when stdin closes");
     assert!(status.success(), "{status}");
     let _ = std::fs::remove_dir_all(&dir);

@@ -24,6 +24,39 @@ fn server(key: &str, tool: &str) -> serde_json::Value {
     json!({"command": "python3", "args": ["-c", python_upstream(key, "import os", tools, on_call)]})
 }
 
+/// `mcp-gateway --config <config> --http 127.0.0.1:0`; its stderr as `stderr` says.
+fn spawn(config: &std::path::Path, stderr: Stdio) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_mcp-gateway"))
+        .args([
+            "--config",
+            &config.display().to_string(),
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .expect("mcp-gateway starts")
+}
+
+/// A legacy host on the URL `gateway` prints once it serves.
+async fn connect(gateway: &mut std::process::Child) -> Client {
+    let mut url = String::new();
+    let stdout = gateway.stdout.take().expect("stdout");
+    BufReader::new(stdout).read_line(&mut url).expect("the URL");
+    let options = ClientOptions::default().era(EraChoice::Legacy(Revision::V2025_06_18));
+    mcp_client::connect_http(HttpConfig::new(url.trim()), NoHandler, options)
+        .await
+        .expect("host connects")
+}
+
+/// Stops `gateway`.
+fn stop(gateway: &mut std::process::Child) {
+    let _ = Command::new("kill").arg(gateway.id().to_string()).status();
+    let _ = gateway.wait();
+}
+
 async fn names(client: &Client) -> Vec<String> {
     let mut n: Vec<String> = match client.list_tools().await {
         Ok(tools) => tools.into_iter().map(|t| t.name).collect(),
@@ -67,25 +100,8 @@ async fn an_edited_configuration_is_applied_and_a_broken_one_refused() {
         std::fs::write(&config, text).expect("write config");
     };
     write(json!({"keep": server("keep", "pid"), "gone": server("gone", "old")}));
-    let mut gateway = Command::new(env!("CARGO_BIN_EXE_mcp-gateway"))
-        .args([
-            "--config",
-            &config.display().to_string(),
-            "--http",
-            "127.0.0.1:0",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("mcp-gateway starts");
-    let mut url = String::new();
-    let stdout = gateway.stdout.take().expect("stdout");
-    BufReader::new(stdout).read_line(&mut url).expect("the URL");
-    let options = ClientOptions::default().era(EraChoice::Legacy(Revision::V2025_06_18));
-    let host = mcp_client::connect_http(HttpConfig::new(url.trim()), NoHandler, options)
-        .await
-        .expect("host connects");
+    let mut gateway = spawn(&config, Stdio::piped());
+    let host = connect(&mut gateway).await;
     assert_eq!(names(&host).await, ["gone__old", "keep__pid"]);
     let before = pid(&host, "keep__pid").await;
 
@@ -106,8 +122,7 @@ async fn an_edited_configuration_is_applied_and_a_broken_one_refused() {
     assert_eq!(pid(&host, "keep__pid").await, before);
 
     host.close().await;
-    let _ = Command::new("kill").arg(gateway.id().to_string()).status();
-    let _ = gateway.wait();
+    stop(&mut gateway);
     let mut err = String::new();
     if let Some(mut e) = gateway.stderr.take() {
         let _ = e.read_to_string(&mut err);
@@ -137,25 +152,8 @@ async fn a_kubernetes_volume_swap_is_applied() {
     symlink("..data/gateway.json", dir.join("gateway.json")).expect("gateway.json");
 
     let config = dir.join("gateway.json");
-    let mut gateway = Command::new(env!("CARGO_BIN_EXE_mcp-gateway"))
-        .args([
-            "--config",
-            &config.display().to_string(),
-            "--http",
-            "127.0.0.1:0",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("mcp-gateway starts");
-    let mut url = String::new();
-    let stdout = gateway.stdout.take().expect("stdout");
-    BufReader::new(stdout).read_line(&mut url).expect("the URL");
-    let options = ClientOptions::default().era(EraChoice::Legacy(Revision::V2025_06_18));
-    let host = mcp_client::connect_http(HttpConfig::new(url.trim()), NoHandler, options)
-        .await
-        .expect("host connects");
+    let mut gateway = spawn(&config, Stdio::null());
+    let host = connect(&mut gateway).await;
     assert_eq!(names(&host).await, ["keep__pid"]);
 
     // What the kubelet does: the new version beside the old, a new link, renamed over.
@@ -171,8 +169,7 @@ async fn a_kubernetes_volume_swap_is_applied() {
     );
 
     host.close().await;
-    let _ = Command::new("kill").arg(gateway.id().to_string()).status();
-    let _ = gateway.wait();
+    stop(&mut gateway);
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -188,34 +185,16 @@ async fn an_edit_during_start_up_is_applied() {
     // Takes a second to start: the edit below lands before the gateway watches.
     let slow = json!({"command": "python3", "args": ["-c", python_upstream("slow", "import time; time.sleep(1)", tools, on_call)]});
     std::fs::write(&config, json!({"mcpServers": {"slow": slow}}).to_string()).expect("write");
-    let mut gateway = Command::new(env!("CARGO_BIN_EXE_mcp-gateway"))
-        .args([
-            "--config",
-            &config.display().to_string(),
-            "--http",
-            "127.0.0.1:0",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("mcp-gateway starts");
+    let mut gateway = spawn(&config, Stdio::null());
     std::thread::sleep(Duration::from_millis(300));
     let edited = json!({"mcpServers": {"slow": slow, "new": server("new", "fresh")}});
     std::fs::write(&config, edited.to_string()).expect("edit");
-    let mut url = String::new();
-    let stdout = gateway.stdout.take().expect("stdout");
-    BufReader::new(stdout).read_line(&mut url).expect("the URL");
-    let options = ClientOptions::default().era(EraChoice::Legacy(Revision::V2025_06_18));
-    let host = mcp_client::connect_http(HttpConfig::new(url.trim()), NoHandler, options)
-        .await
-        .expect("host connects");
+    let host = connect(&mut gateway).await;
     assert_eq!(
         until(&host, &["new__fresh", "slow__slow"]).await,
         ["new__fresh", "slow__slow"]
     );
     host.close().await;
-    let _ = Command::new("kill").arg(gateway.id().to_string()).status();
-    let _ = gateway.wait();
+    stop(&mut gateway);
     let _ = std::fs::remove_dir_all(dir);
 }

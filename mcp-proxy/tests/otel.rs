@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 mod common;
 use common::python::python_upstream;
+use common::stdio_host::StdioHost;
 
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const HOST_SPAN: &str = "00f067aa0ba902b7";
@@ -97,31 +98,13 @@ fn spans_are_exported_in_the_hosts_trace() {
         .stderr(Stdio::null())
         .spawn()
         .expect("mcp-gateway runs");
-    let mut stdin = gw.stdin.take().expect("stdin");
-    let mut stdout = BufReader::new(gw.stdout.take().expect("stdout"));
-    let mut send = |v: Value| writeln!(stdin, "{v}").expect("write to the gateway");
-    send(
-        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"}}}),
-    );
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut host = StdioHost::initialize(&mut gw);
     let traceparent = format!("00-{TRACE_ID}-{HOST_SPAN}-01");
-    send(
+    host.send(
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "up__meta", "arguments": {}, "_meta": {"traceparent": traceparent}}}),
     );
-    let answer = loop {
-        let mut line = String::new();
-        assert!(
-            stdout.read_line(&mut line).expect("read") > 0,
-            "stdout closed"
-        );
-        let v: Value = serde_json::from_str(&line).expect("JSON-RPC");
-        if v["id"] == 1 {
-            break v;
-        }
-    };
+    let answer = host.answer(1);
     let received: Value = serde_json::from_str(
         answer["result"]["content"][0]["text"]
             .as_str()
@@ -130,7 +113,7 @@ fn spans_are_exported_in_the_hosts_trace() {
     .expect("JSON");
     assert_eq!(received["traceparent"], traceparent, "unchanged upstream");
 
-    drop(stdin);
+    host.close();
     assert!(gw.wait().expect("exit").success());
     // The exporter sends what it batched before the process exits.
     let posted = posted.lock().expect("lock");

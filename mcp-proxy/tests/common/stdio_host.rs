@@ -1,0 +1,57 @@
+//! A legacy host speaking JSON lines to a gateway process's stdio, for the tests that run
+//! the `mcp-gateway` program: it initialises (2025-06-18) and sends requests as written.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout};
+
+use serde_json::{json, Value};
+
+/// The gateway's stdin and stdout, initialised.
+pub struct StdioHost {
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl StdioHost {
+    /// Takes `gateway`'s stdin and stdout (both piped) and initialises.
+    pub fn initialize(gateway: &mut Child) -> StdioHost {
+        let mut host = StdioHost {
+            stdin: gateway.stdin.take(),
+            stdout: BufReader::new(gateway.stdout.take().expect("stdout piped")),
+        };
+        host.send(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        );
+        host.answer(0);
+        host.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        host
+    }
+
+    /// Writes one message.
+    pub fn send(&mut self, message: Value) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{message}").expect("write to the gateway");
+    }
+
+    /// Reads until the answer to `id`, and returns it.
+    pub fn answer(&mut self, id: i64) -> Value {
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).expect("read") > 0,
+                "stdout closed"
+            );
+            let v: Value = serde_json::from_str(&line).expect("JSON-RPC");
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+
+    /// Closes stdin: the gateway stops.
+    pub fn close(&mut self) {
+        self.stdin = None;
+    }
+}
