@@ -8,14 +8,12 @@
 //! [`ClientHandler`] — as real requests from a legacy server, and as the
 //! `InputRequiredResult` → retry loop of a 2026-07-28 one.
 
-// First: its `setters!` macro is used by the modules after it.
-#[macro_use]
-mod options;
 pub mod auth;
 mod child;
 pub mod fetch;
 pub mod http;
 pub mod http_sse;
+mod options;
 mod relay;
 pub use relay::RawRequest;
 pub mod sse;

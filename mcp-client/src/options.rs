@@ -15,22 +15,6 @@ use tokio::sync::mpsc;
 
 use crate::EraChoice;
 
-/// Builder-style setters, `pub fn field(mut self, value: T) -> Self`, one per listed field.
-macro_rules! setters {
-    ($ty:ident { $($(#[$doc:meta])* $name:ident: $t:ty;)* }) => {
-        impl $ty {
-            $(
-                $(#[$doc])*
-                #[must_use]
-                pub fn $name(mut self, value: $t) -> Self {
-                    self.$name = value;
-                    self
-                }
-            )*
-        }
-    };
-}
-
 /// How a [`Client`](crate::Client) presents itself and behaves.
 ///
 /// Built from [`ClientOptions::default`] with the setters, each named after its field:
@@ -104,7 +88,7 @@ impl ClientOptions {
     }
 }
 
-setters! {
+mcp_types::setters! {
     ClientOptions {
         /// Sets [`ClientOptions::info`], the `clientInfo` sent to the server.
         info: Implementation;
@@ -174,7 +158,7 @@ impl CallOptions {
     }
 }
 
-setters! {
+mcp_types::setters! {
     CallOptions {
         /// Sets [`CallOptions::return_input_required`].
         return_input_required: bool;

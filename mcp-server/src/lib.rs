@@ -121,22 +121,8 @@ impl ServerOptions {
     }
 }
 
-macro_rules! option_setters {
-    ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {
-        impl ServerOptions {
-            $(
-                $(#[$doc])*
-                #[must_use]
-                pub fn $name(mut self, value: $ty) -> Self {
-                    self.$name = value;
-                    self
-                }
-            )*
-        }
-    };
-}
-
-option_setters! {
+mcp_types::setters! {
+    ServerOptions {
     /// Sets [`ServerOptions::info`], the `serverInfo`.
     info: Implementation;
     /// Sets [`ServerOptions::supported`], the revisions served.
@@ -153,6 +139,7 @@ option_setters! {
     max_batch_messages: usize;
     /// Sets [`ServerOptions::max_in_flight_requests`].
     max_in_flight_requests: usize;
+    }
 }
 
 /// A dual-era MCP server around a [`ServerHandler`].

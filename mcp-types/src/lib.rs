@@ -34,6 +34,7 @@ pub mod rpc;
 #[cfg(feature = "validation")]
 pub mod schema;
 mod serde_util;
+mod setters;
 pub mod transport;
 
 pub use jsonrpc::{

@@ -75,7 +75,7 @@ impl HttpConfig {
     }
 }
 
-setters! {
+mcp_types::setters! {
     HttpConfig {
         /// Sets [`HttpConfig::headers`], the `(name, value)` pairs added to every request.
         headers: Vec<(String, String)>;

@@ -181,22 +181,6 @@ impl Default for AggregatorOptions {
     }
 }
 
-/// Builder-style setters, `pub fn field(mut self, value: T) -> Self`, one per listed field.
-macro_rules! setters {
-    ($ty:ident { $($(#[$doc:meta])* $name:ident: $t:ty;)* }) => {
-        impl $ty {
-            $(
-                $(#[$doc])*
-                #[must_use]
-                pub fn $name(mut self, value: $t) -> Self {
-                    self.$name = value;
-                    self
-                }
-            )*
-        }
-    };
-}
-
 impl UpstreamConfig {
     /// Sets [`UpstreamConfig::key`], the configuration key.
     #[must_use]
@@ -247,7 +231,7 @@ impl UpstreamConfig {
     }
 }
 
-setters! {
+mcp_types::setters! {
     UpstreamConfig {
         /// Sets [`UpstreamConfig::trusted`].
         trusted: bool;
@@ -286,7 +270,7 @@ impl AggregatorOptions {
     }
 }
 
-setters! {
+mcp_types::setters! {
     AggregatorOptions {
         /// Sets [`AggregatorOptions::namespacing`].
         namespacing: Arc<dyn Namespacing>;

@@ -139,21 +139,6 @@ impl Default for HttpOptions {
     }
 }
 
-macro_rules! setters {
-    ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {
-        impl HttpOptions {
-            $(
-                $(#[$doc])*
-                #[must_use]
-                pub fn $name(mut self, value: $ty) -> Self {
-                    self.$name = value;
-                    self
-                }
-            )*
-        }
-    };
-}
-
 impl HttpOptions {
     /// Sets [`HttpOptions::path`].
     #[must_use]
@@ -184,7 +169,8 @@ impl HttpOptions {
     }
 }
 
-setters! {
+mcp_types::setters! {
+    HttpOptions {
     /// Sets [`HttpOptions::allowed_hosts`].
     allowed_hosts: Vec<String>;
     /// Sets [`HttpOptions::allowed_origins`].
@@ -211,4 +197,5 @@ setters! {
     idle_timeout: Duration;
     /// Sets [`HttpOptions::max_connections`].
     max_connections: usize;
+    }
 }
