@@ -5,12 +5,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::http::Connector;
 use async_trait::async_trait;
 use bytes::Bytes;
-use http::{header, HeaderValue, Method, Request, Uri};
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client as HyperClient;
+use http::{Method, Uri};
+use http_body_util::BodyExt;
 use mcp_types::transport::{
     send_without_waiting, CloseReason, Closed, Incoming, Transport, TrySendError,
 };
@@ -18,11 +16,12 @@ use mcp_types::{codes, ErrorObject, ErrorResponse, Frame, Message};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::http::{HttpConfig, HttpError};
+use crate::http_sse_auth::Requester;
 use crate::sse::SseParser;
 
 /// A connection to a 2024-11-05 HTTP+SSE server.
 pub struct SseTransport {
-    client: HyperClient<Connector, Full<Bytes>>,
+    requester: Requester,
     endpoint: Uri,
     tx: mpsc::Sender<Incoming>,
     rx: tokio::sync::Mutex<mpsc::Receiver<Incoming>>,
@@ -47,28 +46,17 @@ impl SseTransport {
             .url
             .parse()
             .map_err(|_| HttpError::Url(config.url.clone()))?;
-        let client: HyperClient<Connector, Full<Bytes>> =
-            HyperClient::builder(hyper_util::rt::TokioExecutor::new())
-                .build(crate::http::connector());
-        let mut req = Request::new(Full::new(Bytes::new()));
-        *req.method_mut() = Method::GET;
-        *req.uri_mut() = url.clone();
-        req.headers_mut().insert(
-            header::ACCEPT,
-            HeaderValue::from_static("text/event-stream"),
-        );
-        for (k, v) in &config.headers {
-            let name = http::HeaderName::from_bytes(k.as_bytes())
-                .map_err(|_| HttpError::Header(k.clone()))?;
-            req.headers_mut().insert(
-                name,
-                HeaderValue::from_str(v).map_err(|_| HttpError::Header(k.clone()))?,
-            );
-        }
-        let resp = client
-            .request(req)
+        let requester = Requester::new(&config)?;
+        let resp = requester
+            .send(
+                Method::GET,
+                &url,
+                Bytes::new(),
+                None,
+                Some("text/event-stream"),
+            )
             .await
-            .map_err(|e| HttpError::Url(format!("{}: {e}", config.url)))?;
+            .map_err(HttpError::Url)?;
         if !resp.status().is_success() {
             return Err(HttpError::Url(format!(
                 "{}: HTTP {}",
@@ -131,7 +119,7 @@ impl SseTransport {
         })?;
         let endpoint = resolve(&url, &endpoint).ok_or_else(|| HttpError::Url(endpoint.clone()))?;
         Ok(SseTransport {
-            client,
+            requester,
             endpoint,
             tx,
             rx: tokio::sync::Mutex::new(rx),
@@ -152,21 +140,26 @@ impl Transport for SseTransport {
             return Err(TrySendError::Closed(Closed(r)));
         }
         // Each message is its own POST; answers arrive on the stream.
-        let mut req = Request::new(Full::new(Bytes::from(
-            serde_json::to_vec(&frame).unwrap_or_default(),
-        )));
-        *req.method_mut() = Method::POST;
-        *req.uri_mut() = self.endpoint.clone();
-        req.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
+        let body = Bytes::from(serde_json::to_vec(&frame).unwrap_or_default());
+        let (requester, endpoint, tx) = (
+            self.requester.clone(),
+            self.endpoint.clone(),
+            self.tx.clone(),
         );
-        let (client, tx) = (self.client.clone(), self.tx.clone());
         tokio::spawn(async move {
-            let failure = match client.request(req).await {
+            let sent = requester
+                .send(
+                    Method::POST,
+                    &endpoint,
+                    body,
+                    Some("application/json"),
+                    None,
+                )
+                .await;
+            let failure = match sent {
                 Ok(r) if r.status().is_success() => None,
                 Ok(r) => Some(format!("HTTP {}", r.status())),
-                Err(e) => Some(e.to_string()),
+                Err(e) => Some(e),
             };
             if let Some(why) = failure {
                 // The answer will never come on the stream: fail the requests now.

@@ -13,6 +13,7 @@ mod child;
 pub mod fetch;
 pub mod http;
 pub mod http_sse;
+mod http_sse_auth;
 mod options;
 mod relay;
 pub use relay::RawRequest;
