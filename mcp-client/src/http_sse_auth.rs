@@ -1,19 +1,20 @@
 //! The 2024-11-05 HTTP+SSE transport's requests: the configured headers on every one (the
 //! stream's GET and each message's POST), and the [`AuthProvider`]'s credentials, a
-//! refusal (`401`) told to it and the request sent again once it has a new token.
+//! refusal (`401`, or `403` asking for more scope) told to it and the request sent again
+//! once it has a new token, as the Streamable HTTP transport does.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::{
-    header, HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, Uri,
-};
+use http::{header, HeaderMap, HeaderValue, Method, Request, Response, Uri};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client as HyperClient;
 
-use crate::auth::{AuthProvider, BearerChallenge, Refused};
-use crate::http::{Connector, HttpConfig, HttpError};
+use crate::auth::AuthProvider;
+use crate::http::{
+    configured_headers, insert_credentials, refusal, Connector, HttpConfig, HttpError,
+};
 
 /// Sends the transport's requests.
 #[derive(Clone)]
@@ -26,17 +27,10 @@ pub(crate) struct Requester {
 impl Requester {
     /// A requester with `config`'s headers and auth.
     pub(crate) fn new(config: &HttpConfig) -> Result<Requester, HttpError> {
-        let mut extra = HeaderMap::new();
-        for (k, v) in &config.headers {
-            let name =
-                HeaderName::from_bytes(k.as_bytes()).map_err(|_| HttpError::Header(k.clone()))?;
-            let value = HeaderValue::from_str(v).map_err(|_| HttpError::Header(k.clone()))?;
-            extra.insert(name, value);
-        }
         Ok(Requester {
             client: HyperClient::builder(hyper_util::rt::TokioExecutor::new())
                 .build(crate::http::connector()),
-            extra,
+            extra: configured_headers(&config.headers)?,
             auth: config.auth.clone(),
         })
     }
@@ -69,16 +63,7 @@ impl Requester {
                 .as_ref()
                 .and_then(|a| a.credentials(method.as_str(), &endpoint));
             if let Some(c) = &credentials {
-                if let Ok(v) = HeaderValue::from_str(&c.authorization) {
-                    h.insert(header::AUTHORIZATION, v);
-                }
-                if let Some(v) = c
-                    .proof
-                    .as_deref()
-                    .and_then(|p| HeaderValue::from_str(p).ok())
-                {
-                    h.insert(HeaderName::from_static("dpop"), v);
-                }
+                insert_credentials(h, c);
             }
             let resp = self
                 .client
@@ -89,26 +74,16 @@ impl Requester {
                 return Ok(resp);
             };
             let token = credentials.map(|c| c.token);
-            if resp.status() != StatusCode::UNAUTHORIZED {
+            let Some(refused) = refusal(&resp, &endpoint, token.clone()) else {
                 if let (Some(t), true) = (&token, resp.status().is_success()) {
                     auth.accepted(t);
                 }
                 return Ok(resp);
-            }
-            let challenge = resp
-                .headers()
-                .get(header::WWW_AUTHENTICATE)
-                .and_then(|v| v.to_str().ok())
-                .and_then(BearerChallenge::parse);
-            let nonce = resp
-                .headers()
-                .get("dpop-nonce")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            let refused = Refused::new(&endpoint, challenge, token).with_dpop_nonce(nonce);
+            };
+            let status = resp.status();
             auth.unauthorized(refused)
                 .await
-                .map_err(|e| format!("{endpoint}: HTTP 401: authorization failed: {e}"))?;
+                .map_err(|e| format!("{endpoint}: HTTP {status}: authorization failed: {e}"))?;
         }
     }
 }

@@ -8,12 +8,59 @@ use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCo
 use http_body_util::Full;
 use mcp_types::{codes, ErrorObject, Frame};
 
-use super::{request_ids, Shared};
+use super::{request_ids, HttpError, Shared};
 use crate::auth::{BearerChallenge, Credentials, Refused};
 
 /// The `DPoP` and `DPoP-Nonce` headers (RFC 9449).
 const DPOP: &str = "dpop";
 const DPOP_NONCE: &str = "dpop-nonce";
+
+/// `HttpConfig::headers` as a header map, or the first that is not a valid header.
+pub(crate) fn configured_headers(headers: &[(String, String)]) -> Result<HeaderMap, HttpError> {
+    let mut extra = HeaderMap::new();
+    for (k, v) in headers {
+        let name =
+            HeaderName::from_bytes(k.as_bytes()).map_err(|_| HttpError::Header(k.clone()))?;
+        let value = HeaderValue::from_str(v).map_err(|_| HttpError::Header(k.clone()))?;
+        extra.insert(name, value);
+    }
+    Ok(extra)
+}
+
+/// Puts `credentials` on `h`: `Authorization`, and `DPoP` with a DPoP-bound token.
+pub(crate) fn insert_credentials(h: &mut HeaderMap, credentials: &Credentials) {
+    if let Ok(v) = HeaderValue::from_str(&credentials.authorization) {
+        h.insert(header::AUTHORIZATION, v);
+    }
+    if let Some(v) = credentials
+        .proof
+        .as_deref()
+        .and_then(|p| HeaderValue::from_str(p).ok())
+    {
+        h.insert(HeaderName::from_static(DPOP), v);
+    }
+}
+
+/// What to tell an auth provider of `resp` to `endpoint`, which carried `token`, if the
+/// server refused it: a `401`, or a `403` with `insufficient_scope` (step-up).
+pub(crate) fn refusal<B>(
+    resp: &http::Response<B>,
+    endpoint: &str,
+    token: Option<String>,
+) -> Option<Refused> {
+    let challenge = resp
+        .headers()
+        .get(header::WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(BearerChallenge::parse);
+    let step_up = resp.status() == StatusCode::FORBIDDEN
+        && challenge.as_ref().and_then(|c| c.error.as_deref()) == Some("insufficient_scope");
+    if resp.status() != StatusCode::UNAUTHORIZED && !step_up {
+        return None;
+    }
+    let nonce = resp.headers().get(DPOP_NONCE).and_then(|v| v.to_str().ok());
+    Some(Refused::new(endpoint, challenge, token).with_dpop_nonce(nonce.map(str::to_owned)))
+}
 
 impl Shared {
     /// The configured headers, and the credentials for a `method` request if there are.
@@ -31,35 +78,10 @@ impl Shared {
     /// DPoP-bound token).
     pub(super) fn headers_with(&self, credentials: Option<&Credentials>) -> HeaderMap {
         let mut h = self.extra.clone();
-        let Some(c) = credentials else { return h };
-        if let Ok(v) = HeaderValue::from_str(&c.authorization) {
-            h.insert(header::AUTHORIZATION, v);
-        }
-        if let Some(v) = c
-            .proof
-            .as_deref()
-            .and_then(|p| HeaderValue::from_str(p).ok())
-        {
-            h.insert(HeaderName::from_static(DPOP), v);
+        if let Some(c) = credentials {
+            insert_credentials(&mut h, c);
         }
         h
-    }
-
-    /// The challenge of a refusal the auth provider should handle, if this is one: a
-    /// `401`, or a `403` with `insufficient_scope` (step-up).
-    pub(super) fn refused(
-        &self,
-        resp: &http::Response<hyper::body::Incoming>,
-    ) -> Option<Option<BearerChallenge>> {
-        self.auth.as_ref()?;
-        let challenge = resp
-            .headers()
-            .get(header::WWW_AUTHENTICATE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(BearerChallenge::parse);
-        let step_up = resp.status() == StatusCode::FORBIDDEN
-            && challenge.as_ref().and_then(|c| c.error.as_deref()) == Some("insufficient_scope");
-        (resp.status() == StatusCode::UNAUTHORIZED || step_up).then_some(challenge)
     }
 
     /// POSTs `body`; a refusal the auth provider can answer gets it a token and the POST
@@ -83,7 +105,8 @@ impl Shared {
             let Some(auth) = &self.auth else {
                 return Ok(resp);
             };
-            let Some(challenge) = self.refused(&resp) else {
+            let endpoint = self.url.to_string();
+            let Some(refused) = refusal(&resp, &endpoint, token.clone()) else {
                 // A notification's 202 says little: servers let some through unchecked.
                 let answered = resp.status().is_success() && !request_ids(frame).is_empty();
                 if let (Some(t), true) = (&token, answered) {
@@ -91,10 +114,6 @@ impl Shared {
                 }
                 return Ok(resp);
             };
-            let endpoint = self.url.to_string();
-            let nonce = resp.headers().get(DPOP_NONCE).and_then(|v| v.to_str().ok());
-            let refused =
-                Refused::new(&endpoint, challenge, token).with_dpop_nonce(nonce.map(str::to_owned));
             if let Err(e) = auth.unauthorized(refused).await {
                 tracing::warn!("authorization for {endpoint} failed: {e}");
                 return Err(ErrorObject::new(

@@ -34,6 +34,7 @@ mod config;
 mod stream;
 mod trace;
 
+pub(crate) use auth::{configured_headers, insert_credentials, refusal};
 pub use config::HttpConfig;
 
 pub(crate) type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
@@ -102,13 +103,7 @@ impl HttpTransport {
         if !matches!(url.scheme_str(), Some("http" | "https")) {
             return Err(HttpError::Url(config.url));
         }
-        let mut extra = HeaderMap::new();
-        for (k, v) in &config.headers {
-            let name =
-                HeaderName::from_bytes(k.as_bytes()).map_err(|_| HttpError::Header(k.clone()))?;
-            let value = HeaderValue::from_str(v).map_err(|_| HttpError::Header(k.clone()))?;
-            extra.insert(name, value);
-        }
+        let extra = configured_headers(&config.headers)?;
         let client = HyperClient::builder(hyper_util::rt::TokioExecutor::new()).build(connector());
         let (tx, rx) = mpsc::channel(256);
         Ok(HttpTransport {
