@@ -25,9 +25,7 @@ mod signals;
 mod telemetry;
 
 pub use logging::{init_logging, LogFormat, Telemetry};
-use serve::{
-    gateway_server, load, load_with_text, serve_admin, serve_http, serve_stdio, write_pins, Access,
-};
+use serve::{gateway_server, load, serve_admin, serve_http, serve_stdio, write_pins, Access};
 use signals::StopSignals;
 
 /// The command line.
@@ -145,7 +143,7 @@ fn check_config(path: Option<&str>) -> ExitCode {
         return ExitCode::from(2);
     };
     match load(path) {
-        Ok(g) => {
+        Ok((g, _)) => {
             println!("{path}: good; {} upstreams", g.upstreams.len());
             for u in &g.upstreams {
                 println!("  {}: {:?}", u.key, u.transport);
@@ -172,7 +170,7 @@ async fn run(args: Args, drain: Duration, default: Option<Default>) -> u8 {
             eprintln!("gateway: --config FILE is required (see --help)");
             return 2;
         }
-        (Some(path), _) => match load_with_text(path) {
+        (Some(path), _) => match load(path) {
             Ok((g, text)) => {
                 let access = Access {
                     authorization: g.authorization,

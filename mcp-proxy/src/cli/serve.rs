@@ -58,13 +58,8 @@ pub(super) struct Access {
     pub(super) http: HttpOptions,
 }
 
-/// The configuration file at `path`.
-pub(super) fn load(path: &str) -> Result<crate::config::Gateway, String> {
-    load_with_text(path).map(|(g, _)| g)
-}
-
 /// The configuration file at `path`, and the text it was read from.
-pub(super) fn load_with_text(path: &str) -> Result<(crate::config::Gateway, String), String> {
+pub(super) fn load(path: &str) -> Result<(crate::config::Gateway, String), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
     let g = crate::config::parse(&text, path).map_err(|e| e.to_string())?;
     Ok((g, text))

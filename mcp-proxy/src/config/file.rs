@@ -7,6 +7,9 @@
 //! has `command` or `url`, a view names servers that exist, a secret's variable is set) is
 //! checked by [`crate::config::parse`], which `--check-config` runs.
 
+// The types are read for their schema only: nothing builds or reads their values.
+#![allow(dead_code)]
+
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
@@ -15,7 +18,6 @@ use serde_json::{Map, Value};
 /// A gateway configuration file: Claude Desktop's and Cursor's `mcpServers`, and `gateway`.
 #[derive(JsonSchema)]
 #[schemars(deny_unknown_fields, title = "mcp-gateway configuration")]
-#[allow(dead_code)] // Read for its schema only.
 pub(super) struct ConfigFile {
     /// The upstream MCP servers, by key (the key is their default namespace).
     #[serde(rename = "mcpServers")]
@@ -29,7 +31,6 @@ pub(super) struct ConfigFile {
 #[derive(JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
-#[allow(dead_code)]
 pub(super) struct Server {
     /// The program to start (stdio).
     command: Option<String>,
@@ -87,7 +88,6 @@ pub(super) struct Server {
 
 /// A server's `type`.
 #[derive(JsonSchema)]
-#[allow(dead_code)]
 enum ServerType {
     #[serde(rename = "stdio")]
     Stdio,
@@ -104,7 +104,6 @@ enum ServerType {
 /// A server's `session`.
 #[derive(JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-#[allow(dead_code)]
 enum SessionKind {
     PerHost,
     Shared,
@@ -113,7 +112,6 @@ enum SessionKind {
 /// One entry of a server's `overrides`.
 #[derive(JsonSchema)]
 #[schemars(deny_unknown_fields)]
-#[allow(dead_code)]
 pub(super) struct ToolOverride {
     /// The name hosts see (before the namespace).
     #[schemars(length(min = 1, max = 64), regex(pattern = r"^[A-Za-z0-9_.-]+$"))]
@@ -130,7 +128,6 @@ pub(super) struct ToolOverride {
 #[derive(JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
-#[allow(dead_code)]
 pub(super) struct UpstreamAuth {
     /// The grant the gateway uses.
     #[serde(rename = "type")]
@@ -166,7 +163,6 @@ pub(super) struct UpstreamAuth {
 /// An upstream `auth`'s `type`.
 #[derive(JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
 enum UpstreamAuthType {
     #[serde(rename = "oauth")]
     OAuth,
@@ -178,7 +174,6 @@ enum UpstreamAuthType {
 #[derive(JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
-#[allow(dead_code)]
 pub(super) struct Gateway {
     /// Who may use the gateway over HTTP.
     auth: Option<Auth>,
@@ -209,7 +204,6 @@ pub(super) struct Gateway {
 #[derive(JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
-#[allow(dead_code)]
 pub(super) struct Http {
     /// Host names accepted in `Host` besides loopback ones.
     allowed_hosts: Option<Vec<String>>,
@@ -244,7 +238,6 @@ pub(super) struct Http {
 /// `surface`.
 #[derive(JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
 enum Surface {
     Direct,
     Dispatcher,
@@ -254,7 +247,6 @@ enum Surface {
 #[derive(JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
-#[allow(dead_code)]
 pub(super) struct Auth {
     /// This gateway's canonical URL, the audience of its tokens.
     resource: String,
@@ -274,7 +266,6 @@ pub(super) struct Auth {
 #[derive(JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
-#[allow(dead_code)]
 pub(super) struct Jwt {
     /// The `iss` tokens carry.
     issuer: String,
@@ -295,7 +286,6 @@ pub(super) struct Jwt {
 #[derive(JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
-#[allow(dead_code)]
 pub(super) struct ApiKey {
     /// Names the key in logs and views.
     name: String,
@@ -314,7 +304,6 @@ pub(super) struct ApiKey {
 #[derive(JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
-#[allow(dead_code)]
 pub(super) struct Pins {
     /// Where the approved definitions are kept.
     file: String,
@@ -327,7 +316,6 @@ pub(super) struct Pins {
 /// `pins.onChange`.
 #[derive(JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
 enum OnChange {
     Hide,
     Ask,
@@ -336,7 +324,6 @@ enum OnChange {
 /// `pins.unpinned`.
 #[derive(JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
 enum Unpinned {
     Allow,
     Hide,
@@ -347,7 +334,6 @@ enum Unpinned {
 #[derive(JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
-#[allow(dead_code)]
 pub(super) struct View {
     /// Names it in logs.
     name: Option<String>,
