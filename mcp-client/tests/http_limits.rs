@@ -2,12 +2,15 @@
 //! an SSE event longer than it fails the request it answers, with an error naming the
 //! limit, and the transport goes on serving the next request.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::TcpListener;
 
 use mcp_client::http::{HttpConfig, HttpTransport};
 use mcp_types::transport::{Incoming, Transport};
 use mcp_types::{Frame, Message, Request, RequestId};
+
+mod common;
+use common::read_request;
 
 /// A server answering each POST with what `answer(n)` gives for its n-th request: a
 /// content type and a body.
@@ -18,23 +21,9 @@ fn server(answer: fn(usize) -> (&'static str, Vec<u8>)) -> String {
         let mut n = 0;
         for stream in listener.incoming().flatten() {
             let mut reader = BufReader::new(stream);
-            loop {
-                let mut length = 0usize;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        break;
-                    }
-                    let lower = line.to_ascii_lowercase();
-                    if let Some(v) = lower.strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                    if line == "\r\n" {
-                        break;
-                    }
-                }
-                let mut body = vec![0; length];
-                if length == 0 || reader.read_exact(&mut body).is_err() {
+            // Only POSTs, which have bodies, are answered.
+            while let Some((_, body)) = read_request(&mut reader) {
+                if body.is_empty() {
                     break;
                 }
                 let (ct, reply) = answer(n);

@@ -3,7 +3,7 @@
 //! `AuthProvider`'s token, renewed when the server refuses one. A server here answers
 //! `401` to any request without `Authorization: Bearer good`.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,26 +14,8 @@ use mcp_client::http_sse::SseTransport;
 use mcp_types::transport::{Incoming, Transport};
 use mcp_types::{Frame, Message, Request, RequestId};
 
-/// The request head's lines, its body.
-fn read_request(reader: &mut BufReader<TcpStream>) -> Option<(Vec<String>, Vec<u8>)> {
-    let (mut head, mut length) = (Vec::new(), 0usize);
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        if line == "\r\n" {
-            break;
-        }
-        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-            length = v.trim().parse().unwrap_or(0);
-        }
-        head.push(line.trim_end().to_owned());
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
-    Some((head, body))
-}
+mod common;
+use common::read_request;
 
 /// An HTTP+SSE server requiring `Bearer good`; answers a request's id with `{}` on the
 /// stream. Its URL.

@@ -4,6 +4,9 @@
 
 use std::process::{Command, Output};
 
+mod common;
+use common::raw_http::exchange;
+
 fn gateway(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_mcp-gateway"))
         .args(args)
@@ -139,7 +142,7 @@ fn print_config_schema_writes_the_configuration_schema() {
 /// `gateway.http` reaches the listener: a name it allows is served, another refused.
 #[test]
 fn gateway_http_allows_the_names_it_lists() {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::{BufRead, BufReader};
     let dir = std::env::temp_dir().join(format!("mcp-gateway-cli-http-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let file = dir.join("gateway.json");
@@ -170,20 +173,8 @@ fn gateway_http_allows_the_names_it_lists() {
         .trim_end_matches("/mcp")
         .to_owned();
     let post = |host: &str, body: &str| -> u16 {
-        let mut s = std::net::TcpStream::connect(&addr).expect("connect");
-        write!(
-            s,
-            "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        )
-        .expect("write");
-        let mut reply = String::new();
-        let _ = s.read_to_string(&mut reply);
-        reply
-            .split(' ')
-            .nth(1)
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(0)
+        let head = format!("POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream");
+        exchange(&addr, &head, body).0
     };
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
     assert_eq!(post("gw.internal:8080", init), 200, "an allowed name");

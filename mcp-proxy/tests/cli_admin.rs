@@ -3,35 +3,24 @@
 //! keeps a browser page (a `Host` that is a foreign name) from its metrics.
 #![cfg(feature = "cli")]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
 mod common;
 use common::python::python_upstream;
+use common::raw_http::exchange;
 use common::stdio_host::StdioHost;
 
 /// `GET path` with `host` as `Host`: the status and the body.
 fn get(addr: SocketAddr, path: &str, host: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).expect("connect to the admin listener");
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    exchange(
+        &addr.to_string(),
+        &format!("GET {path} HTTP/1.1\r\nHost: {host}"),
+        "",
     )
-    .expect("write");
-    let mut reply = String::new();
-    s.read_to_string(&mut reply).expect("read");
-    let status = reply
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = reply.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    (status, body.to_owned())
 }
 
 fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {

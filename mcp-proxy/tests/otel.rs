@@ -5,7 +5,7 @@
 //! child of the host's, while the upstream receives the host's `traceparent` unchanged.
 #![cfg(feature = "otel")]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 mod common;
 use common::python::python_upstream;
+use common::raw_http::read_request;
 use common::stdio_host::StdioHost;
 
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -33,26 +34,8 @@ fn collector() -> (String, Posted) {
             let keep = keep.clone();
             std::thread::spawn(move || {
                 let mut reader = BufReader::new(stream);
-                loop {
-                    let (mut head, mut length) = (String::new(), 0usize);
-                    loop {
-                        let mut line = String::new();
-                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                            length = v.trim().parse().unwrap_or(0);
-                        }
-                        if line == "\r\n" {
-                            break;
-                        }
-                        head.push_str(&line);
-                    }
-                    let mut body = vec![0; length];
-                    if reader.read_exact(&mut body).is_err() {
-                        return;
-                    }
-                    let path = head.split(' ').nth(1).unwrap_or_default().to_owned();
+                while let Some((head, body)) = read_request(&mut reader) {
+                    let path = head[0].split(' ').nth(1).unwrap_or_default().to_owned();
                     keep.lock().expect("lock").push((path, body));
                     let _ = reader
                         .get_mut()

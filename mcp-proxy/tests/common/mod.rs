@@ -11,6 +11,7 @@ use mcp_types::ErrorObject;
 use serde_json::{json, Map, Value};
 
 pub mod python;
+pub mod raw_http;
 pub mod stdio_host;
 
 /// A host (our client, with `handler` and `options`) connected to `agg` in memory.
