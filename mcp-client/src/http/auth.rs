@@ -45,7 +45,7 @@ pub(crate) fn insert_credentials(h: &mut HeaderMap, credentials: &Credentials) {
 /// server refused it: a `401`, or a `403` with `insufficient_scope` (step-up).
 pub(crate) fn refusal<B>(
     resp: &http::Response<B>,
-    endpoint: &str,
+    endpoint: &impl std::fmt::Display,
     token: Option<String>,
 ) -> Option<Refused> {
     let challenge = resp
@@ -59,6 +59,7 @@ pub(crate) fn refusal<B>(
         return None;
     }
     let nonce = resp.headers().get(DPOP_NONCE).and_then(|v| v.to_str().ok());
+    let endpoint = endpoint.to_string();
     Some(Refused::new(endpoint, challenge, token).with_dpop_nonce(nonce.map(str::to_owned)))
 }
 
@@ -105,8 +106,7 @@ impl Shared {
             let Some(auth) = &self.auth else {
                 return Ok(resp);
             };
-            let endpoint = self.url.to_string();
-            let Some(refused) = refusal(&resp, &endpoint, token.clone()) else {
+            let Some(refused) = refusal(&resp, &self.url, token.clone()) else {
                 // A notification's 202 says little: servers let some through unchecked.
                 let answered = resp.status().is_success() && !request_ids(frame).is_empty();
                 if let (Some(t), true) = (&token, answered) {
@@ -115,7 +115,7 @@ impl Shared {
                 return Ok(resp);
             };
             if let Err(e) = auth.unauthorized(refused).await {
-                tracing::warn!("authorization for {endpoint} failed: {e}");
+                tracing::warn!("authorization for {} failed: {e}", self.url);
                 return Err(ErrorObject::new(
                     codes::INTERNAL_ERROR,
                     format!("HTTP {}: authorization failed: {e}", resp.status()),
