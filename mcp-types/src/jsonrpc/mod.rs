@@ -154,11 +154,19 @@ impl EnvelopeError {
 impl Frame {
     /// Reads one frame from bytes.
     pub fn parse(bytes: &[u8]) -> Result<Frame, EnvelopeError> {
+        // Checked as UTF-8 once, whole: read from a `&[u8]`, serde_json checks every
+        // string and every raw payload again (a tenth of reading a message).
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            return match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+                Err(parse) => Err(EnvelopeError::Parse(parse)),
+                Ok(_) => Err(EnvelopeError::Invalid("not UTF-8".into())),
+            };
+        };
         let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
         let parsed = if first == Some(&b'[') {
-            serde_json::from_slice::<Vec<Message>>(bytes).map(Frame::Batch)
+            serde_json::from_str::<Vec<Message>>(text).map(Frame::Batch)
         } else {
-            serde_json::from_slice::<Message>(bytes).map(Frame::Single)
+            serde_json::from_str::<Message>(text).map(Frame::Single)
         };
         match parsed {
             Ok(Frame::Batch(b)) if b.is_empty() => {
