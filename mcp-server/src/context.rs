@@ -82,8 +82,9 @@ pub struct RequestContext {
     pub(crate) input_responses: Map<String, Value>,
     pub(crate) request_state: Option<String>,
     pub(crate) progress_token: Option<ProgressToken>,
-    /// The last progress value sent for this request (progress must only increase).
-    pub(crate) progress_sent: Arc<std::sync::Mutex<Option<f64>>>,
+    /// The last progress value sent for this request (progress must only increase);
+    /// there only when the request has a progress token, so that others allocate nothing.
+    pub(crate) progress_sent: Option<Arc<std::sync::Mutex<Option<f64>>>>,
     pub(crate) task: Option<TaskMetadata>,
     /// The task whose `tasks/result` this is: requests made for it name it (2025-11-25).
     pub(crate) related_task: Option<String>,
@@ -235,6 +236,13 @@ impl RequestContext {
         &self.client_capabilities_raw
     }
 
+    /// [`RequestContext::client_capabilities_raw`], shared: every request of a session
+    /// whose client declared its capabilities once (at `initialize`) holds the same one,
+    /// so what is derived from them can be kept and told apart by pointer.
+    pub fn client_capabilities_raw_shared(&self) -> &Arc<RawValue> {
+        &self.client_capabilities_raw
+    }
+
     /// The client's self-description, if it gave one.
     pub fn client_info(&self) -> Option<&Implementation> {
         self.client_info.as_deref()
@@ -292,7 +300,8 @@ impl RequestContext {
 
     /// The last progress value sent for this request, if any.
     pub fn last_progress(&self) -> Option<f64> {
-        self.progress_sent.lock().ok().and_then(|l| *l)
+        let sent = self.progress_sent.as_ref()?;
+        sent.lock().ok().and_then(|l| *l)
     }
 
     /// Whether the client cancelled this request.
@@ -319,10 +328,10 @@ impl RequestContext {
     /// each value greater than the last: one that is not (or is not a finite number) is
     /// dropped, its message with it.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        let Some(token) = &self.progress_token else {
+        let (Some(token), Some(sent)) = (&self.progress_token, &self.progress_sent) else {
             return;
         };
-        if let Ok(mut last) = self.progress_sent.lock() {
+        if let Ok(mut last) = sent.lock() {
             if !progress.is_finite() || last.is_some_and(|l| progress <= l) {
                 tracing::debug!(progress, "progress not sent: not above the last value");
                 return;

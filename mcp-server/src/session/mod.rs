@@ -269,17 +269,18 @@ impl Session {
         cancelled: Arc<Cancellation>,
     ) -> RequestContext {
         let revision = asker.revision;
+        let progress_token: Option<ProgressToken> = meta
+            .progress_token
+            .and_then(|t| serde_json::from_str(t.get()).ok());
         RequestContext {
             revision,
+            progress_sent: progress_token.as_ref().map(|_| Default::default()),
+            progress_token,
             client_capabilities: asker.declared.capabilities,
             client_capabilities_raw: asker.declared.capabilities_raw,
             client_info: asker.declared.info,
             input_responses: Map::new(),
             request_state: None,
-            progress_token: meta
-                .progress_token
-                .and_then(|t| serde_json::from_str(t.get()).ok()),
-            progress_sent: Default::default(),
             task: None,
             related_task: None,
             log_level: asker.log_level,
