@@ -41,12 +41,25 @@ pub type Member<'a> = (Cow<'a, str>, Cow<'a, RawValue>);
 /// Borrows from the text it was parsed from where it can (`'a`); members inserted later
 /// are owned. Duplicate keys are kept as they came; lookups see the last one, as a
 /// decoder that keeps the last value would.
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub struct RawObject<'a> {
     members: Vec<Member<'a>>,
     /// The raw value this was read from, while no member has changed: written back as it
     /// is, without a copy ([`RawObject::to_cow`]).
     source: Option<&'a RawValue>,
+}
+
+impl Clone for RawObject<'_> {
+    /// A copy with room for a few more members: a copy is made to be edited (a relay's
+    /// hop adds `_meta` or a task), and growing the copy would allocate a second time.
+    fn clone(&self) -> Self {
+        let mut members = Vec::with_capacity(self.members.len() + 2);
+        members.extend(self.members.iter().cloned());
+        RawObject {
+            members,
+            source: self.source,
+        }
+    }
 }
 
 impl PartialEq for RawObject<'_> {
