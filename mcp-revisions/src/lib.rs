@@ -21,6 +21,7 @@ pub mod negotiate;
 pub mod policy;
 pub mod shapes;
 pub mod spec_data;
+mod static_keys;
 mod translate;
 
 pub use policy::{DowngradePolicy, SpecPolicy};

@@ -266,7 +266,8 @@ impl Triggers {
     }
 }
 
-type Table = HashMap<(u8, usize), Triggers>;
+/// Keyed by addresses of the crate's own statics, looked up for every relayed message.
+type Table = HashMap<(u8, usize), Triggers, crate::static_keys::BuildStaticKeyHasher>;
 
 /// The triggers of `node` for target `to`, computed once per revision for every node.
 pub(super) fn of(node: Node, to: Revision) -> &'static Triggers {
@@ -285,7 +286,7 @@ fn table(to: Revision) -> Table {
         roots.push(Node::Result(m.result));
     }
     roots.push(Node::Result(None));
-    let mut out = Table::new();
+    let mut out = Table::default();
     let mut pending = roots;
     while let Some(node) = pending.pop() {
         if out.contains_key(&node.key()) {
