@@ -1,9 +1,10 @@
 //! Requests whose params and answers stay raw JSON: what a relay sends on for its host.
 
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
 use mcp_revisions::features;
-use mcp_types::protocol::ProgressToken;
+use mcp_types::protocol::{LoggingLevel, ProgressToken};
 use mcp_types::raw::RawObject;
 use mcp_types::rpc::Reclaimed;
 use mcp_types::{meta, RequestId, Revision};
@@ -16,6 +17,28 @@ pub(crate) struct Envelope {
     version: Box<RawValue>,
     capabilities: Box<RawValue>,
     info: Box<RawValue>,
+    /// The last host's whole `_meta` (see [`Client::host_meta`]).
+    host: Mutex<Option<HostMeta>>,
+    /// The last `_meta` written from a host's own (see [`Client::memo_meta`]).
+    written: Mutex<Option<MemoMeta>>,
+}
+
+/// A `_meta` written from a host's own `_meta` text.
+struct MemoMeta {
+    from: Box<str>,
+    meta: Box<RawValue>,
+}
+
+/// The longest host `_meta` whose rewrite is kept: an envelope is far shorter, and a host
+/// that sends more is not worth copying for.
+const MEMO_MAX_BYTES: usize = 4096;
+
+/// A `_meta` written for one host, and what it was written from.
+struct HostMeta {
+    /// Kept so that the pointer compared is never reused for another value.
+    capabilities: Arc<RawValue>,
+    level: Option<LoggingLevel>,
+    meta: Box<RawValue>,
 }
 
 impl Envelope {
@@ -24,6 +47,8 @@ impl Envelope {
             version: encode(revision.as_str()),
             capabilities: encode(&options.capabilities),
             info: encode(&options.info),
+            host: Mutex::new(None),
+            written: Mutex::new(None),
         }
     }
 }
@@ -79,6 +104,69 @@ impl Client {
             meta.insert(meta::CLIENT_CAPABILITIES, &*e.capabilities);
         }
         true
+    }
+
+    /// The whole `_meta` a relay sends on this connection for a host that wrote none of
+    /// its own beyond its hop's keys: the host's `capabilities` as it wrote them, its log
+    /// `level`, and this hop's protocol version and `clientInfo`, in that order. Written
+    /// once and kept while the same host keeps calling: `capabilities` is compared by
+    /// pointer, so pass the host session's own shared value (a host that declared its
+    /// capabilities once, at `initialize`). `None` for a server of an earlier revision.
+    pub fn host_meta(
+        &self,
+        capabilities: &Arc<RawValue>,
+        level: Option<&LoggingLevel>,
+    ) -> Option<Box<RawValue>> {
+        if !features::per_request_meta(self.revision) {
+            return None;
+        }
+        let mut last = self.envelope.host.lock().ok()?;
+        if let Some(h) = last
+            .as_ref()
+            .filter(|h| Arc::ptr_eq(&h.capabilities, capabilities) && h.level.as_ref() == level)
+        {
+            return Some(h.meta.clone());
+        }
+        let level_raw = level.map(encode);
+        let mut m = RawObject::new();
+        m.insert(meta::CLIENT_CAPABILITIES, &**capabilities);
+        if let Some(level) = level_raw.as_deref() {
+            m.insert(meta::LOG_LEVEL, level);
+        }
+        self.write_envelope(&mut m);
+        let meta = m.to_raw();
+        *last = Some(HostMeta {
+            capabilities: capabilities.clone(),
+            level: level.cloned(),
+            meta: meta.clone(),
+        });
+        Some(meta)
+    }
+
+    /// The `_meta` a relay writes from a host's own `_meta` text `from` (its rewrite
+    /// depends on nothing but that text and this connection): `write` makes it, and it is
+    /// kept while the next host `_meta` is the same text, as a host's envelope is from one
+    /// request to the next. `None` when `write` gives nothing.
+    pub fn memo_meta(
+        &self,
+        from: &str,
+        write: impl FnOnce() -> Option<Box<RawValue>>,
+    ) -> Option<Box<RawValue>> {
+        if let Ok(last) = self.envelope.written.lock() {
+            if let Some(m) = last.as_ref().filter(|m| *m.from == *from) {
+                return Some(m.meta.clone());
+            }
+        }
+        let meta = write()?;
+        if from.len() <= MEMO_MAX_BYTES {
+            if let Ok(mut last) = self.envelope.written.lock() {
+                *last = Some(MemoMeta {
+                    from: from.into(),
+                    meta: meta.clone(),
+                });
+            }
+        }
+        Some(meta)
     }
 
     /// [`Client::write_envelope`] for params whose `_meta` the caller does not otherwise

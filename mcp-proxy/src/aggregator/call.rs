@@ -27,16 +27,6 @@ use super::metered;
 use super::route::Route;
 use super::{call_failure, created_task_id, input_required, tasks, Aggregator, OWN_KEYS};
 
-/// The host's `_meta` keys that belong to its hop: its progress token (the upstream gets
-/// the gateway's) and the 2026 envelope (each hop writes its own).
-const HOST_HOP_META: [&str; 5] = [
-    meta::PROGRESS_TOKEN,
-    meta::PROTOCOL_VERSION,
-    meta::CLIENT_CAPABILITIES,
-    meta::CLIENT_INFO,
-    meta::LOG_LEVEL,
-];
-
 /// How a call runs with respect to tasks (TOOL-21).
 pub(super) struct TaskPlan {
     /// The upstream is asked to run it as a task.
@@ -234,77 +224,6 @@ impl Aggregator {
             .params_in_place(method::TOOLS_CALL, &mut p)?;
         self.hop_meta(ctx, i, up, &mut p, extension);
         Ok(p)
-    }
-
-    /// This hop's `_meta`, read and written once: the host's own hop keys go (its progress
-    /// token, its envelope: each hop writes its own), and a 2026-07-28 upstream hears the
-    /// gateway's envelope with what this host declared (its capabilities as it wrote
-    /// them, or with the tasks extension when the gateway takes a task on itself; its log
-    /// level). A 2026-07-28 host's capabilities and log level go on as it wrote them.
-    fn hop_meta(
-        &self,
-        ctx: &RequestContext,
-        i: UpstreamId,
-        up: Revision,
-        p: &mut RawObject<'_>,
-        extension: bool,
-    ) {
-        let up_modern = features::per_request_meta(up);
-        let keep_host = up_modern && features::per_request_meta(ctx.revision()) && !extension;
-        let declare = up_modern && !keep_host;
-        let client = self.inner.upstreams[i].client().filter(|_| up_modern);
-        let extended =
-            (declare && extension).then(|| raw::encode(&tasks::with_tasks_extension(ctx)));
-        let level = ctx.log_level().filter(|_| declare).map(raw::encode);
-        let written = {
-            let mut m = match p.get("_meta") {
-                None => RawObject::new(),
-                Some(m) if raw::is_object(m) => match RawObject::parse(m.get()) {
-                    Ok(m) => m,
-                    Err(_) => return,
-                },
-                // Not an object: the upstream hears it as the host wrote it.
-                Some(_) => return,
-            };
-            let before = m.len();
-            m.retain(|k, _| match k {
-                meta::CLIENT_CAPABILITIES | meta::LOG_LEVEL => keep_host,
-                k => !HOST_HOP_META.contains(&k),
-            });
-            let mut changed = m.len() != before;
-            if declare {
-                let caps = extended.as_deref().unwrap_or(ctx.client_capabilities_raw());
-                m.insert(meta::CLIENT_CAPABILITIES, caps);
-                if let Some(level) = level.as_deref() {
-                    m.insert(meta::LOG_LEVEL, level);
-                }
-                changed = true;
-            }
-            if let Some(client) = &client {
-                changed |= client.write_envelope(&mut m);
-            }
-            // A trace the host began in its HTTP headers continues upstream in `_meta`
-            // (one it began in `_meta` is there already).
-            if let Some(t) = ctx.trace_context() {
-                if !m.contains_key(meta::TRACEPARENT) {
-                    m.insert_str(meta::TRACEPARENT, t.traceparent());
-                    if let Some(state) = t.tracestate() {
-                        m.insert_str(meta::TRACESTATE, state);
-                    }
-                    changed = true;
-                }
-            }
-            changed.then(|| (!m.is_empty()).then(|| m.to_raw()))
-        };
-        match written {
-            Some(Some(m)) => {
-                p.insert("_meta", m);
-            }
-            Some(None) => {
-                p.remove("_meta");
-            }
-            None => {}
-        }
     }
 
     /// The revision upstream `i` speaks now.

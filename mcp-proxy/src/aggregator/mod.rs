@@ -32,6 +32,7 @@ mod fast;
 mod flights;
 mod handler;
 mod health;
+mod hop_meta;
 mod id;
 mod links;
 mod metered;
