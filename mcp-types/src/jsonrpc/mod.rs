@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 
 use crate::codes;
 
+mod fast;
 mod id;
 mod write;
 
@@ -163,6 +164,11 @@ impl Frame {
             };
         };
         let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+        if first == Some(&b'{') {
+            if let Some(m) = fast::message(text) {
+                return Ok(Frame::Single(m));
+            }
+        }
         let parsed = if first == Some(&b'[') {
             serde_json::from_str::<Vec<Message>>(text).map(Frame::Batch)
         } else {

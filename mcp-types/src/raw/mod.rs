@@ -30,6 +30,7 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
+pub(crate) mod scan;
 mod text;
 pub use text::*;
 
@@ -136,7 +137,45 @@ impl<'a> RawObject<'a> {
     /// Reads `text`, which must be one JSON object. The whole text is checked; only the
     /// top level is split into members.
     pub fn parse(text: &'a str) -> Result<Self, Error> {
-        serde_json::from_str(text)
+        match Self::scan(text) {
+            Some(o) => Ok(o),
+            None => serde_json::from_str(text),
+        }
+    }
+
+    /// The common object read without serde; `None` leaves it to serde_json (see
+    /// [`scan`]).
+    fn scan(text: &'a str) -> Option<Self> {
+        let mut s = scan::Scanner::new(text);
+        s.eat(b'{')?;
+        let mut members = Vec::with_capacity(4);
+        s.ws();
+        if s.peek()? == b'}' {
+            s.eat(b'}')?;
+        } else {
+            loop {
+                let (key, escaped) = s.string()?;
+                if escaped {
+                    return None;
+                }
+                s.eat(b':')?;
+                let value = s.value()?;
+                members.push((Cow::Borrowed(key), Cow::Borrowed(prewritten_ref(value))));
+                s.ws();
+                match s.peek()? {
+                    b',' => s.eat(b',')?,
+                    b'}' => {
+                        s.eat(b'}')?;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        s.at_end().then_some(RawObject {
+            members,
+            source: None,
+        })
     }
 
     /// [`RawObject::parse`] of a raw value, remembered: while no member changes,

@@ -5,7 +5,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::value::MapDeserializer;
+use serde::de::value::{BorrowedStrDeserializer, MapDeserializer};
+use serde::de::IntoDeserializer;
 use serde::de::{SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
@@ -235,16 +236,25 @@ pub(crate) fn prewritten(text: String) -> Box<RawValue> {
     Box::<RawValue>::deserialize(Prewritten(text)).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
+/// A span of text already checked to be one JSON value (by [`scan`](super::scan)), as a
+/// [`RawValue`] borrowing it: no second check, no copy.
+pub(crate) fn prewritten_ref(text: &str) -> &RawValue {
+    <&RawValue>::deserialize(Prewritten(
+        BorrowedStrDeserializer::<serde::de::value::Error>::new(text),
+    ))
+    .unwrap_or(RawValue::NULL)
+}
+
 /// Hands serde_json's raw value decoder a string as the value it decoded: a newtype
 /// struct of serde_json's private name holding a one-entry map, name to text. That is
 /// serde_json's own protocol for raw values, which no public constructor offers for text
 /// already known to be JSON. The test `prewritten_text_is_kept_verbatim` fails should
 /// serde_json ever change it.
-struct Prewritten(String);
+struct Prewritten<T>(T);
 
 const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
-impl<'de> Deserializer<'de> for Prewritten {
+impl<'de, T: IntoDeserializer<'de, serde::de::value::Error>> Deserializer<'de> for Prewritten<T> {
     type Error = serde::de::value::Error;
 
     fn deserialize_newtype_struct<V: Visitor<'de>>(
