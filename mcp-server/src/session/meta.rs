@@ -2,75 +2,52 @@
 
 use mcp_types::meta;
 use mcp_types::raw::RawObject;
-use serde::Deserialize;
 use serde_json::value::RawValue;
+use std::borrow::Cow;
 
 /// The keys of a request's `_meta` the session acts on: the 2026-07-28 envelope and the
 /// progress token, each still raw. Every other key is the handler's to read.
-#[derive(Default, Deserialize)]
+#[derive(Default)]
 pub(crate) struct RequestMeta<'a> {
-    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow)]
     pub(crate) protocol_version: Option<&'a RawValue>,
-    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", borrow)]
     pub(crate) client_capabilities: Option<&'a RawValue>,
-    #[serde(rename = "io.modelcontextprotocol/clientInfo", borrow)]
     pub(crate) client_info: Option<&'a RawValue>,
-    #[serde(rename = "io.modelcontextprotocol/logLevel", borrow)]
     pub(crate) log_level: Option<&'a RawValue>,
-    #[serde(rename = "progressToken", borrow)]
     pub(crate) progress_token: Option<&'a RawValue>,
-    #[serde(rename = "traceparent", borrow)]
     pub(crate) traceparent: Option<&'a RawValue>,
-    #[serde(rename = "tracestate", borrow)]
     pub(crate) tracestate: Option<&'a RawValue>,
-}
-
-// The renames above must be the crate's key names.
-const _: () = {
-    assert!(const_eq(
-        meta::PROTOCOL_VERSION,
-        "io.modelcontextprotocol/protocolVersion"
-    ));
-    assert!(const_eq(
-        meta::CLIENT_CAPABILITIES,
-        "io.modelcontextprotocol/clientCapabilities"
-    ));
-    assert!(const_eq(
-        meta::CLIENT_INFO,
-        "io.modelcontextprotocol/clientInfo"
-    ));
-    assert!(const_eq(
-        meta::LOG_LEVEL,
-        "io.modelcontextprotocol/logLevel"
-    ));
-    assert!(const_eq(meta::PROGRESS_TOKEN, "progressToken"));
-    assert!(const_eq(meta::TRACEPARENT, "traceparent"));
-    assert!(const_eq(meta::TRACESTATE, "tracestate"));
-};
-
-const fn const_eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
 }
 
 impl<'a> RequestMeta<'a> {
     /// The `_meta` of `params` (the request's params object, read one level deep). An
     /// absent or malformed `_meta` reads as empty.
     pub(crate) fn of(params: Option<&'a RawObject<'_>>) -> Self {
-        params
+        let mut out = Self::default();
+        let Some(Ok(members)) = params
             .and_then(|p| p.get("_meta"))
-            .and_then(|m| serde_json::from_str(m.get()).ok())
-            .unwrap_or_default()
+            .map(|m| RawObject::parse(m.get()))
+        else {
+            return out;
+        };
+        for (key, value) in members {
+            // Read from the text, every value borrows it.
+            let Cow::Borrowed(value) = value else {
+                continue;
+            };
+            let slot = match &*key {
+                meta::PROTOCOL_VERSION => &mut out.protocol_version,
+                meta::CLIENT_CAPABILITIES => &mut out.client_capabilities,
+                meta::CLIENT_INFO => &mut out.client_info,
+                meta::LOG_LEVEL => &mut out.log_level,
+                meta::PROGRESS_TOKEN => &mut out.progress_token,
+                meta::TRACEPARENT => &mut out.traceparent,
+                meta::TRACESTATE => &mut out.tracestate,
+                _ => continue,
+            };
+            // A null is no value, as for a decoder of optional members.
+            *slot = (value.get() != "null").then_some(value);
+        }
+        out
     }
 
     /// The trace context its `traceparent` and `tracestate` give, if well formed.
@@ -85,5 +62,41 @@ impl<'a> RequestMeta<'a> {
         self.protocol_version
             .and_then(mcp_types::raw::as_str)
             .map(|v| v.into_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_envelope_keys_are_read_raw_and_the_rest_left_alone() {
+        let text = r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":12345678901234567890123,"traceparent":null,"other":{"x":1},"io.modelcontextprotocol/clientCapabilities":{"b":1,"a":2}},"name":"t"}"#;
+        let params = RawObject::parse(text).expect("params");
+        let m = RequestMeta::of(Some(&params));
+        assert_eq!(m.version().as_deref(), Some("2026-07-28"));
+        assert_eq!(
+            m.progress_token.map(RawValue::get),
+            Some("12345678901234567890123")
+        );
+        assert_eq!(
+            m.client_capabilities.map(RawValue::get),
+            Some(r#"{"b":1,"a":2}"#)
+        );
+        assert!(m.traceparent.is_none(), "a null is no value");
+        assert!(m.client_info.is_none() && m.log_level.is_none());
+    }
+
+    #[test]
+    fn a_missing_or_malformed_meta_reads_as_empty() {
+        for text in [r#"{"name":"t"}"#, r#"{"_meta":[1]}"#, r#"{"_meta":"x"}"#] {
+            let params = RawObject::parse(text).expect("params");
+            let m = RequestMeta::of(Some(&params));
+            assert!(
+                m.protocol_version.is_none() && m.progress_token.is_none(),
+                "{text}"
+            );
+        }
+        assert!(RequestMeta::of(None).protocol_version.is_none());
     }
 }
