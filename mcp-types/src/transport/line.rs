@@ -1,17 +1,15 @@
 //! Newline-delimited JSON over a byte stream (the stdio transport).
 //!
 //! Reads parse each line where it lies in the read buffer when they can (no copy).
-//! Writes go through one writer task per stream, started by the first send: senders
-//! queue frames and return; the task encodes every frame queued by then into one buffer
-//! and writes it in one call, so a burst of answers costs one system call, not one each.
+//! Writes never wait: a frame goes to the stream at once when nothing is ahead of it,
+//! and a burst is gathered into one write ([`output`](super::output)).
 
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use async_trait::async_trait;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite};
 
+use super::output::Output;
 use super::{
     invalid_frame_error, oversized_error, CloseReason, CloseSlot, Closed, Incoming, Transport,
     TrySendError,
@@ -21,36 +19,14 @@ use crate::jsonrpc::Frame;
 /// Default limit on one message: 16 MiB.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
-/// Most bytes gathered into one write before it is issued.
-const COALESCE_BYTES: usize = 256 * 1024;
-
-/// A write buffer grown past this is given back after the write.
-const KEEP_BUFFER_BYTES: usize = 1024 * 1024;
-
-/// How long [`Transport::close`] waits for queued frames to be written.
-const CLOSE_FLUSH: Duration = Duration::from_secs(2);
-
 /// Newline-delimited JSON-RPC over a byte stream, as the stdio transport specifies:
 /// one message per line, no embedded newlines.
 pub struct LineTransport<R, W> {
     reader: tokio::sync::Mutex<(R, Vec<u8>)>,
-    writer: Mutex<Writer<W>>,
+    out: Arc<Output<W>>,
     max_message_bytes: usize,
     closed: Arc<CloseSlot>,
     shutdown: tokio::sync::Notify,
-}
-
-/// Where the write half is.
-enum Writer<W> {
-    /// Nothing sent yet: the first send starts the writer task with it.
-    Idle(W),
-    /// The writer task owns it; frames reach the task through `queue`.
-    Running {
-        queue: mpsc::UnboundedSender<Frame>,
-        task: tokio::task::JoinHandle<()>,
-    },
-    /// Closed by this side.
-    Closed,
 }
 
 impl<R, W> LineTransport<R, W>
@@ -60,11 +36,12 @@ where
 {
     /// Wraps a reader and a writer, with the default message size limit.
     pub fn new(reader: R, writer: W) -> Self {
+        let closed = Arc::new(CloseSlot::default());
         LineTransport {
             reader: tokio::sync::Mutex::new((reader, Vec::new())),
-            writer: Mutex::new(Writer::Idle(writer)),
+            out: Output::new(writer, closed.clone()),
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
-            closed: Arc::new(CloseSlot::default()),
+            closed,
             shutdown: tokio::sync::Notify::new(),
         }
     }
@@ -126,43 +103,6 @@ fn encode_line(frame: &Frame, buf: &mut Vec<u8>) {
         });
     }
     buf.push(b'\n');
-}
-
-/// The writer task: everything queued goes out in as few writes as possible.
-async fn write_loop<W: AsyncWrite + Unpin>(
-    mut w: W,
-    mut queue: mpsc::UnboundedReceiver<Frame>,
-    closed: Arc<CloseSlot>,
-) {
-    let mut buf = Vec::with_capacity(8 * 1024);
-    while let Some(frame) = queue.recv().await {
-        buf.clear();
-        encode_line(&frame, &mut buf);
-        drop(frame);
-        while buf.len() < COALESCE_BYTES {
-            match queue.try_recv() {
-                Ok(next) => encode_line(&next, &mut buf),
-                Err(_) => break,
-            }
-        }
-        let written = async {
-            w.write_all(&buf).await?;
-            w.flush().await
-        }
-        .await;
-        if let Err(e) = written {
-            let reason = match e.kind() {
-                std::io::ErrorKind::BrokenPipe => CloseReason::PeerClosed,
-                _ => CloseReason::Io(e.to_string()),
-            };
-            closed.record(reason);
-            return;
-        }
-        if buf.capacity() > KEEP_BUFFER_BYTES {
-            buf = Vec::with_capacity(8 * 1024);
-        }
-    }
-    let _ = w.shutdown().await;
 }
 
 /// What reading one line gave.
@@ -291,25 +231,12 @@ where
     }
 
     fn try_send(&self, frame: Frame) -> Result<(), TrySendError> {
-        let closed = |t: &Self| TrySendError::Closed(t.closed_error());
         if self.closed.get().is_some() {
-            return Err(closed(self));
+            return Err(TrySendError::Closed(self.closed_error()));
         }
-        let Ok(mut state) = self.writer.lock() else {
-            return Err(closed(self));
-        };
-        if matches!(*state, Writer::Idle(_)) {
-            let Writer::Idle(w) = std::mem::replace(&mut *state, Writer::Closed) else {
-                return Err(closed(self));
-            };
-            let (queue, rx) = mpsc::unbounded_channel();
-            let task = tokio::spawn(write_loop(w, rx, self.closed.clone()));
-            *state = Writer::Running { queue, task };
-        }
-        match &*state {
-            Writer::Running { queue, .. } => queue.send(frame).map_err(|_| closed(self)),
-            _ => Err(closed(self)),
-        }
+        self.out
+            .push(|buf| encode_line(&frame, buf))
+            .map_err(|()| TrySendError::Closed(self.closed_error()))
     }
 
     async fn recv(&self) -> Result<Incoming, Closed> {
@@ -324,24 +251,7 @@ where
     async fn close(&self) {
         self.closed.record(CloseReason::Closed);
         self.shutdown.notify_waiters();
-        let state = match self.writer.lock() {
-            Ok(mut s) => std::mem::replace(&mut *s, Writer::Closed),
-            Err(_) => return,
-        };
-        match state {
-            Writer::Idle(mut w) => {
-                let _ = w.shutdown().await;
-            }
-            Writer::Running { queue, mut task } => {
-                // The task writes what is queued, then shuts the stream; a peer that stopped
-                // reading does not hold us past the limit.
-                drop(queue);
-                if tokio::time::timeout(CLOSE_FLUSH, &mut task).await.is_err() {
-                    task.abort();
-                }
-            }
-            Writer::Closed => {}
-        }
+        self.out.close().await;
     }
 
     fn close_reason(&self) -> Option<CloseReason> {
@@ -353,6 +263,7 @@ where
 mod tests {
     use super::super::testing::frame;
     use super::*;
+    use tokio::io::AsyncWriteExt;
 
     #[tokio::test]
     async fn lines_bad_json_and_oversized_messages_keep_the_stream_working() {
@@ -429,31 +340,30 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_burst_of_frames_leaves_in_one_write() {
+    async fn a_lone_frame_leaves_at_once_and_a_burst_in_one_more_write() {
         let (client, mut server) = tokio::io::duplex(1 << 20);
+        let writes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let t = Arc::new(LineTransport::new(
             tokio::io::BufReader::new(tokio::io::empty()),
             CountingWriter {
                 inner: client,
-                writes: Arc::default(),
+                writes: writes.clone(),
             },
         ));
-        let writes = {
-            let guard = t.writer.lock().expect("lock");
-            match &*guard {
-                Writer::Idle(w) => w.writes.clone(),
-                _ => panic!("idle before the first send"),
-            }
-        };
+        let count = || writes.load(std::sync::atomic::Ordering::SeqCst);
+        t.try_send(frame(r#"{"jsonrpc":"2.0","method":"first"}"#))
+            .expect("send");
+        assert_eq!(count(), 1, "written before the sender yields");
         for i in 0..50 {
             t.send(frame(&format!(r#"{{"jsonrpc":"2.0","method":"n{i}"}}"#)))
                 .await
                 .expect("send");
         }
+        assert_eq!(count(), 1, "the burst waits for this task to yield");
         let out = written(&t, &mut server).await;
-        assert_eq!(out.lines().count(), 50);
-        let n = writes.load(std::sync::atomic::Ordering::SeqCst);
-        assert!(n <= 2, "50 queued frames took {n} writes");
+        assert_eq!(out.lines().count(), 51);
+        assert!(out.starts_with(r#"{"jsonrpc":"2.0","method":"first"}"#));
+        assert_eq!(count(), 2, "50 gathered frames took {} writes", count() - 1);
     }
 
     /// Everything `t` wrote to the other end of its stream, once closed.

@@ -18,6 +18,7 @@ use crate::{codes, ErrorObject};
 
 mod line;
 mod memory;
+mod output;
 
 pub use line::{LineTransport, DEFAULT_MAX_MESSAGE_BYTES};
 pub use memory::{memory_pair, MemoryTransport};

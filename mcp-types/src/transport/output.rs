@@ -1,0 +1,183 @@
+//! The write half of a line transport: written at once when it is free, gathered when
+//! it is not.
+//!
+//! A frame sent while nothing is waiting to be written goes to the stream there and then,
+//! from the sender's task: the peer starts on it without waiting for this task to yield,
+//! and no other task is woken to write it. What is sent after it until a flushing task
+//! runs (the rest of a burst, a stream that would block) is appended to one buffer, and
+//! that task writes all of it in one call when the sender's task yields. So a burst costs
+//! two system calls, and a lone answer leaves at once.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use tokio::io::AsyncWrite;
+use tokio::sync::Notify;
+
+use super::{CloseReason, CloseSlot};
+
+/// A write buffer grown past this is given back once written.
+const KEEP_BUFFER_BYTES: usize = 1024 * 1024;
+
+/// How long closing waits for what is buffered to be written.
+const CLOSE_FLUSH: Duration = Duration::from_secs(2);
+
+/// The write half, shared by the senders and the flushing task.
+pub(super) struct Output<W> {
+    state: Mutex<State<W>>,
+    /// Wakes the flushing task.
+    kick: Notify,
+    closed: Arc<CloseSlot>,
+}
+
+struct State<W> {
+    /// The stream; dropped once shut, which closes it (a pipe's shutdown only flushes).
+    w: Option<W>,
+    /// Bytes accepted and not yet written, from `done` on.
+    buf: Vec<u8>,
+    done: usize,
+    /// The flushing task has been asked to run: senders only append.
+    gathering: bool,
+    /// Closing: the task writes what is left, then shuts the stream.
+    closing: bool,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// What a drain gave.
+enum Drained {
+    /// Everything is written.
+    All,
+    /// Everything is written and the stream is shut.
+    Shut,
+}
+
+impl<W: AsyncWrite + Unpin + Send + 'static> Output<W> {
+    pub(super) fn new(w: W, closed: Arc<CloseSlot>) -> Arc<Self> {
+        Arc::new(Output {
+            state: Mutex::new(State {
+                w: Some(w),
+                buf: Vec::with_capacity(8 * 1024),
+                done: 0,
+                gathering: false,
+                closing: false,
+                task: None,
+            }),
+            kick: Notify::new(),
+            closed,
+        })
+    }
+
+    /// Takes one frame's bytes, appended by `encode`. Never waits; `Err` once the stream
+    /// is closed or failed (the reason is recorded).
+    pub(super) fn push(self: &Arc<Self>, encode: impl FnOnce(&mut Vec<u8>)) -> Result<(), ()> {
+        let Ok(mut st) = self.state.lock() else {
+            return Err(());
+        };
+        if st.closing {
+            return Err(());
+        }
+        encode(&mut st.buf);
+        if st.gathering {
+            return Ok(());
+        }
+        // Free: as much as the stream takes now, without waiting.
+        let mut now = Context::from_waker(Waker::noop());
+        if let Poll::Ready(Err(e)) = st.poll_drain(&mut now) {
+            self.closed.record(write_failure(&e));
+            return Err(());
+        }
+        st.gathering = true;
+        if st.task.is_none() {
+            st.task = Some(tokio::spawn(flush(self.clone())));
+        }
+        drop(st);
+        self.kick.notify_one();
+        Ok(())
+    }
+
+    /// Writes what is buffered (waiting at most [`CLOSE_FLUSH`] for a peer that stopped
+    /// reading) and shuts the stream.
+    pub(super) async fn close(self: &Arc<Self>) {
+        let task = match self.state.lock() {
+            Ok(mut st) => {
+                st.closing = true;
+                st.gathering = true;
+                st.task.take()
+            }
+            Err(_) => return,
+        };
+        let mut task = task.unwrap_or_else(|| tokio::spawn(flush(self.clone())));
+        self.kick.notify_one();
+        if tokio::time::timeout(CLOSE_FLUSH, &mut task).await.is_err() {
+            task.abort();
+        }
+        // A peer that stopped reading still sees the stream close.
+        if let Ok(mut st) = self.state.lock() {
+            st.w = None;
+        }
+    }
+}
+
+impl<W: AsyncWrite + Unpin> State<W> {
+    /// Writes the buffer out, and shuts the stream if closing.
+    fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<Drained>> {
+        let Some(w) = self.w.as_mut() else {
+            return Poll::Ready(Ok(Drained::Shut));
+        };
+        while self.done < self.buf.len() {
+            let n = match Pin::new(&mut *w).poll_write(cx, &self.buf[self.done..]) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => n,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            };
+            self.done += n;
+        }
+        std::task::ready!(Pin::new(&mut *w).poll_flush(cx))?;
+        self.buf.clear();
+        self.done = 0;
+        if self.buf.capacity() > KEEP_BUFFER_BYTES {
+            self.buf = Vec::with_capacity(8 * 1024);
+        }
+        if self.closing {
+            std::task::ready!(Pin::new(&mut *w).poll_shutdown(cx))?;
+            self.w = None;
+            return Poll::Ready(Ok(Drained::Shut));
+        }
+        Poll::Ready(Ok(Drained::All))
+    }
+}
+
+/// The flushing task: whenever kicked, writes everything gathered, then lets senders
+/// write directly again.
+async fn flush<W: AsyncWrite + Unpin + Send + 'static>(out: Arc<Output<W>>) {
+    loop {
+        out.kick.notified().await;
+        let drained = std::future::poll_fn(|cx| match out.state.lock() {
+            Ok(mut st) => st.poll_drain(cx).map_ok(|d| {
+                st.gathering = false;
+                d
+            }),
+            Err(_) => Poll::Ready(Ok(Drained::Shut)),
+        })
+        .await;
+        match drained {
+            Ok(Drained::All) => {}
+            Ok(Drained::Shut) => return,
+            Err(e) => {
+                out.closed.record(write_failure(&e));
+                return;
+            }
+        }
+    }
+}
+
+fn write_failure(e: &io::Error) -> CloseReason {
+    match e.kind() {
+        io::ErrorKind::BrokenPipe => CloseReason::PeerClosed,
+        _ => CloseReason::Io(e.to_string()),
+    }
+}
