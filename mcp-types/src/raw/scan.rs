@@ -234,10 +234,18 @@ fn first_stop(word: u64) -> Option<usize> {
     (flags != 0).then(|| flags.trailing_zeros() as usize / 8)
 }
 
-/// Whether `b` holds a byte a JSON string may not hold raw (below 0x20). Written
-/// without an early exit, so that it is checked many bytes at a time.
+/// Whether `b` holds a byte a JSON string may not hold raw (below 0x20), eight bytes at
+/// a time. A word's test flags only bytes at or above a real match (a borrow runs
+/// upward), so any flag means a match.
 fn has_control(b: &[u8]) -> bool {
-    b.iter().fold(0u8, |any, &c| any | u8::from(c < 0x20)) != 0
+    const ONES: u64 = u64::MAX / 255;
+    let mut words = b.chunks_exact(8);
+    let mut flags = 0;
+    for w in &mut words {
+        let w = u64::from_le_bytes(w.try_into().unwrap_or_default());
+        flags |= w.wrapping_sub(ONES * 0x20) & !w;
+    }
+    flags & (ONES << 7) != 0 || words.remainder().iter().any(|&c| c < 0x20)
 }
 
 /// The length of the escape after a backslash at the start of `b`, if it is one JSON has.
