@@ -24,27 +24,9 @@ struct Envelope<'a> {
 
 /// `text` as one message, when it is a common one.
 pub(super) fn message(text: &str) -> Option<Message> {
-    let mut s = Scanner::new(text);
-    s.eat(b'{')?;
     let mut e = Envelope::default();
-    loop {
-        let (key, escaped) = s.string()?;
-        if escaped {
-            return None;
-        }
-        s.eat(b':')?;
-        member(&mut s, key, &mut e)?;
-        s.ws();
-        match s.peek()? {
-            b',' => s.eat(b',')?,
-            b'}' => {
-                s.eat(b'}')?;
-                break;
-            }
-            _ => return None,
-        }
-    }
-    if !s.at_end() || !e.version {
+    Scanner::new(text).object(|s, key| member(s, key, &mut e))?;
+    if !e.version {
         return None;
     }
     let owned = |raw: &str| prewritten(raw.to_owned());

@@ -5,11 +5,8 @@
 //! decoding or re-encoding it. Typed views come from [`Request::params_as`] and
 //! [`Response::result_as`], or from [`crate::protocol`] by method.
 
-use std::fmt;
-
-use serde::de::{self, MapAccess, Visitor};
 use serde::ser::SerializeMap;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -17,9 +14,9 @@ use crate::codes;
 
 mod fast;
 mod id;
+mod read;
 mod write;
 
-use id::id_from_raw;
 pub use id::{IdNumber, RequestId};
 
 /// Members of an object this crate does not model, kept verbatim.
@@ -391,97 +388,6 @@ impl Serialize for Message {
             m.serialize_entry(k, v)?;
         }
         m.end()
-    }
-}
-
-impl<'de> Deserialize<'de> for Message {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(MessageVisitor)
-    }
-}
-
-struct MessageVisitor;
-
-impl<'de> Visitor<'de> for MessageVisitor {
-    type Value = Message;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON-RPC 2.0 message object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Message, A::Error> {
-        let mut version: Option<std::borrow::Cow<'de, str>> = None;
-        // Outer Option: was `id` present; inner: was it null.
-        let mut id: Option<Option<RequestId>> = None;
-        let mut method: Option<String> = None;
-        let mut params: Option<Box<RawValue>> = None;
-        let mut result: Option<Box<RawValue>> = None;
-        let mut error: Option<ErrorObject> = None;
-        let mut extra = Extra::new();
-        // Keys and the version are read in place where they have no escapes: a message
-        // costs no allocation for its envelope's names.
-        while let Some(key) = map.next_key_seed(crate::raw::KeySeed)? {
-            let dup = |k: &str| de::Error::custom(format!("duplicate member `{k}`"));
-            match key.as_ref() {
-                "jsonrpc" if version.is_none() => {
-                    version = Some(map.next_value_seed(crate::raw::KeySeed)?)
-                }
-                "id" if id.is_none() => {
-                    let raw: Box<RawValue> = map.next_value()?;
-                    id = Some(id_from_raw(&raw).map_err(de::Error::custom)?);
-                }
-                "method" if method.is_none() => method = Some(map.next_value()?),
-                "params" if params.is_none() => params = Some(map.next_value()?),
-                "result" if result.is_none() => result = Some(map.next_value()?),
-                "error" if error.is_none() => error = Some(map.next_value()?),
-                k @ ("jsonrpc" | "id" | "method" | "params" | "result" | "error") => {
-                    return Err(dup(k))
-                }
-                _ => {
-                    extra.insert(key.into_owned(), map.next_value()?);
-                }
-            }
-        }
-        match version.as_deref() {
-            Some("2.0") => {}
-            Some(v) => {
-                return Err(de::Error::custom(format!(
-                    "unsupported jsonrpc version {v:?}"
-                )))
-            }
-            None => return Err(de::Error::missing_field("jsonrpc")),
-        }
-        if let Some(p) = &params {
-            let t = p.get().trim_start();
-            if !(t.starts_with('{') || t.starts_with('[')) {
-                return Err(de::Error::custom("params must be an object or array"));
-            }
-        }
-        match (method, id, result, error) {
-            (Some(method), Some(Some(id)), None, None) => Ok(Message::Request(Request {
-                id,
-                method,
-                params,
-                extra,
-            })),
-            (Some(_), Some(None), None, None) => {
-                Err(de::Error::custom("request id must not be null"))
-            }
-            (Some(method), None, None, None) => Ok(Message::Notification(Notification {
-                method,
-                params,
-                extra,
-            })),
-            (None, Some(Some(id)), Some(result), None) if params.is_none() => {
-                Ok(Message::Response(Response { id, result, extra }))
-            }
-            (None, Some(id), None, Some(error)) if params.is_none() => {
-                Ok(Message::Error(ErrorResponse { id, error, extra }))
-            }
-            _ => Err(de::Error::custom(
-                "not a request, notification, response or error response",
-            )),
-        }
     }
 }
 

@@ -147,32 +147,13 @@ impl<'a> RawObject<'a> {
     /// [`scan`]).
     fn scan(text: &'a str) -> Option<Self> {
         let mut s = scan::Scanner::new(text);
-        s.eat(b'{')?;
         let mut members = Vec::with_capacity(4);
-        s.ws();
-        if s.peek()? == b'}' {
-            s.eat(b'}')?;
-        } else {
-            loop {
-                let (key, escaped) = s.string()?;
-                if escaped {
-                    return None;
-                }
-                s.eat(b':')?;
-                let value = s.value()?;
-                members.push((Cow::Borrowed(key), Cow::Borrowed(prewritten_ref(value))));
-                s.ws();
-                match s.peek()? {
-                    b',' => s.eat(b',')?,
-                    b'}' => {
-                        s.eat(b'}')?;
-                        break;
-                    }
-                    _ => return None,
-                }
-            }
-        }
-        s.at_end().then_some(RawObject {
+        s.object(|s, key| {
+            let value = s.value()?;
+            members.push((Cow::Borrowed(key), Cow::Borrowed(prewritten_ref(value))));
+            Some(())
+        })?;
+        Some(RawObject {
             members,
             source: None,
         })

@@ -148,6 +148,33 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// The object at the cursor, which must end the text: `member` reads each
+    /// member's value, given its name (names with escapes are not taken here).
+    pub(crate) fn object(
+        &mut self,
+        mut member: impl FnMut(&mut Self, &'a str) -> Option<()>,
+    ) -> Option<()> {
+        self.eat(b'{')?;
+        self.ws();
+        if self.peek()? != b'}' {
+            loop {
+                let (name, escaped) = self.string()?;
+                if escaped {
+                    return None;
+                }
+                self.eat(b':')?;
+                member(self, name)?;
+                self.ws();
+                if self.peek()? != b',' {
+                    break;
+                }
+                self.at += 1;
+            }
+        }
+        self.eat(b'}')?;
+        self.at_end().then_some(())
+    }
+
     /// A member's name and its colon.
     fn member_name(&mut self) -> Option<()> {
         self.string()?;
