@@ -88,6 +88,12 @@ where
     }
 }
 
+impl<R, W> Drop for LineTransport<R, W> {
+    fn drop(&mut self) {
+        self.out.abandon();
+    }
+}
+
 /// Appends `frame` to `buf` as one line. Raw payloads are written as they came; one that
 /// came pretty-printed (over HTTP, say) holds newlines only as whitespace between tokens
 /// (JSON strings cannot contain a raw newline), so dropping them keeps every value exact.
@@ -263,6 +269,7 @@ where
 mod tests {
     use super::super::testing::frame;
     use super::*;
+    use std::time::Duration;
     use tokio::io::AsyncWriteExt;
 
     #[tokio::test]
@@ -364,6 +371,23 @@ mod tests {
         assert_eq!(out.lines().count(), 51);
         assert!(out.starts_with(r#"{"jsonrpc":"2.0","method":"first"}"#));
         assert_eq!(count(), 2, "50 gathered frames took {} writes", count() - 1);
+    }
+
+    #[tokio::test]
+    async fn a_transport_dropped_unclosed_still_writes_what_it_took_and_ends_the_stream() {
+        let (client, mut server) = tokio::io::duplex(16);
+        let t = LineTransport::new(tokio::io::BufReader::new(tokio::io::empty()), client);
+        // Longer than the pipe holds: the rest waits in the flushing task.
+        let line = format!(r#"{{"jsonrpc":"2.0","method":"{}"}}"#, "x".repeat(100));
+        t.try_send(frame(&line)).expect("send");
+        drop(t);
+        let mut out = String::new();
+        let read = tokio::io::AsyncReadExt::read_to_string(&mut server, &mut out);
+        tokio::time::timeout(Duration::from_secs(5), read)
+            .await
+            .expect("the stream ends")
+            .expect("read");
+        assert_eq!(out, format!("{line}\n"));
     }
 
     /// Everything `t` wrote to the other end of its stream, once closed.

@@ -121,6 +121,18 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Output<W> {
     }
 }
 
+impl<W> Output<W> {
+    /// The transport is gone without closing: the flushing task, which keeps the stream
+    /// while it waits to be kicked, is told to write what is left and shut it.
+    pub(super) fn abandon(&self) {
+        if let Ok(mut st) = self.state.lock() {
+            st.closing = true;
+            st.gathering = true;
+        }
+        self.kick.notify_one();
+    }
+}
+
 impl<W: AsyncWrite + Unpin> State<W> {
     /// Writes the buffer out, and shuts the stream if closing.
     fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<Drained>> {
