@@ -150,7 +150,7 @@ impl<'a> RawObject<'a> {
         let mut members = Vec::with_capacity(4);
         s.object(|s, key| {
             let value = s.value()?;
-            members.push((Cow::Borrowed(key), Cow::Borrowed(prewritten_ref(value))));
+            members.push((Cow::Borrowed(key), Cow::Borrowed(prewritten_ref(value)?)));
             Some(())
         })?;
         Some(RawObject {

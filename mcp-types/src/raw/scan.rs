@@ -16,6 +16,9 @@ use memchr::memchr2;
 /// Deepest nesting followed here; deeper text is left to serde_json (whose limit is 128).
 const MAX_DEPTH: u32 = 64;
 
+/// `0x0101…01`: a byte's value times this is that byte in every lane of a word.
+const ONES: u64 = u64::MAX / 255;
+
 /// A cursor over JSON text.
 pub(crate) struct Scanner<'a> {
     text: &'a str,
@@ -158,11 +161,10 @@ impl<'a> Scanner<'a> {
         self.ws();
         if self.peek()? != b'}' {
             loop {
-                let (name, escaped) = self.string()?;
+                let (name, escaped) = self.member_name()?;
                 if escaped {
                     return None;
                 }
-                self.eat(b':')?;
                 member(self, name)?;
                 self.ws();
                 if self.peek()? != b',' {
@@ -175,10 +177,11 @@ impl<'a> Scanner<'a> {
         self.at_end().then_some(())
     }
 
-    /// A member's name and its colon.
-    fn member_name(&mut self) -> Option<()> {
-        self.string()?;
-        self.eat(b':')
+    /// A member's name (as [`Scanner::string`] gives it) and its colon.
+    fn member_name(&mut self) -> Option<(&'a str, bool)> {
+        let name = self.string()?;
+        self.eat(b':')?;
+        Some(name)
     }
 
     fn literal(&mut self, word: &str) -> Option<()> {
@@ -252,9 +255,8 @@ fn stop_at(b: &[u8], mut at: usize) -> Option<usize> {
 /// Each test flags a byte exactly when it matches, or when it follows a match (a borrow
 /// runs upward only), so the lowest flag is the first match.
 fn first_stop(word: u64) -> Option<usize> {
-    const ONES: u64 = u64::MAX / 255;
     let has_zero = |x: u64| x.wrapping_sub(ONES) & !x;
-    let control = word.wrapping_sub(ONES * 0x20) & !word;
+    let control = below_space(word);
     let quote = has_zero(word ^ (ONES * u64::from(b'"')));
     let backslash = has_zero(word ^ (ONES * u64::from(b'\\')));
     let flags = (control | quote | backslash) & (ONES << 7);
@@ -265,14 +267,17 @@ fn first_stop(word: u64) -> Option<usize> {
 /// a time. A word's test flags only bytes at or above a real match (a borrow runs
 /// upward), so any flag means a match.
 fn has_control(b: &[u8]) -> bool {
-    const ONES: u64 = u64::MAX / 255;
     let mut words = b.chunks_exact(8);
     let mut flags = 0;
     for w in &mut words {
-        let w = u64::from_le_bytes(w.try_into().unwrap_or_default());
-        flags |= w.wrapping_sub(ONES * 0x20) & !w;
+        flags |= below_space(u64::from_le_bytes(w.try_into().unwrap_or_default()));
     }
     flags & (ONES << 7) != 0 || words.remainder().iter().any(|&c| c < 0x20)
+}
+
+/// The high bit of each byte of `word` below 0x20, and of bytes above such a one.
+fn below_space(word: u64) -> u64 {
+    word.wrapping_sub(ONES * 0x20) & !word
 }
 
 /// The length of the escape after a backslash at the start of `b`, if it is one JSON has.

@@ -237,12 +237,13 @@ pub(crate) fn prewritten(text: String) -> Box<RawValue> {
 }
 
 /// A span of text already checked to be one JSON value (by [`scan`](super::scan)), as a
-/// [`RawValue`] borrowing it: no second check, no copy.
-pub(crate) fn prewritten_ref(text: &str) -> &RawValue {
+/// [`RawValue`] borrowing it: no second check, no copy. `None` should serde_json's
+/// protocol ever change: the caller then reads the text with serde_json.
+pub(crate) fn prewritten_ref(text: &str) -> Option<&RawValue> {
     <&RawValue>::deserialize(Prewritten(
         BorrowedStrDeserializer::<serde::de::value::Error>::new(text),
     ))
-    .unwrap_or(RawValue::NULL)
+    .ok()
 }
 
 /// Hands serde_json's raw value decoder a string as the value it decoded: a newtype
@@ -306,6 +307,14 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn prewritten_spans_are_borrowed_verbatim() {
+        let text = r#"{"b":1.10000000000000000000001,"a":[true,null,"\u0041"]}"#;
+        let raw = prewritten_ref(text).expect("serde_json's raw value protocol");
+        assert_eq!(raw.get(), text);
+        assert!(std::ptr::eq(raw.get(), text), "borrowed, not copied");
+    }
 
     #[test]
     fn prewritten_text_is_kept_verbatim() {
