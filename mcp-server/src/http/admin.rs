@@ -142,7 +142,7 @@ impl Admin {
     /// Whether the request is not a browser page's: its `Host` an address, `localhost` or
     /// allowed, and any `Origin` of that same host.
     fn trusted<B>(&self, req: &Request<B>) -> bool {
-        let authority = header_str(req.headers(), header::HOST.as_str())
+        let authority = header_str(req.headers(), &header::HOST)
             .or_else(|| req.uri().authority().map(|a| a.as_str()));
         let Some(host) = authority.map(host_of) else {
             return false;
@@ -154,7 +154,7 @@ impl Admin {
                 .allowed_hosts
                 .iter()
                 .any(|a| a.eq_ignore_ascii_case(host));
-        let same_origin = match header_str(req.headers(), header::ORIGIN.as_str()) {
+        let same_origin = match header_str(req.headers(), &header::ORIGIN) {
             None => true,
             Some(origin) => origin
                 .split_once("://")

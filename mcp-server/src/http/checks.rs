@@ -1,21 +1,40 @@
 //! What a request must show before it is served: an allowed Host and Origin, and for
 //! 2026-07-28 the mirrored headers that match its body.
 
-use http::{header, HeaderMap, StatusCode};
+use http::header::{self, AsHeaderName};
+use http::{HeaderMap, StatusCode};
 use mcp_types::raw::RawObject;
 use mcp_types::{codes, headers, meta, Request};
 
 use crate::session::RequestMeta;
 
-pub(super) fn header_str<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
+/// A header's value as text, if it is there and visible ASCII. Given a [`HeaderName`]
+/// (one of the statics below) the map does not parse the name first.
+pub(super) fn header_str<K: AsHeaderName>(h: &HeaderMap, name: K) -> Option<&str> {
     h.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// The media types of a header's list (`a/b;q=1, c/d`), lowercased, parameters dropped.
-fn media_types(value: &str) -> impl Iterator<Item = String> + '_ {
+/// The MCP headers by name, parsed once.
+pub(super) mod names {
+    use http::HeaderName;
+    use mcp_types::headers;
+
+    pub(in crate::http) static PROTOCOL_VERSION: HeaderName =
+        HeaderName::from_static(headers::PROTOCOL_VERSION);
+    pub(in crate::http) static SESSION_ID: HeaderName =
+        HeaderName::from_static(headers::SESSION_ID);
+    pub(in crate::http) static METHOD: HeaderName = HeaderName::from_static(headers::METHOD);
+    pub(in crate::http) static NAME: HeaderName = HeaderName::from_static(headers::NAME);
+    pub(in crate::http) static LAST_EVENT_ID: HeaderName =
+        HeaderName::from_static(headers::LAST_EVENT_ID);
+}
+
+/// The media types of a header's list (`a/b;q=1, c/d`), parameters dropped; compare
+/// them ignoring ASCII case.
+fn media_types(value: &str) -> impl Iterator<Item = &str> + '_ {
     value.split(',').map(|m| {
         let essence = m.split(';').next().unwrap_or_default();
-        essence.trim().to_ascii_lowercase()
+        essence.trim()
     })
 }
 
@@ -28,7 +47,7 @@ pub(super) fn check_post_media(h: &HeaderMap) -> Result<(), (StatusCode, String)
         let json = ct.to_str().is_ok_and(|v| {
             media_types(v)
                 .next()
-                .is_some_and(|m| m == "application/json")
+                .is_some_and(|m| m.eq_ignore_ascii_case("application/json"))
         });
         if !json {
             return Err((
@@ -43,8 +62,8 @@ pub(super) fn check_post_media(h: &HeaderMap) -> Result<(), (StatusCode, String)
         "application/*",
         "*/*",
     ];
-    let acceptable = header_str(h, header::ACCEPT.as_str())
-        .is_some_and(|a| media_types(a).any(|m| answers.contains(&m.as_str())));
+    let acceptable = header_str(h, &header::ACCEPT)
+        .is_some_and(|a| media_types(a).any(|m| answers.iter().any(|x| m.eq_ignore_ascii_case(x))));
     if !acceptable {
         return Err((
             StatusCode::NOT_ACCEPTABLE,
@@ -55,7 +74,7 @@ pub(super) fn check_post_media(h: &HeaderMap) -> Result<(), (StatusCode, String)
 }
 
 pub(super) fn accepts_sse(h: &HeaderMap) -> bool {
-    header_str(h, header::ACCEPT.as_str()).is_some_and(|a| a.contains("text/event-stream"))
+    header_str(h, &header::ACCEPT).is_some_and(|a| a.contains("text/event-stream"))
 }
 
 /// The host part of an authority (`host:port`, `[v6]:port`).
@@ -85,7 +104,7 @@ pub(super) fn allowed(list: &[String], host: &str) -> bool {
 /// The params are read one level deep, `_meta` for two keys.
 pub(super) fn check_modern_headers(h: &HeaderMap, r: &Request) -> Result<(), (i64, String)> {
     let mismatch = |why: String| (codes::HEADER_MISMATCH, format!("Header mismatch: {why}"));
-    let Some(header_version) = header_str(h, headers::PROTOCOL_VERSION) else {
+    let Some(header_version) = header_str(h, &names::PROTOCOL_VERSION) else {
         return Err(mismatch("missing MCP-Protocol-Version header".into()));
     };
     let params = match r.params.as_deref().map(RawObject::from_raw) {
@@ -108,7 +127,7 @@ pub(super) fn check_modern_headers(h: &HeaderMap, r: &Request) -> Result<(), (i6
             "MCP-Protocol-Version header value '{header_version}' does not match body value '{body_version}'"
         )));
     }
-    match header_str(h, headers::METHOD) {
+    match header_str(h, &names::METHOD) {
         None => return Err(mismatch("missing Mcp-Method header".into())),
         Some(m) if m != r.method => {
             return Err(mismatch(format!(
@@ -122,7 +141,7 @@ pub(super) fn check_modern_headers(h: &HeaderMap, r: &Request) -> Result<(), (i6
         return Ok(());
     };
     let body = params.get_str(field);
-    let header = h.get(headers::NAME).map(|v| {
+    let header = h.get(&names::NAME).map(|v| {
         v.to_str()
             .map_err(|_| mismatch("Mcp-Name header has invalid characters".into()))
     });

@@ -61,12 +61,12 @@ use http_body_util::{BodyExt, Limited};
 use hyper::body::Body;
 use mcp_revisions::features;
 use mcp_types::protocol::method;
-use mcp_types::{codes, headers, Frame, Message, Revision};
+use mcp_types::{codes, Frame, Message, Revision};
 
 use crate::auth::Principal;
 use crate::Server;
 pub use admin::{bind_admin, Admin, AdminOptions};
-use checks::{accepts_sse, allowed, check_post_media, header_str, host_of};
+use checks::{accepts_sse, allowed, check_post_media, header_str, host_of, names};
 pub use conn::{serve, serve_with_shutdown};
 pub use health::{Health, Readiness, LIVE_PATH, READY_PATH};
 use legacy::LegacySession;
@@ -105,15 +105,14 @@ fn forbidden(what: &str) -> Response<HttpBody> {
 /// (logged when `log`: a probe from an orchestrator's address is no incident).
 fn origin_check(o: &HttpOptions, parts: &http::request::Parts, log: bool) -> Option<&'static str> {
     let headers = &parts.headers;
-    let host =
-        header_str(headers, header::HOST.as_str()).or(parts.uri.authority().map(|a| a.as_str()));
+    let host = header_str(headers, &header::HOST).or(parts.uri.authority().map(|a| a.as_str()));
     if !host.is_some_and(|h| allowed(&o.allowed_hosts, host_of(h))) {
         if log {
             tracing::warn!(?host, "rejected: Host not allowed");
         }
         return Some("Host");
     }
-    if let Some(origin) = header_str(headers, header::ORIGIN.as_str()) {
+    if let Some(origin) = header_str(headers, &header::ORIGIN) {
         let authority = origin.split_once("://").map_or(origin, |(_, a)| a);
         if !allowed(&o.allowed_origins, host_of(authority)) {
             if log {
@@ -282,7 +281,7 @@ impl StreamableHttp {
             let o = &self.inner.options;
             return modern::serve(&self.inner.server, o.keep_alive, frame, h, caller).await;
         }
-        match header_str(h, headers::SESSION_ID) {
+        match header_str(h, &names::SESSION_ID) {
             Some(id) => self.post_in_session(id, frame, h, caller.principal).await,
             None => self.open_session(frame, h, caller).await,
         }
@@ -303,7 +302,7 @@ impl StreamableHttp {
             return guard::not_yours();
         }
         session.adopt(principal);
-        if let Some(v) = header_str(h, headers::PROTOCOL_VERSION) {
+        if let Some(v) = header_str(h, &names::PROTOCOL_VERSION) {
             let supported = &self.inner.server.options().supported;
             if Revision::parse(v).map_or(true, |r| !supported.contains(&r)) {
                 return rpc_error(
@@ -349,7 +348,7 @@ impl StreamableHttp {
         }
         let mut r = session.post(frame, accepts_sse(h)).await;
         if let Ok(v) = header::HeaderValue::from_str(&id) {
-            r.headers_mut().insert(headers::SESSION_ID, v);
+            r.headers_mut().insert(names::SESSION_ID.clone(), v);
         }
         r
     }
@@ -383,9 +382,9 @@ impl StreamableHttp {
         h: &HeaderMap,
         principal: Option<&Principal>,
     ) -> Result<Arc<LegacySession>, Box<Response<HttpBody>>> {
-        let Some(id) = header_str(h, headers::SESSION_ID) else {
+        let Some(id) = header_str(h, &names::SESSION_ID) else {
             return Err(Box::new(
-                if header_str(h, headers::PROTOCOL_VERSION)
+                if header_str(h, &names::PROTOCOL_VERSION)
                     .is_some_and(features::names_per_request_meta)
                 {
                     respond(StatusCode::METHOD_NOT_ALLOWED, empty(), None)
@@ -419,7 +418,7 @@ impl StreamableHttp {
                 "GET needs Accept: text/event-stream",
             );
         }
-        session.get(header_str(h, headers::LAST_EVENT_ID))
+        session.get(header_str(h, &names::LAST_EVENT_ID))
     }
 
     async fn delete(&self, h: &HeaderMap, principal: Option<&Principal>) -> Response<HttpBody> {
@@ -427,7 +426,7 @@ impl StreamableHttp {
             Ok(s) => s,
             Err(r) => return *r,
         };
-        if let Some(id) = header_str(h, headers::SESSION_ID) {
+        if let Some(id) = header_str(h, &names::SESSION_ID) {
             self.inner.sessions.remove(id);
         }
         session.end().await;
@@ -435,20 +434,25 @@ impl StreamableHttp {
     }
 }
 
+/// The `_meta` key a 2026-07-28 request names its version with; its searcher is built
+/// once, as building one costs more than searching a request's params.
+static VERSION_KEY: std::sync::LazyLock<mcp_types::raw::KeyFinder> =
+    std::sync::LazyLock::new(|| mcp_types::raw::KeyFinder::new(mcp_types::meta::PROTOCOL_VERSION));
+
 /// Whether a POST is a 2026-07-28 request: a version in its `_meta`, or the 2026 header
 /// without a session.
 fn is_modern(frame: &Frame, h: &HeaderMap) -> bool {
     let Frame::Single(m) = frame else {
         return false;
     };
-    let by_header = header_str(h, headers::PROTOCOL_VERSION)
+    let by_header = header_str(h, &names::PROTOCOL_VERSION)
         .is_some_and(features::names_per_request_meta)
-        && h.get(headers::SESSION_ID).is_none();
+        && h.get(&names::SESSION_ID).is_none();
     // The body is read only when the headers do not tell already, and only where the
     // key could be.
     by_header
         || m.params().is_some_and(|p| {
-            mcp_types::raw::may_contain_key(p.get(), mcp_types::meta::PROTOCOL_VERSION)
+            VERSION_KEY.may_be_in(p.get())
                 && mcp_revisions::negotiate::request_protocol_version(m).is_some()
         })
 }

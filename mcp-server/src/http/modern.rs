@@ -111,7 +111,7 @@ fn mirrored(
         return Ok(());
     }
     let Some(name) = h
-        .get(mcp_types::headers::NAME)
+        .get(&super::checks::names::NAME)
         .and_then(|v| v.to_str().ok())
     else {
         return Ok(());
