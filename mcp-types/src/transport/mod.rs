@@ -8,6 +8,8 @@
 //! [`Incoming::Invalid`] carrying the error answer the session should send, and the
 //! transport keeps working.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -123,23 +125,43 @@ pub trait Transport: Send + Sync + 'static {
     }
 }
 
+/// The future an `async` method of [`Transport`] returns (as `async_trait` writes it).
+type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
 /// A pointer to a transport is that transport: every method goes to the one it points to,
 /// so a transport can be shared (`Arc`) or chosen at run time (`Box<dyn Transport>`).
+/// The `async` methods hand back the pointee's own future: wrapping it in one more box
+/// would cost an allocation for every frame sent and received.
 macro_rules! forward_transport {
     ($($pointer:ident),+) => {$(
         #[async_trait]
         impl<T: Transport + ?Sized> Transport for $pointer<T> {
-            async fn send(&self, frame: Frame) -> Result<(), Closed> {
-                (**self).send(frame).await
+            fn send<'life0, 'async_trait>(
+                &'life0 self,
+                frame: Frame,
+            ) -> Boxed<'async_trait, Result<(), Closed>>
+            where
+                'life0: 'async_trait,
+                Self: 'async_trait,
+            {
+                (**self).send(frame)
             }
             fn try_send(&self, frame: Frame) -> Result<(), TrySendError> {
                 (**self).try_send(frame)
             }
-            async fn recv(&self) -> Result<Incoming, Closed> {
-                (**self).recv().await
+            fn recv<'life0, 'async_trait>(&'life0 self) -> Boxed<'async_trait, Result<Incoming, Closed>>
+            where
+                'life0: 'async_trait,
+                Self: 'async_trait,
+            {
+                (**self).recv()
             }
-            async fn close(&self) {
-                (**self).close().await
+            fn close<'life0, 'async_trait>(&'life0 self) -> Boxed<'async_trait, ()>
+            where
+                'life0: 'async_trait,
+                Self: 'async_trait,
+            {
+                (**self).close()
             }
             fn close_reason(&self) -> Option<CloseReason> {
                 (**self).close_reason()
