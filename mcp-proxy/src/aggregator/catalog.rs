@@ -34,7 +34,7 @@ pub(super) struct Listing {
 }
 
 /// Exposed tool name → route, for one generation of the catalog.
-pub(super) type Routes = HashMap<String, Arc<Route>>;
+pub(super) type Routes = HashMap<String, Arc<Route>, ahash::RandomState>;
 
 /// What the catalog knows of one upstream: how its names are exposed and filtered.
 pub(super) struct Member {

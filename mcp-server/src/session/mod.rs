@@ -50,7 +50,7 @@ pub(crate) struct Session {
     handler: Arc<dyn ServerHandler>,
     shared: Arc<ServerShared>,
     legacy: Mutex<Option<LegacyState>>,
-    in_flight: Mutex<HashMap<RequestId, Arc<Cancellation>>>,
+    in_flight: Mutex<HashMap<RequestId, Arc<Cancellation>, ahash::RandomState>>,
     /// 2026-07-28 declarations, decoded once per distinct text.
     declared: DeclaredCache,
     /// Itself, for the answers of calls taken on the read loop, which come later.
@@ -67,7 +67,7 @@ pub(crate) struct Session {
     caller: Arc<std::sync::RwLock<crate::context::Caller>>,
     /// The spans of calls the handler gave back to be served on a task, by request id:
     /// that path goes on in the span the call began in.
-    handed_back: Mutex<HashMap<RequestId, tracing::Span>>,
+    handed_back: Mutex<HashMap<RequestId, tracing::Span, ahash::RandomState>>,
     /// The revision it was counted as a host under (see [`crate::ServerStats`]).
     counted: std::sync::OnceLock<Revision>,
 }
@@ -128,11 +128,11 @@ impl Session {
             handler,
             shared,
             legacy: Mutex::new(None),
-            in_flight: Mutex::new(HashMap::new()),
+            in_flight: Mutex::new(HashMap::default()),
             declared: DeclaredCache::default(),
             me: me.clone(),
             counted: std::sync::OnceLock::new(),
-            handed_back: Mutex::new(HashMap::new()),
+            handed_back: Mutex::new(HashMap::default()),
         })
     }
 
