@@ -9,7 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite};
 
-use super::output::Output;
+use super::output::{note_more_ahead, Output};
 use super::{
     invalid_frame_error, oversized_error, CloseReason, CloseSlot, Closed, Incoming, Transport,
     TrySendError,
@@ -150,6 +150,7 @@ async fn read_line<R: AsyncBufRead + Unpin>(
             }
         }
         let used = done.unwrap_or(available.len());
+        note_more_ahead(available.len() > used);
         r.consume(used);
         if done.is_some() {
             return Ok(if too_long {
@@ -192,6 +193,7 @@ async fn buffered_line<R: AsyncBufRead + Unpin>(
     } else {
         incoming(&available[..i])
     };
+    note_more_ahead(available.len() > i + 1);
     r.consume(i + 1);
     Ok(Some(got))
 }
@@ -346,9 +348,18 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn a_lone_frame_leaves_at_once_and_a_burst_in_one_more_write() {
-        let (client, mut server) = tokio::io::duplex(1 << 20);
+    type Counted = LineTransport<
+        tokio::io::BufReader<tokio::io::Empty>,
+        CountingWriter<tokio::io::DuplexStream>,
+    >;
+
+    /// A transport writing into a counting pipe, the pipe's far end, and the count.
+    fn counted() -> (
+        Arc<Counted>,
+        tokio::io::DuplexStream,
+        Arc<std::sync::atomic::AtomicUsize>,
+    ) {
+        let (client, server) = tokio::io::duplex(1 << 20);
         let writes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let t = Arc::new(LineTransport::new(
             tokio::io::BufReader::new(tokio::io::empty()),
@@ -357,20 +368,68 @@ mod tests {
                 writes: writes.clone(),
             },
         ));
-        let count = || writes.load(std::sync::atomic::Ordering::SeqCst);
-        t.try_send(frame(r#"{"jsonrpc":"2.0","method":"first"}"#))
-            .expect("send");
-        assert_eq!(count(), 1, "written before the sender yields");
-        for i in 0..50 {
-            t.send(frame(&format!(r#"{{"jsonrpc":"2.0","method":"n{i}"}}"#)))
-                .await
-                .expect("send");
+        (t, server, writes)
+    }
+
+    /// A transport reading `lines` (one frame each), all there in its first read.
+    fn reading(
+        lines: &[String],
+    ) -> LineTransport<tokio::io::BufReader<std::io::Cursor<Vec<u8>>>, tokio::io::Sink> {
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        LineTransport::new(
+            tokio::io::BufReader::new(std::io::Cursor::new(text.into_bytes())),
+            tokio::io::sink(),
+        )
+    }
+
+    /// What `source` gives, each frame sent on through `t` as soon as it is read.
+    async fn relay_all<R, W>(source: &LineTransport<R, W>, t: &impl Transport, n: usize)
+    where
+        R: AsyncBufRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        for _ in 0..n {
+            match source.recv().await.expect("a frame") {
+                Incoming::Frame(f) => t.try_send(f).expect("send"),
+                Incoming::Invalid { error } => panic!("invalid: {error:?}"),
+            }
         }
-        assert_eq!(count(), 1, "the burst waits for this task to yield");
+    }
+
+    #[tokio::test]
+    async fn frames_read_in_one_burst_leave_in_two_writes() {
+        let (t, mut server, writes) = counted();
+        let count = || writes.load(std::sync::atomic::Ordering::SeqCst);
+        let lines: Vec<String> = (0..51)
+            .map(|i| format!(r#"{{"jsonrpc":"2.0","method":"n{i}"}}"#))
+            .collect();
+        relay_all(&reading(&lines), &*t, 51).await;
+        assert_eq!(
+            count(),
+            1,
+            "the first frame goes at once, the rest wait for this task to yield"
+        );
         let out = written(&t, &mut server).await;
-        assert_eq!(out.lines().count(), 51);
-        assert!(out.starts_with(r#"{"jsonrpc":"2.0","method":"first"}"#));
+        assert_eq!(out.lines().collect::<Vec<_>>(), lines);
         assert_eq!(count(), 2, "50 gathered frames took {} writes", count() - 1);
+    }
+
+    #[tokio::test]
+    async fn a_lone_frame_leaves_at_once_and_so_does_the_next() {
+        let (t, mut server, writes) = counted();
+        let count = || writes.load(std::sync::atomic::Ordering::SeqCst);
+        let first = r#"{"jsonrpc":"2.0","method":"first"}"#.to_owned();
+        relay_all(&reading(std::slice::from_ref(&first)), &*t, 1).await;
+        assert_eq!(count(), 1, "written before the sender yields");
+        // Nothing was left to gather: the next frame does not wait for a flushing task.
+        t.try_send(frame(r#"{"jsonrpc":"2.0","method":"second"}"#))
+            .expect("send");
+        assert_eq!(count(), 2, "written before the sender yields");
+        let out = written(&t, &mut server).await;
+        assert_eq!(
+            out,
+            format!("{first}\n{{\"jsonrpc\":\"2.0\",\"method\":\"second\"}}\n")
+        );
     }
 
     #[tokio::test]

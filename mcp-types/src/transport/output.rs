@@ -3,11 +3,13 @@
 //!
 //! A frame sent while nothing is waiting to be written goes to the stream there and then,
 //! from the sender's task: the peer starts on it without waiting for this task to yield,
-//! and no other task is woken to write it. What is sent after it until a flushing task
-//! runs (the rest of a burst, a stream that would block) is appended to one buffer, and
-//! that task writes all of it in one call when the sender's task yields. So a burst costs
-//! two system calls, and a lone answer leaves at once.
+//! and no other task is woken to write it. When more input is already read and waiting
+//! on this thread (the rest of a burst, see [`note_more_ahead`]), or the stream would
+//! block, what follows is appended to one buffer, and a flushing task writes all of it
+//! in one call when the sender's task yields. So a burst costs two system calls, and a
+//! lone answer leaves at once without waking a task.
 
+use std::cell::Cell;
 use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -24,6 +26,23 @@ const KEEP_BUFFER_BYTES: usize = 1024 * 1024;
 
 /// How long closing waits for what is buffered to be written.
 const CLOSE_FLUSH: Duration = Duration::from_secs(2);
+
+thread_local! {
+    /// Whether the frame being handled on this thread has more input read behind it.
+    static MORE_AHEAD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Says whether the line a reader just gave out has more bytes read behind it (set by
+/// the line reader for every frame). The frames sent while it holds are the answers of a
+/// burst: they are gathered for one write instead of one system call each. Only a hint:
+/// it changes how writes are grouped, never their order or whether they happen.
+pub(super) fn note_more_ahead(more: bool) {
+    MORE_AHEAD.with(|m| m.set(more));
+}
+
+fn more_ahead() -> bool {
+    MORE_AHEAD.with(Cell::get)
+}
 
 /// The write half, shared by the senders and the flushing task.
 pub(super) struct Output<W> {
@@ -85,9 +104,15 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Output<W> {
         }
         // Free: as much as the stream takes now, without waiting.
         let mut now = Context::from_waker(Waker::noop());
-        if let Poll::Ready(Err(e)) = st.poll_drain(&mut now) {
-            self.closed.record(write_failure(&e));
-            return Err(());
+        match st.poll_drain(&mut now) {
+            Poll::Ready(Err(e)) => {
+                self.closed.record(write_failure(&e));
+                return Err(());
+            }
+            // All written, and nothing else is on its way from this thread's reader:
+            // the next frame may go straight out as well.
+            Poll::Ready(Ok(_)) if !more_ahead() => return Ok(()),
+            _ => {}
         }
         st.gathering = true;
         if st.task.is_none() {
