@@ -248,11 +248,23 @@ fn ended() -> Response<HttpBody> {
     )
 }
 
+/// The `_meta` key of a progress token, its searcher built once.
+static PROGRESS_TOKEN_KEY: std::sync::LazyLock<mcp_types::raw::KeyFinder> =
+    std::sync::LazyLock::new(|| mcp_types::raw::KeyFinder::new(meta::PROGRESS_TOKEN));
+
 /// A request's id and progress token (as JSON text), for routing what answers it.
 fn request_of(m: &Message) -> Option<(RequestId, Option<String>)> {
     let Message::Request(r) = m else {
         return None;
     };
+    // Most requests carry no progress token: a search of their text says so for less
+    // than decoding them.
+    let may_have_token = r.params.as_deref().is_some_and(|p| {
+        PROGRESS_TOKEN_KEY.may_be_in(p.get()) || mcp_types::raw::has_key_escapes(p.get())
+    });
+    if !may_have_token {
+        return Some((r.id.clone(), None));
+    }
     #[derive(serde::Deserialize)]
     struct Params<'a> {
         #[serde(rename = "_meta", borrow, default)]

@@ -88,9 +88,9 @@ pub(super) struct ReplayLimits {
 
 #[derive(Default)]
 struct Routing {
-    streams: HashMap<u64, Stream>,
-    waiting: HashMap<RequestId, u64>,
-    progress: HashMap<String, u64>,
+    streams: HashMap<u64, Stream, ahash::RandomState>,
+    waiting: HashMap<RequestId, u64, ahash::RandomState>,
+    progress: HashMap<String, u64, ahash::RandomState>,
     open_posts: Vec<u64>,
     get_stream: Option<u64>,
     replay: Replay,
