@@ -60,12 +60,11 @@ impl Call {
             return;
         };
         crate::span::outcome(&self.span, &answer);
-        let ctx = self.ctx.clone();
         let params = self.params.take();
         reply
             .session
             .clone()
-            .answer_call(reply, ctx, params, answer);
+            .answer_call(reply, &self.ctx, params, answer);
     }
 }
 
@@ -78,8 +77,10 @@ impl Drop for Call {
                 mcp_types::codes::INTERNAL_ERROR,
                 "Internal error: the call was dropped without an answer",
             );
-            let ctx = self.ctx.clone();
-            reply.session.clone().answer_call(reply, ctx, None, Err(e));
+            reply
+                .session
+                .clone()
+                .answer_call(reply, &self.ctx, None, Err(e));
         }
     }
 }

@@ -116,7 +116,7 @@ impl Session {
     pub(crate) fn answer_call(
         self: Arc<Self>,
         reply: Reply,
-        ctx: RequestContext,
+        ctx: &RequestContext,
         params: Option<Arc<Box<RawValue>>>,
         answer: Result<Outcome<RawResult>, ErrorObject>,
     ) {
@@ -130,6 +130,8 @@ impl Session {
             let _ = reply.peer.send_now(msg);
             return;
         }
+        // Only the rounds of questions outlive the call: they get a context of their own.
+        let ctx = ctx.clone();
         tokio::spawn(async move {
             let Ok(Outcome::InputRequired(ir)) = answer else {
                 return;
