@@ -16,7 +16,7 @@ pub mod http_sse;
 mod http_sse_auth;
 mod options;
 mod relay;
-pub use relay::RawRequest;
+pub use relay::{MetaRewrite, RawRequest};
 pub mod sse;
 
 use std::collections::HashMap;

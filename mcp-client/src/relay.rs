@@ -26,7 +26,19 @@ pub(crate) struct Envelope {
 /// A `_meta` written from a host's own `_meta` text.
 struct MemoMeta {
     from: Box<str>,
-    meta: Box<RawValue>,
+    meta: MetaRewrite,
+}
+
+/// What a relay does with a host's own `_meta` on its way upstream (see
+/// [`Client::memo_meta`]).
+#[derive(Clone, Debug)]
+pub enum MetaRewrite {
+    /// It goes on as the host wrote it.
+    Keep,
+    /// It goes: nothing of it is left for the upstream.
+    Remove,
+    /// This text goes in its place.
+    Write(Box<RawValue>),
 }
 
 /// The longest host `_meta` whose rewrite is kept: an envelope is far shorter, and a host
@@ -143,21 +155,18 @@ impl Client {
         Some(meta)
     }
 
-    /// The `_meta` a relay writes from a host's own `_meta` text `from` (its rewrite
-    /// depends on nothing but that text and this connection): `write` makes it, and it is
-    /// kept while the next host `_meta` is the same text, as a host's envelope is from one
-    /// request to the next. `None` when `write` gives nothing.
-    pub fn memo_meta(
-        &self,
-        from: &str,
-        write: impl FnOnce() -> Option<Box<RawValue>>,
-    ) -> Option<Box<RawValue>> {
+    /// What a relay does with a host's own `_meta` text `from` when that depends on
+    /// nothing but the text and this connection: `write` decides, and its answer is kept
+    /// while the next host `_meta` is the same text, as a host's envelope is from one
+    /// request to the next (whatever the upstream's revision: one that hears no envelope
+    /// still loses the host's hop keys).
+    pub fn memo_meta(&self, from: &str, write: impl FnOnce() -> MetaRewrite) -> MetaRewrite {
         if let Ok(last) = self.envelope.written.lock() {
             if let Some(m) = last.as_ref().filter(|m| *m.from == *from) {
-                return Some(m.meta.clone());
+                return m.meta.clone();
             }
         }
-        let meta = write()?;
+        let meta = write();
         if from.len() <= MEMO_MAX_BYTES {
             if let Ok(mut last) = self.envelope.written.lock() {
                 *last = Some(MemoMeta {
@@ -166,7 +175,7 @@ impl Client {
                 });
             }
         }
-        Some(meta)
+        meta
     }
 
     /// [`Client::write_envelope`] for params whose `_meta` the caller does not otherwise

@@ -1,12 +1,12 @@
-//! The `_meta` a 2026-07-28 upstream hears is written once per host and kept while that
-//! host sends the same: what changes between calls (another host, a new log level, a
-//! different envelope) must reach the upstream on the very next call.
+//! The `_meta` an upstream hears is written once per host and kept while that host sends
+//! the same: what changes between calls (another host, a new log level, a different
+//! envelope, a key of the host's own) must reach the upstream on the very next call.
 
 use mcp_client::{CallOptions, Client, ClientOptions, EraChoice, NoHandler};
 use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport};
-use mcp_server::{NoArgs, Outcome, RequestContext, Server, ToolRegistry};
-use mcp_types::protocol::{CallToolResult, ClientCapabilities, ContentBlock};
-use mcp_types::Revision;
+use mcp_server::{NoArgs, Outcome, RequestContext, Server, ServerHandler, ToolRegistry};
+use mcp_types::protocol::*;
+use mcp_types::{ErrorObject, Revision};
 use serde_json::{json, Value};
 
 mod common;
@@ -115,4 +115,66 @@ async fn a_2026_hosts_changed_meta_reaches_the_next_call() {
         );
     }
     assert_eq!(seen(&a, None).await["level"], Value::Null);
+}
+
+/// A 2025-06-18 upstream whose `meta` tool answers with the `_meta` its request carried
+/// (`null` for none), as JSON text.
+struct MetaEcho;
+
+#[async_trait::async_trait]
+impl ServerHandler for MetaEcho {
+    fn capabilities(&self) -> ServerCapabilities {
+        common::tools_only()
+    }
+    async fn list_tools(
+        &self,
+        _: &RequestContext,
+        _: PaginatedRequestParams,
+    ) -> Result<ListToolsResult, ErrorObject> {
+        common::listing([common::object_tool("meta")])
+    }
+    async fn call_tool(
+        &self,
+        _: &RequestContext,
+        p: CallToolRequestParams,
+    ) -> Result<Outcome<CallToolResult>, ErrorObject> {
+        common::text_outcome(serde_json::to_string(&p.meta).expect("meta"))
+    }
+}
+
+async fn heard(host: &Client, meta: Value) -> Value {
+    let params = json!({"name": "up__meta", "arguments": {}, "_meta": meta});
+    let r = host
+        .request("tools/call", params, &CallOptions::default())
+        .await
+        .expect("call");
+    let text = r["content"][0]["text"].as_str().expect("a text block");
+    serde_json::from_str(text).expect("json")
+}
+
+#[tokio::test]
+async fn a_legacy_upstream_hears_each_hosts_own_meta_keys_and_no_hop_keys() {
+    let up = common::in_process("up", MetaEcho).revision(Revision::V2025_06_18);
+    let agg = Aggregator::start(vec![up], AggregatorOptions::default())
+        .await
+        .expect("start");
+    let modern = host(&agg, EraChoice::Modern, "m").await;
+    let legacy = host(&agg, LEGACY, "l").await;
+    let level = json!({ "io.modelcontextprotocol/logLevel": "info" });
+    // Repeats and alternations: a kept rewrite must never answer for another text.
+    for _ in 0..2 {
+        for n in [1, 1, 2] {
+            let own = json!({ "x": n });
+            assert_eq!(heard(&modern, own.clone()).await, own);
+            assert_eq!(heard(&legacy, own.clone()).await, own);
+        }
+        for only_hop_keys in [json!({}), level.clone()] {
+            let heard = heard(&modern, only_hop_keys).await;
+            assert!(heard.as_object().is_none_or(|o| o.is_empty()), "{heard}");
+        }
+        assert_eq!(
+            heard(&legacy, json!({ "y": [1] })).await,
+            json!({ "y": [1] })
+        );
+    }
 }

@@ -6,11 +6,12 @@
 //!
 //! A host sends the same envelope with every call, so what the upstream hears is written
 //! once per host and connection and kept ([`mcp_client::Client::host_meta`],
-//! [`mcp_client::Client::memo_meta`]); only a `_meta` that differs is read and written.
+//! [`mcp_client::Client::memo_meta`], for an upstream of any revision); only a `_meta`
+//! that differs is read and written.
 
 use super::id::UpstreamId;
 
-use mcp_client::Client;
+use mcp_client::{Client, MetaRewrite as Written};
 use mcp_revisions::features;
 use mcp_server::RequestContext;
 use mcp_types::raw::{self, RawObject};
@@ -29,21 +30,11 @@ const HOST_HOP_META: [&str; 5] = [
     meta::LOG_LEVEL,
 ];
 
-/// What the `_meta` of the upstream request becomes.
-enum Written {
-    /// As the host wrote it (or absent, as it was).
-    Unchanged,
-    /// Gone: nothing is left in it.
-    Removed,
-    /// This text.
-    New(Box<RawValue>),
-}
-
 /// How one call's `_meta` is written: who declares what.
 struct Hop<'c> {
     ctx: &'c RequestContext,
     /// The upstream's connection, when it hears an envelope (2026-07-28).
-    client: Option<Client>,
+    client: Option<&'c Client>,
     /// The host's capabilities and log level go on as it wrote them (both 2026-07-28).
     keep_host: bool,
     /// The gateway declares the host's capabilities and log level itself.
@@ -64,9 +55,10 @@ impl Aggregator {
     ) {
         let up_modern = features::per_request_meta(up);
         let keep_host = up_modern && features::per_request_meta(ctx.revision()) && !extension;
+        let upstream = self.inner.upstreams[i].client();
         let hop = Hop {
             ctx,
-            client: self.inner.upstreams[i].client().filter(|_| up_modern),
+            client: upstream.as_ref().filter(|_| up_modern),
             keep_host,
             declare: up_modern && !keep_host,
             extension,
@@ -74,31 +66,26 @@ impl Aggregator {
         let host = p.get("_meta");
         // A trace begun in HTTP headers is the request's own, not the host's: not kept.
         let memo = ctx.trace_context().is_none() && !extension;
-        let written = match (&hop.client, host) {
+        let written = match (&hop.client, &upstream, host) {
             // The common legacy host: nothing of its own in `_meta`.
-            (Some(c), None) if memo && hop.declare => c
+            (Some(c), _, None) if memo && hop.declare => c
                 .host_meta(ctx.client_capabilities_raw_shared(), ctx.log_level())
-                .map_or(Written::Unchanged, Written::New),
-            // The common 2026 host: the same envelope with every call.
-            (Some(c), Some(m)) if memo && hop.keep_host && raw::is_object(m) => {
-                match c.memo_meta(m.get(), || match hop.write(Some(m)) {
-                    Written::New(w) => Some(w),
-                    _ => None,
-                }) {
-                    Some(w) => Written::New(w),
-                    None => hop.write(Some(m)),
-                }
+                .map_or(Written::Keep, Written::Write),
+            // The common 2026 host: the same envelope with every call, whose rewrite
+            // depends on nothing but its text when the gateway declares nothing itself.
+            (_, Some(c), Some(m)) if memo && !hop.declare && raw::is_object(m) => {
+                c.memo_meta(m.get(), || hop.write(Some(m)))
             }
             _ => hop.write(host),
         };
         match written {
-            Written::New(m) => {
+            Written::Write(m) => {
                 p.insert("_meta", m);
             }
-            Written::Removed => {
+            Written::Remove => {
                 p.remove("_meta");
             }
-            Written::Unchanged => {}
+            Written::Keep => {}
         }
     }
 }
@@ -112,10 +99,10 @@ impl Hop<'_> {
             None => RawObject::new(),
             Some(m) if raw::is_object(m) => match RawObject::parse(m.get()) {
                 Ok(m) => m,
-                Err(_) => return Written::Unchanged,
+                Err(_) => return Written::Keep,
             },
             // Not an object: the upstream hears it as the host wrote it.
-            Some(_) => return Written::Unchanged,
+            Some(_) => return Written::Keep,
         };
         let before = m.len();
         m.retain(|k, _| match k {
@@ -134,7 +121,7 @@ impl Hop<'_> {
             }
             changed = true;
         }
-        if let Some(client) = &self.client {
+        if let Some(client) = self.client {
             changed |= client.write_envelope(&mut m);
         }
         // A trace the host began in its HTTP headers continues upstream in `_meta` (one
@@ -149,9 +136,9 @@ impl Hop<'_> {
             }
         }
         match (changed, m.is_empty()) {
-            (false, _) => Written::Unchanged,
-            (true, true) => Written::Removed,
-            (true, false) => Written::New(m.to_raw()),
+            (false, _) => Written::Keep,
+            (true, true) => Written::Remove,
+            (true, false) => Written::Write(m.to_raw()),
         }
     }
 }
