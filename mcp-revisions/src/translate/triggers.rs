@@ -15,8 +15,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
+use mcp_types::raw;
 use mcp_types::Revision;
-use memchr::{memchr, memchr2};
 
 use super::{ELICITATION_MODES, OBJECT_ONLY_STRUCTURED, SAMPLING_ARRAYS};
 use crate::shapes::{ContentKind, ObjectShape, Shape};
@@ -197,43 +197,17 @@ impl Triggers {
 
     /// Whether the walk may change a subtree with this text (valid JSON).
     pub(super) fn found_in(&self, text: &str) -> bool {
-        self.always || (!self.by_len.is_empty() && self.scan(text.as_bytes()))
+        self.always || (!self.by_len.is_empty() && self.scan(text))
     }
 
     /// Whether any string in `text` (keys and values alike) is one of the tokens.
-    fn scan(&self, text: &[u8]) -> bool {
-        let mut at = 0;
-        while let Some(open) = memchr(b'"', &text[at..]) {
-            let start = at + open + 1;
-            let mut end = start;
-            let mut escaped = false;
-            loop {
-                match memchr2(b'"', b'\\', &text[end..]) {
-                    Some(off) if text[end + off] == b'\\' => {
-                        escaped = true;
-                        end += off + 2;
-                        if end > text.len() {
-                            return true; // not JSON after all: let the walk judge it
-                        }
-                    }
-                    Some(off) => {
-                        end += off;
-                        break;
-                    }
-                    None => return true,
-                }
-            }
-            let s = &text[start..end];
-            if if escaped {
-                self.is_escaped_token(s)
-            } else {
-                self.is_token(s)
-            } {
-                return true;
-            }
-            at = end + 1;
-        }
-        false
+    fn scan(&self, text: &str) -> bool {
+        raw::strings(text).any(|s| match s {
+            Ok((s, false)) => self.is_token(s),
+            Ok((s, true)) => self.is_escaped_token(s),
+            // Not JSON after all: let the walk judge it.
+            Err(_) => true,
+        })
     }
 
     fn is_token(&self, s: &[u8]) -> bool {

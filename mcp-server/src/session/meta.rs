@@ -23,10 +23,7 @@ impl<'a> RequestMeta<'a> {
     /// absent or malformed `_meta` reads as empty.
     pub(crate) fn of(params: Option<&'a RawObject<'_>>) -> Self {
         let mut out = Self::default();
-        let Some(Ok(members)) = params
-            .and_then(|p| p.get("_meta"))
-            .map(|m| RawObject::parse(m.get()))
-        else {
+        let Some(Ok(members)) = params.and_then(|p| p.get("_meta")).map(RawObject::from_raw) else {
             return out;
         };
         for (key, value) in members {

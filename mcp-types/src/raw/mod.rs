@@ -32,7 +32,20 @@ use serde_json::value::RawValue;
 
 pub(crate) mod scan;
 mod text;
+mod valid;
 pub use text::*;
+pub use valid::{strings, Strings, Unterminated};
+
+/// A small deterministic generator for the readers' randomized tests.
+#[cfg(test)]
+fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}
 
 /// One member: its key and its value's raw text.
 pub type Member<'a> = (Cow<'a, str>, Cow<'a, RawValue>);
@@ -160,11 +173,30 @@ impl<'a> RawObject<'a> {
     }
 
     /// [`RawObject::parse`] of a raw value, remembered: while no member changes,
-    /// [`RawObject::to_cow`] gives it back as it is.
+    /// [`RawObject::to_cow`] gives it back as it is. A raw value is JSON already, so it
+    /// is only split here, not checked again.
     pub fn from_raw(raw: &'a RawValue) -> Result<Self, Error> {
-        let mut o = Self::parse(raw.get())?;
+        let mut o = match Self::split_valid(raw.get()) {
+            Some(o) => o,
+            None => Self::parse(raw.get())?,
+        };
         o.source = Some(raw);
         Ok(o)
+    }
+
+    /// The members of `text`, known to be JSON; `None` leaves it to [`RawObject::parse`]
+    /// (see [`valid`]).
+    fn split_valid(text: &'a str) -> Option<Self> {
+        let mut members = Vec::with_capacity(4);
+        let mut raw = true;
+        valid::members(text, |key, value| match prewritten_ref(value) {
+            Some(v) => members.push((Cow::Borrowed(key), Cow::Borrowed(v))),
+            None => raw = false,
+        })?;
+        raw.then_some(RawObject {
+            members,
+            source: None,
+        })
     }
 
     /// Whether a member changed since the object was read with [`RawObject::from_raw`].

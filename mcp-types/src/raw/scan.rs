@@ -412,13 +412,7 @@ mod tests {
     /// serde_json refuses, and must take the plain valid ones.
     #[test]
     fn never_accepts_what_serde_json_refuses() {
-        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = super::super::xorshift(0x9e37_79b9_7f4a_7c15);
         const ATOMS: &[&str] = &[
             "0",
             "-1",
