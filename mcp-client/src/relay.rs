@@ -186,7 +186,7 @@ impl Client {
         }
         let written = match params.get("_meta") {
             None => Some(RawObject::new()),
-            Some(m) => RawObject::parse(m.get()).ok(),
+            Some(m) => RawObject::from_raw(m).ok(),
         }
         .map(|mut m| {
             self.write_envelope(&mut m);

@@ -46,8 +46,9 @@ async fn host(agg: &Aggregator, era: EraChoice, name: &str) -> Client {
     common::host(agg, NoHandler, options).await
 }
 
-async fn seen(host: &Client, meta: Option<Value>) -> Value {
-    let mut params = json!({"name": "up__envelope", "arguments": {}});
+/// What `tool`, called with `meta` as the request's own `_meta`, answers as JSON text.
+async fn answer(host: &Client, tool: &str, meta: Option<Value>) -> Value {
+    let mut params = json!({"name": tool, "arguments": {}});
     if let Some(m) = meta {
         params["_meta"] = m;
     }
@@ -57,6 +58,10 @@ async fn seen(host: &Client, meta: Option<Value>) -> Value {
         .expect("call");
     let text = r["content"][0]["text"].as_str().expect("a text block");
     serde_json::from_str(text).expect("json")
+}
+
+async fn seen(host: &Client, meta: Option<Value>) -> Value {
+    answer(host, "up__envelope", meta).await
 }
 
 const LEGACY: EraChoice = EraChoice::Legacy(Revision::V2025_06_18);
@@ -143,13 +148,7 @@ impl ServerHandler for MetaEcho {
 }
 
 async fn heard(host: &Client, meta: Value) -> Value {
-    let params = json!({"name": "up__meta", "arguments": {}, "_meta": meta});
-    let r = host
-        .request("tools/call", params, &CallOptions::default())
-        .await
-        .expect("call");
-    let text = r["content"][0]["text"].as_str().expect("a text block");
-    serde_json::from_str(text).expect("json")
+    answer(host, "up__meta", Some(meta)).await
 }
 
 #[tokio::test]

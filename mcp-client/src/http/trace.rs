@@ -15,9 +15,9 @@ pub(super) fn trace_headers(h: &mut HeaderMap, r: &mcp_types::Request) {
     if !FINDER.may_be_in(params.get()) {
         return;
     }
-    let meta = RawObject::parse(params.get()).ok().and_then(|p| {
+    let meta = RawObject::from_raw(params).ok().and_then(|p| {
         p.get("_meta")
-            .and_then(|m| RawObject::parse(m.get()).ok().map(|m| m.into_owned()))
+            .and_then(|m| RawObject::from_raw(m).ok().map(|m| m.into_owned()))
     });
     let Some(meta) = meta else { return };
     for key in [TRACEPARENT, TRACESTATE] {

@@ -97,7 +97,7 @@ impl Hop<'_> {
         let ctx = self.ctx;
         let mut m = match host {
             None => RawObject::new(),
-            Some(m) if raw::is_object(m) => match RawObject::parse(m.get()) {
+            Some(m) if raw::is_object(m) => match RawObject::from_raw(m) {
                 Ok(m) => m,
                 Err(_) => return Written::Keep,
             },

@@ -326,7 +326,7 @@ impl Session {
         };
         // The capabilities as the client wrote them, for a relay to pass on verbatim.
         let capabilities_raw = params
-            .and_then(|p| RawObject::parse(p.get()).ok())
+            .and_then(|p| RawObject::from_raw(p).ok())
             .and_then(|o| o.get("capabilities").map(|c| Arc::from(c.to_owned())))
             .unwrap_or_else(|| Arc::from(mcp_types::raw::encode(&p.capabilities)));
         if let Ok(mut g) = self.legacy.lock() {

@@ -184,21 +184,6 @@ impl<'a> RawObject<'a> {
         Ok(o)
     }
 
-    /// The members of `text`, known to be JSON; `None` leaves it to [`RawObject::parse`]
-    /// (see [`valid`]).
-    fn split_valid(text: &'a str) -> Option<Self> {
-        let mut members = Vec::with_capacity(4);
-        let mut raw = true;
-        valid::members(text, |key, value| match prewritten_ref(value) {
-            Some(v) => members.push((Cow::Borrowed(key), Cow::Borrowed(v))),
-            None => raw = false,
-        })?;
-        raw.then_some(RawObject {
-            members,
-            source: None,
-        })
-    }
-
     /// Whether a member changed since the object was read with [`RawObject::from_raw`].
     pub fn is_modified(&self) -> bool {
         self.source.is_none()
@@ -357,7 +342,7 @@ impl<'a> RawObject<'a> {
         let Some(i) = self.position(key) else {
             return Ok(false);
         };
-        let Ok(mut inner) = RawObject::parse(self.members[i].1.get()) else {
+        let Ok(mut inner) = RawObject::from_raw(&self.members[i].1) else {
             return Ok(false);
         };
         if !edit(&mut inner)? {

@@ -19,6 +19,9 @@ const MAX_DEPTH: u32 = 64;
 /// `0x0101…01`: a byte's value times this is that byte in every lane of a word.
 const ONES: u64 = u64::MAX / 255;
 
+/// The high bit of every byte of a word: where the word tests below leave their flags.
+pub(super) const HIGH_BITS: u64 = ONES << 7;
+
 /// A cursor over JSON text.
 pub(crate) struct Scanner<'a> {
     text: &'a str,
@@ -255,12 +258,16 @@ fn stop_at(b: &[u8], mut at: usize) -> Option<usize> {
 /// Each test flags a byte exactly when it matches, or when it follows a match (a borrow
 /// runs upward only), so the lowest flag is the first match.
 fn first_stop(word: u64) -> Option<usize> {
-    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x;
-    let control = below_space(word);
-    let quote = has_zero(word ^ (ONES * u64::from(b'"')));
-    let backslash = has_zero(word ^ (ONES * u64::from(b'\\')));
-    let flags = (control | quote | backslash) & (ONES << 7);
+    let flags = (below_space(word) | quote_or_backslash(word)) & HIGH_BITS;
     (flags != 0).then(|| flags.trailing_zeros() as usize / 8)
+}
+
+/// The high bit of each byte of `word` that is a quote or a backslash, and possibly of
+/// bytes above such a one (a borrow runs upward), so the lowest is the first match; only
+/// the [`HIGH_BITS`] of the result mean anything (callers mask once for all their tests).
+pub(super) fn quote_or_backslash(word: u64) -> u64 {
+    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x;
+    has_zero(word ^ (ONES * u64::from(b'"'))) | has_zero(word ^ (ONES * u64::from(b'\\')))
 }
 
 /// Whether `b` holds a byte a JSON string may not hold raw (below 0x20), eight bytes at
@@ -272,7 +279,7 @@ fn has_control(b: &[u8]) -> bool {
     for w in &mut words {
         flags |= below_space(u64::from_le_bytes(w.try_into().unwrap_or_default()));
     }
-    flags & (ONES << 7) != 0 || words.remainder().iter().any(|&c| c < 0x20)
+    flags & HIGH_BITS != 0 || words.remainder().iter().any(|&c| c < 0x20)
 }
 
 /// The high bit of each byte of `word` below 0x20, and of bytes above such a one.

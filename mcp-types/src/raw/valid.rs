@@ -12,12 +12,31 @@
 //! text that is not JSON after all, it never panics and always ends; its spans are then
 //! meaningless but always on character boundaries.
 
+use std::borrow::Cow;
+use std::fmt;
+
+use super::scan::{quote_or_backslash, HIGH_BITS};
+use super::{prewritten_ref, RawObject};
+
 /// Deepest nesting followed here, as in [`scan`](super::scan): deeper text goes to the
 /// checking reader, whose verdict on depth is the one that counts.
 const MAX_DEPTH: u32 = 64;
 
-/// `0x0101…01`: a byte's value times this is that byte in every lane of a word.
-const ONES: u64 = u64::MAX / 255;
+impl<'a> RawObject<'a> {
+    /// The members of `text`, known to be JSON; `None` leaves it to [`RawObject::parse`].
+    pub(super) fn split_valid(text: &'a str) -> Option<Self> {
+        let mut members = Vec::with_capacity(4);
+        let mut raw = true;
+        self::members(text, |key, value| match prewritten_ref(value) {
+            Some(v) => members.push((Cow::Borrowed(key), Cow::Borrowed(v))),
+            None => raw = false,
+        })?;
+        raw.then_some(RawObject {
+            members,
+            source: None,
+        })
+    }
+}
 
 /// Calls `member` with each top-level member's name and value text of `text`, which must
 /// be one JSON object whose member names have no escapes.
@@ -77,6 +96,14 @@ pub struct Strings<'a> {
 /// A string in text that should have been JSON never ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Unterminated;
+
+impl fmt::Display for Unterminated {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON string never ends")
+    }
+}
+
+impl std::error::Error for Unterminated {}
 
 impl<'a> Iterator for Strings<'a> {
     type Item = Result<(&'a [u8], bool), Unterminated>;
@@ -164,12 +191,8 @@ fn string_end(b: &[u8], mut at: usize) -> Option<(usize, bool)> {
 /// The first quote or backslash at or after `at`, eight bytes at a time.
 fn stop_at(b: &[u8], mut at: usize) -> Option<usize> {
     while let Some(chunk) = b.get(at..at + 8) {
-        let word = u64::from_le_bytes(chunk.try_into().ok()?);
-        let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & (ONES << 7);
-        let flags =
-            has_zero(word ^ (ONES * u64::from(b'"'))) | has_zero(word ^ (ONES * u64::from(b'\\')));
+        let flags = quote_or_backslash(u64::from_le_bytes(chunk.try_into().ok()?)) & HIGH_BITS;
         if flags != 0 {
-            // The lowest flag is the first match (a borrow only runs upward).
             return Some(at + flags.trailing_zeros() as usize / 8);
         }
         at += 8;
