@@ -3,7 +3,6 @@
 use mcp_types::meta;
 use mcp_types::raw::RawObject;
 use serde_json::value::RawValue;
-use std::borrow::Cow;
 
 /// The keys of a request's `_meta` the session acts on: the 2026-07-28 envelope and the
 /// progress token, each still raw. Every other key is the handler's to read.
@@ -23,15 +22,12 @@ impl<'a> RequestMeta<'a> {
     /// absent or malformed `_meta` reads as empty.
     pub(crate) fn of(params: Option<&'a RawObject<'_>>) -> Self {
         let mut out = Self::default();
-        let Some(Ok(members)) = params.and_then(|p| p.get("_meta")).map(RawObject::from_raw) else {
+        let Some(text) = params.and_then(|p| p.get("_meta")) else {
             return out;
         };
-        for (key, value) in members {
-            // Read from the text, every value borrows it.
-            let Cow::Borrowed(value) = value else {
-                continue;
-            };
-            let slot = match &*key {
+        // Read in place: the envelope is looked up once, so no object is built for it.
+        let _ = mcp_types::raw::for_each_member(text, |key, value| {
+            let slot = match key {
                 meta::PROTOCOL_VERSION => &mut out.protocol_version,
                 meta::CLIENT_CAPABILITIES => &mut out.client_capabilities,
                 meta::CLIENT_INFO => &mut out.client_info,
@@ -39,11 +35,11 @@ impl<'a> RequestMeta<'a> {
                 meta::PROGRESS_TOKEN => &mut out.progress_token,
                 meta::TRACEPARENT => &mut out.traceparent,
                 meta::TRACESTATE => &mut out.tracestate,
-                _ => continue,
+                _ => return,
             };
             // A null is no value, as for a decoder of optional members.
             *slot = (value.get() != "null").then_some(value);
-        }
+        });
         out
     }
 

@@ -34,7 +34,7 @@ pub(crate) mod scan;
 mod text;
 mod valid;
 pub use text::*;
-pub use valid::{strings, Strings, Unterminated};
+pub use valid::{for_each_member, strings, Strings, Unterminated};
 
 /// A small deterministic generator for the readers' randomized tests.
 #[cfg(test)]

@@ -38,6 +38,36 @@ impl<'a> RawObject<'a> {
     }
 }
 
+/// Calls `member` with each top-level member of the object `raw`, in order, each value
+/// lent from its text: the same members [`RawObject::from_raw`] gives, without building
+/// one. For what only looks a few members up once (a request's `_meta` envelope), this
+/// saves the object's allocation. Members whose value could not be lent (none, for text
+/// the checking reader accepts) are skipped.
+pub fn for_each_member<'a>(
+    raw: &'a serde_json::value::RawValue,
+    mut member: impl FnMut(&str, &'a serde_json::value::RawValue),
+) -> Result<(), super::Error> {
+    let mut given = 0;
+    let done = members(raw.get(), |key, value| {
+        given += 1;
+        if let Some(v) = prewritten_ref(value) {
+            member(key, v);
+        }
+    });
+    if done.is_some() {
+        return Ok(());
+    }
+    // An escaped name, deep nesting, or no object at all: the checking reader decides,
+    // and gives the members already given first, in the same order.
+    let o = RawObject::parse(raw.get())?;
+    for (key, value) in o.members.iter().skip(given) {
+        if let Cow::Borrowed(v) = value {
+            member(key, v);
+        }
+    }
+    Ok(())
+}
+
 /// Calls `member` with each top-level member's name and value text of `text`, which must
 /// be one JSON object whose member names have no escapes.
 pub(crate) fn members<'a>(text: &'a str, mut member: impl FnMut(&'a str, &'a str)) -> Option<()> {
@@ -240,6 +270,29 @@ mod tests {
                 .collect();
             assert_eq!(Some(got), checked(text), "{text}");
         }
+    }
+
+    #[test]
+    fn each_member_is_given_once_in_order_even_when_the_checking_reader_takes_over() {
+        let each = |text: &str| {
+            let raw = super::super::prewritten(text.to_owned());
+            let mut out = Vec::new();
+            for_each_member(&raw, |k, v| out.push(format!("{k}={}", v.get())))
+                .map(|()| out)
+                .ok()
+        };
+        let want = |v: &[&str]| Some(v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(
+            each(r#"{"a":1,"b":{"c":[2]}}"#),
+            want(&["a=1", r#"b={"c":[2]}"#])
+        );
+        // The second name is escaped: the splitter gives up after the first member.
+        assert_eq!(
+            each(r#"{"a":1,"\u0062":2,"c":3}"#),
+            want(&["a=1", "b=2", "c=3"])
+        );
+        assert_eq!(each("{}"), want(&[]));
+        assert_eq!(each("[1]"), None);
     }
 
     #[test]
