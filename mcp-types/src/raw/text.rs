@@ -19,6 +19,13 @@ pub fn as_str(raw: &RawValue) -> Option<Cow<'_, str>> {
     if !text.starts_with('"') {
         return None;
     }
+    // Most strings a relay reads (names, versions) hold nothing to unescape: what is
+    // between the quotes is the value, and serde's reader is not needed to say so.
+    if let Some(inner) = text[1..].strip_suffix('"') {
+        if is_plain(inner) {
+            return Some(Cow::Borrowed(inner));
+        }
+    }
     let mut de = serde_json::Deserializer::from_str(text);
     de.deserialize_str(CowStr).ok()
 }
@@ -285,6 +292,29 @@ impl<'de, T: IntoDeserializer<'de, serde::de::value::Error>> Deserializer<'de> f
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_string_is_read_as_serde_reads_it_borrowed_when_it_has_no_escapes() {
+        for text in [
+            r#""""#,
+            r#""2026-07-28""#,
+            r#""é漢字""#,
+            r#""a\"b""#,
+            r#""\u00e9\n""#,
+        ] {
+            let raw = super::super::prewritten(text.to_owned());
+            let got = super::as_str(&raw);
+            assert_eq!(
+                got.as_deref(),
+                serde_json::from_str::<String>(text).ok().as_deref()
+            );
+            let borrowed = matches!(got, Some(super::Cow::Borrowed(_)));
+            assert_eq!(borrowed, !text.contains('\\'), "{text}");
+        }
+        for text in ["1", "null", r#"["a"]"#] {
+            assert!(super::as_str(&super::super::prewritten(text.to_owned())).is_none());
+        }
+    }
+
     #[test]
     fn plain_strings_are_told_from_those_needing_escapes_anywhere_in_them() {
         let long = "é".repeat(40);
