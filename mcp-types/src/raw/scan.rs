@@ -75,7 +75,34 @@ impl<'a> Scanner<'a> {
         }
         let b = self.bytes();
         let start = self.at + 1;
+        // Most strings are short and plain (names, tags, versions): their closing quote
+        // is found in the first words. Kept apart from the rest, this loop is small enough
+        // to keep its constants in registers.
         let mut at = start;
+        while at < start + 64 {
+            let Some(word) = b.get(at..at + 8) else { break };
+            let word = u64::from_le_bytes(word.try_into().ok()?);
+            let flags = (below_space(word) | quote_or_backslash(word)) & HIGH_BITS;
+            if flags != 0 {
+                let stop = at + flags.trailing_zeros() as usize / 8;
+                if b.get(stop) != Some(&b'"') {
+                    break;
+                }
+                self.at = stop + 1;
+                return Some((self.text.get(start..stop)?, false));
+            }
+            at += 8;
+        }
+        // The words before `at` hold no stop: the rest goes on from there.
+        self.string_rest(start, at)
+    }
+
+    /// [`Scanner::string`] for what its first loop leaves: escapes, a long string, one
+    /// near the end of the text, or a byte a string may not hold.
+    #[cold]
+    #[inline(never)]
+    fn string_rest(&mut self, start: usize, mut at: usize) -> Option<(&'a str, bool)> {
+        let b = self.bytes();
         let mut escaped = false;
         loop {
             let stop = stop_at(b, at)?;
