@@ -82,9 +82,8 @@ impl<'a> Scanner<'a> {
         while at < start + 64 {
             let Some(word) = b.get(at..at + 8) else { break };
             let word = u64::from_le_bytes(word.try_into().ok()?);
-            let flags = (below_space(word) | quote_or_backslash(word)) & HIGH_BITS;
-            if flags != 0 {
-                let stop = at + flags.trailing_zeros() as usize / 8;
+            if let Some(i) = first_stop(word) {
+                let stop = at + i;
                 if b.get(stop) != Some(&b'"') {
                     break;
                 }
