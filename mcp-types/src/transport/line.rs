@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite};
 
 use super::output::{note_more_ahead, Output};
+use super::stop::Stop;
 use super::{
     invalid_frame_error, oversized_error, CloseReason, CloseSlot, Closed, Incoming, Transport,
     TrySendError,
@@ -26,7 +27,7 @@ pub struct LineTransport<R, W> {
     out: Arc<Output<W>>,
     max_message_bytes: usize,
     closed: Arc<CloseSlot>,
-    shutdown: tokio::sync::Notify,
+    shutdown: Stop,
 }
 
 impl<R, W> LineTransport<R, W>
@@ -42,7 +43,7 @@ where
             out: Output::new(writer, closed.clone()),
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             closed,
-            shutdown: tokio::sync::Notify::new(),
+            shutdown: Stop::default(),
         }
     }
 
@@ -61,16 +62,19 @@ where
     /// [`Transport::recv`] as a plain method: a wrapper awaits it without boxing a second
     /// future for every message.
     pub async fn recv_frame(&self) -> Result<Incoming, Closed> {
-        let mut guard = self.reader.lock().await;
+        // One reader at a time; the read loop that is the only one takes it without waiting.
+        let mut guard = match self.reader.try_lock() {
+            Ok(g) => g,
+            Err(_) => self.reader.lock().await,
+        };
         let (reader, buf) = &mut *guard;
         let limit = self.max_message_bytes;
         loop {
             if let Some(r) = self.closed.get() {
                 return Err(Closed(r));
             }
-            let read = tokio::select! {
-                read = next_line(reader, buf, limit) => read,
-                () = self.shutdown.notified() => return Err(Closed(self.closed.record(CloseReason::Closed))),
+            let Some(read) = self.shutdown.until(next_line(reader, buf, limit)).await else {
+                return Err(Closed(self.closed.record(CloseReason::Closed)));
             };
             match read {
                 Read::Got(incoming) => return Ok(incoming),
@@ -258,7 +262,7 @@ where
 
     async fn close(&self) {
         self.closed.record(CloseReason::Closed);
-        self.shutdown.notify_waiters();
+        self.shutdown.set();
         self.out.close().await;
     }
 

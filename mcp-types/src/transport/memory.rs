@@ -5,6 +5,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use tokio::sync::mpsc;
 
+use super::stop::Stop;
 use super::{CloseReason, CloseSlot, Closed, Incoming, Transport, TrySendError};
 use crate::jsonrpc::Frame;
 
@@ -13,7 +14,7 @@ pub struct MemoryTransport {
     tx: Mutex<Option<mpsc::Sender<Frame>>>,
     rx: tokio::sync::Mutex<mpsc::Receiver<Frame>>,
     closed: CloseSlot,
-    shutdown: tokio::sync::Notify,
+    shutdown: Stop,
 }
 
 /// Two connected in-memory transports: what one sends, the other receives. Frames are
@@ -25,7 +26,7 @@ pub fn memory_pair(capacity: usize) -> (MemoryTransport, MemoryTransport) {
         tx: Mutex::new(Some(tx)),
         rx: tokio::sync::Mutex::new(rx),
         closed: CloseSlot::default(),
-        shutdown: tokio::sync::Notify::new(),
+        shutdown: Stop::default(),
     };
     (end(atx, arx), end(btx, brx))
 }
@@ -60,13 +61,14 @@ impl Transport for MemoryTransport {
         if let Some(r) = self.closed.get() {
             return Err(Closed(r));
         }
-        let mut rx = self.rx.lock().await;
-        tokio::select! {
-            frame = rx.recv() => match frame {
-                Some(f) => Ok(Incoming::Frame(f)),
-                None => Err(Closed(self.closed.record(CloseReason::PeerClosed))),
-            },
-            () = self.shutdown.notified() => Err(Closed(self.closed.record(CloseReason::Closed))),
+        let mut rx = match self.rx.try_lock() {
+            Ok(rx) => rx,
+            Err(_) => self.rx.lock().await,
+        };
+        match self.shutdown.until(rx.recv()).await {
+            Some(Some(f)) => Ok(Incoming::Frame(f)),
+            Some(None) => Err(Closed(self.closed.record(CloseReason::PeerClosed))),
+            None => Err(Closed(self.closed.record(CloseReason::Closed))),
         }
     }
 
@@ -75,7 +77,7 @@ impl Transport for MemoryTransport {
         if let Ok(mut g) = self.tx.lock() {
             g.take();
         }
-        self.shutdown.notify_waiters();
+        self.shutdown.set();
     }
 
     fn close_reason(&self) -> Option<CloseReason> {

@@ -10,6 +10,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -21,6 +22,7 @@ use crate::{codes, ErrorObject};
 mod line;
 mod memory;
 mod output;
+mod stop;
 
 pub use line::{LineTransport, DEFAULT_MAX_MESSAGE_BYTES};
 pub use memory::{memory_pair, MemoryTransport};
@@ -212,20 +214,29 @@ pub fn oversized_error(limit: usize) -> ErrorObject {
 
 /// Why a stream closed: the first reason recorded, refinable by a wrapper that knows more.
 #[derive(Default)]
-pub(crate) struct CloseSlot(Mutex<Option<CloseReason>>);
+pub(crate) struct CloseSlot {
+    reason: Mutex<Option<CloseReason>>,
+    /// Whether a reason is recorded: every send and receive asks, and the answer is
+    /// almost always no, which needs no lock.
+    recorded: std::sync::atomic::AtomicBool,
+}
 
 impl CloseSlot {
     pub(crate) fn record(&self, reason: CloseReason) -> CloseReason {
-        match self.0.lock() {
-            Ok(mut g) => g.get_or_insert(reason).clone(),
+        match self.reason.lock() {
+            Ok(mut g) => {
+                self.recorded.store(true, Ordering::Release);
+                g.get_or_insert(reason).clone()
+            }
             Err(_) => reason,
         }
     }
 
     pub(crate) fn refine(&self, reason: CloseReason) -> CloseReason {
-        match self.0.lock() {
+        match self.reason.lock() {
             Ok(g) if *g == Some(CloseReason::Closed) => CloseReason::Closed,
             Ok(mut g) => {
+                self.recorded.store(true, Ordering::Release);
                 *g = Some(reason.clone());
                 reason
             }
@@ -234,7 +245,10 @@ impl CloseSlot {
     }
 
     pub(crate) fn get(&self) -> Option<CloseReason> {
-        self.0.lock().ok().and_then(|g| g.clone())
+        if !self.recorded.load(Ordering::Acquire) {
+            return None;
+        }
+        self.reason.lock().ok().and_then(|g| g.clone())
     }
 }
 
