@@ -14,7 +14,7 @@ use super::id::UpstreamId;
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use mcp_client::ClientError;
+use mcp_client::{Client, ClientError};
 use mcp_revisions::{features, Translator};
 use mcp_server::{Outcome, RawResult, RequestContext};
 use mcp_types::protocol::*;
@@ -94,7 +94,7 @@ impl Aggregator {
         let may_retry = route.hints_trusted && tool.is_idempotent();
         let (route, plan) = (&*route, &plan);
         let send = |extension: bool| async move {
-            let up = match self.hop_params(ctx, route, params, plan, extension) {
+            let up = match self.hop_params(ctx, route, params, plan, extension, None) {
                 Ok(up) => up,
                 Err(e) => {
                     let meter = self.meter_call(route, 0, ctx.revision());
@@ -177,6 +177,8 @@ impl Aggregator {
     /// The params the upstream gets: the host's, with the tool's real name, this hop's
     /// `_meta`, the gateway's `task` choice, in the upstream's revision. `extension`: the
     /// gateway declares the tasks extension itself (it follows the task for the host).
+    /// `on`: the connection the call goes on, when it is chosen already (else the
+    /// upstream's shared one speaks for it: a host's own session speaks its revision).
     pub(super) fn hop_params<'a>(
         &self,
         ctx: &RequestContext,
@@ -184,9 +186,21 @@ impl Aggregator {
         params: &RawObject<'a>,
         plan: &TaskPlan,
         extension: bool,
+        on: Option<&Client>,
     ) -> Result<RawObject<'a>, ClientError> {
         let i = route.upstream;
-        let up = self.upstream_revision(i)?;
+        let shared;
+        let client = match on {
+            Some(c) => c,
+            None => {
+                let u = &self.inner.upstreams[i];
+                shared = u
+                    .client()
+                    .ok_or_else(|| ClientError::Unavailable(u.unavailable()))?;
+                &shared
+            }
+        };
+        let up = client.revision();
         let mut p = params.clone();
         if p.get("name").map(RawValue::get) != Some(route.name.get()) {
             p.insert("name", &*route.name);
@@ -222,7 +236,7 @@ impl Aggregator {
         Translator::new(ctx.revision(), up)
             .without_request_meta()
             .params_in_place(method::TOOLS_CALL, &mut p)?;
-        self.hop_meta(ctx, i, up, &mut p, extension);
+        self.hop_meta(ctx, client, up, &mut p, extension);
         Ok(p)
     }
 

@@ -152,7 +152,9 @@ impl Aggregator {
         // A host's first call to an upstream it gets a session of its own on opens that
         // session, which takes waiting: the task path does it.
         let link = self.link_now(i, ctx)?;
-        let up = self.hop_params(ctx, &route, params, &plan, false).ok()?;
+        let up = self
+            .hop_params(ctx, &route, params, &plan, false, Some(&link.client))
+            .ok()?;
         let request = link
             .client
             .prepare_raw(method::TOOLS_CALL, up, &CallOptions::default());

@@ -9,8 +9,6 @@
 //! [`mcp_client::Client::memo_meta`], for an upstream of any revision); only a `_meta`
 //! that differs is read and written.
 
-use super::id::UpstreamId;
-
 use mcp_client::{Client, MetaRewrite as Written};
 use mcp_revisions::features;
 use mcp_server::RequestContext;
@@ -44,21 +42,20 @@ struct Hop<'c> {
 }
 
 impl Aggregator {
-    /// Writes this hop's `_meta` into `p`, the params upstream `i` (speaking `up`) gets.
+    /// Writes this hop's `_meta` into `p`, the params `upstream` (speaking `up`) gets.
     pub(super) fn hop_meta(
         &self,
         ctx: &RequestContext,
-        i: UpstreamId,
+        upstream: &Client,
         up: Revision,
         p: &mut RawObject<'_>,
         extension: bool,
     ) {
         let up_modern = features::per_request_meta(up);
         let keep_host = up_modern && features::per_request_meta(ctx.revision()) && !extension;
-        let upstream = self.inner.upstreams[i].client();
         let hop = Hop {
             ctx,
-            client: upstream.as_ref().filter(|_| up_modern),
+            client: Some(upstream).filter(|_| up_modern),
             keep_host,
             declare: up_modern && !keep_host,
             extension,
@@ -66,14 +63,14 @@ impl Aggregator {
         let host = p.get("_meta");
         // A trace begun in HTTP headers is the request's own, not the host's: not kept.
         let memo = ctx.trace_context().is_none() && !extension;
-        let written = match (&hop.client, &upstream, host) {
+        let written = match (&hop.client, upstream, host) {
             // The common legacy host: nothing of its own in `_meta`.
             (Some(c), _, None) if memo && hop.declare => c
                 .host_meta(ctx.client_capabilities_raw_shared(), ctx.log_level())
                 .map_or(Written::Keep, Written::Write),
             // The common 2026 host: the same envelope with every call, whose rewrite
             // depends on nothing but its text when the gateway declares nothing itself.
-            (_, Some(c), Some(m)) if memo && !hop.declare && raw::is_object(m) => {
+            (_, c, Some(m)) if memo && !hop.declare && raw::is_object(m) => {
                 c.memo_meta(m.get(), || hop.write(Some(m)))
             }
             _ => hop.write(host),
