@@ -426,12 +426,7 @@ fn server_headers(rest: &[u8]) {
     let Ok(params) = serde_json::from_str::<Box<RawValue>>(params) else {
         return;
     };
-    let request = Request {
-        id: 1.into(),
-        method: method.to_owned(),
-        params: Some(params),
-        extra: Default::default(),
-    };
+    let request = Request::raw(1, method, Some(params));
     let lines = parts.next().unwrap_or_default();
     let pairs: Vec<(&str, &[u8])> = lines
         .split(|b| *b == b'\n')

@@ -180,12 +180,9 @@ impl<'p> Translator<'p> {
             Message::Request(r) => {
                 let (method, params) =
                     self.request_parts(&r.method, r.params.as_deref(), MethodKind::Request)?;
-                Message::Request(Request {
-                    id: r.id.clone(),
-                    method,
-                    params,
-                    extra: r.extra.clone(),
-                })
+                let mut out = Request::raw(r.id.clone(), method, params);
+                out.extra = r.extra.clone();
+                Message::Request(out)
             }
             Message::Notification(n) => {
                 let (method, params) =

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use mcp_revisions::features;
 use mcp_types::protocol::*;
-use mcp_types::raw::RawObject;
+use mcp_types::raw::{ParamsLayout, RawObject};
 use mcp_types::rpc::{error_response, response, Peer};
 use mcp_types::{ErrorObject, Message, Request, RequestId, Revision};
 use serde_json::value::RawValue;
@@ -25,8 +25,9 @@ impl Session {
     pub(super) fn call_now(&self, peer: &Peer, mut req: Request) -> Option<Request> {
         let me = self.me.upgrade()?;
         // Shared by the call and the params read from it, so that they are read once.
+        let layout = req.take_params_layout();
         let text = req.params.take().map(Arc::new);
-        if self.take_call(me, peer, &req.id, text.clone()) {
+        if self.take_call(me, peer, &req.id, text.clone(), layout.as_deref()) {
             return None;
         }
         req.params = text.map(|t| Arc::try_unwrap(t).unwrap_or_else(|t| (*t).clone()));
@@ -40,16 +41,23 @@ impl Session {
         peer: &Peer,
         id: &RequestId,
         text: Option<Arc<Box<RawValue>>>,
+        layout: Option<&ParamsLayout>,
     ) -> bool {
-        let params = match text.as_deref() {
-            Some(t) => match RawObject::from_raw(t) {
+        // What the reader saw of the params, if they are still the text it read.
+        let bound = text.as_deref().and_then(|t| layout.and_then(|l| l.bind(t)));
+        let params = match (bound.and_then(|b| b.object()), text.as_deref()) {
+            (Some(p), _) => p,
+            (None, Some(t)) => match RawObject::from_raw(t) {
                 Ok(p) => p,
                 Err(_) => return false,
             },
-            None => RawObject::new(),
+            (None, None) => RawObject::new(),
         };
+        let meta = bound
+            .and_then(|b| RequestMeta::laid_out(&b))
+            .unwrap_or_else(|| RequestMeta::of(Some(&params)));
         let cancelled = Arc::new(Cancellation::default());
-        let Some(ctx) = self.call_context(peer, &params, cancelled.clone()) else {
+        let Some(ctx) = self.call_context(peer, &params, meta, cancelled.clone()) else {
             return false;
         };
         if let Ok(mut f) = self.in_flight.lock() {
@@ -96,9 +104,9 @@ impl Session {
         &self,
         peer: &Peer,
         params: &RawObject<'_>,
+        mut meta: RequestMeta<'_>,
         cancelled: Arc<Cancellation>,
     ) -> Option<RequestContext> {
-        let mut meta = RequestMeta::of(Some(params));
         if !self.serves_modern() {
             meta.protocol_version = None;
         }

@@ -1,7 +1,7 @@
 //! What a session reads from a request's `_meta`, and nothing more.
 
 use mcp_types::meta;
-use mcp_types::raw::RawObject;
+use mcp_types::raw::{BoundLayout, RawObject};
 use serde_json::value::RawValue;
 
 /// The keys of a request's `_meta` the session acts on: the 2026-07-28 envelope and the
@@ -26,21 +26,33 @@ impl<'a> RequestMeta<'a> {
             return out;
         };
         // Read in place: the envelope is looked up once, so no object is built for it.
-        let _ = mcp_types::raw::for_each_member(text, |key, value| {
-            let slot = match key {
-                meta::PROTOCOL_VERSION => &mut out.protocol_version,
-                meta::CLIENT_CAPABILITIES => &mut out.client_capabilities,
-                meta::CLIENT_INFO => &mut out.client_info,
-                meta::LOG_LEVEL => &mut out.log_level,
-                meta::PROGRESS_TOKEN => &mut out.progress_token,
-                meta::TRACEPARENT => &mut out.traceparent,
-                meta::TRACESTATE => &mut out.tracestate,
-                _ => return,
-            };
-            // A null is no value, as for a decoder of optional members.
-            *slot = (value.get() != "null").then_some(value);
-        });
+        let _ = mcp_types::raw::for_each_member(text, |key, value| out.note(key, value));
         out
+    }
+
+    /// The `_meta` of params whose reader laid them out: read from the layout, without
+    /// walking the text again; `None` when the layout does not know `_meta`'s members.
+    pub(crate) fn laid_out(params: &BoundLayout<'a, '_>) -> Option<Self> {
+        let mut out = Self::default();
+        params
+            .for_each_meta_member(|key, value| out.note(key, value))
+            .then_some(out)
+    }
+
+    /// Keeps `value` if `key` is one the session acts on.
+    fn note(&mut self, key: &str, value: &'a RawValue) {
+        let slot = match key {
+            meta::PROTOCOL_VERSION => &mut self.protocol_version,
+            meta::CLIENT_CAPABILITIES => &mut self.client_capabilities,
+            meta::CLIENT_INFO => &mut self.client_info,
+            meta::LOG_LEVEL => &mut self.log_level,
+            meta::PROGRESS_TOKEN => &mut self.progress_token,
+            meta::TRACEPARENT => &mut self.traceparent,
+            meta::TRACESTATE => &mut self.tracestate,
+            _ => return,
+        };
+        // A null is no value, as for a decoder of optional members.
+        *slot = (value.get() != "null").then_some(value);
     }
 
     /// The trace context its `traceparent` and `tracestate` give, if well formed.
@@ -91,5 +103,27 @@ mod tests {
             );
         }
         assert!(RequestMeta::of(None).protocol_version.is_none());
+    }
+
+    #[test]
+    fn a_layout_gives_the_keys_the_text_gives() {
+        let text = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":7,"traceparent":null,"x":[1]},"name":"t"}}"#;
+        let Ok(mcp_types::Message::Request(mut req)) = mcp_types::Message::parse(text.as_bytes())
+        else {
+            panic!("a request");
+        };
+        let layout = req.take_params_layout().expect("laid out by the reader");
+        let raw = req.params.as_deref().expect("params");
+        let bound = layout.bind(raw).expect("bound to the text read");
+        let by_layout = RequestMeta::laid_out(&bound).expect("meta known");
+        let params = RawObject::from_raw(raw).expect("params");
+        let by_text = RequestMeta::of(Some(&params));
+        assert_eq!(by_layout.version(), by_text.version());
+        assert_eq!(by_layout.version().as_deref(), Some("2026-07-28"));
+        assert_eq!(
+            by_layout.progress_token.map(RawValue::get),
+            by_text.progress_token.map(RawValue::get)
+        );
+        assert!(by_layout.traceparent.is_none() && by_text.traceparent.is_none());
     }
 }

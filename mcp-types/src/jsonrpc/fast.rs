@@ -9,8 +9,8 @@
 use serde_json::value::RawValue;
 
 use super::{Extra, IdNumber, Message, Notification, Request, RequestId, Response};
-use crate::raw::prewritten;
 use crate::raw::scan::Scanner;
+use crate::raw::{prewritten, read_laid_out, ParamsLayout};
 
 /// The members read, each at most once.
 #[derive(Default)]
@@ -19,6 +19,8 @@ struct Envelope<'a> {
     id: Option<RequestId>,
     method: Option<&'a str>,
     params: Option<&'a str>,
+    /// Where the params' members lie, when they are an object read with its layout.
+    layout: Option<ParamsLayout>,
     result: Option<&'a str>,
 }
 
@@ -38,12 +40,9 @@ pub(super) fn message(text: &str) -> Option<Message> {
     }
     let params: Option<Box<RawValue>> = e.params.map(owned);
     Some(match (e.method, e.id, e.result) {
-        (Some(method), Some(id), None) => Message::Request(Request {
-            id,
-            method: method.to_owned(),
-            params,
-            extra: Extra::new(),
-        }),
+        (Some(method), Some(id), None) => {
+            Message::Request(Request::raw(id, method, params).with_layout(e.layout))
+        }
         (Some(method), None, None) => Message::Notification(Notification {
             method: method.to_owned(),
             params,
@@ -76,7 +75,18 @@ fn member<'a>(s: &mut Scanner<'a>, key: &str, e: &mut Envelope<'a>) -> Option<()
             e.method.map(|_| ())
         }
         "params" if e.params.is_none() => {
-            e.params = Some(s.value()?);
+            let start = s.position();
+            match read_laid_out(s) {
+                Some((text, layout)) => {
+                    e.params = Some(text);
+                    e.layout = Some(layout);
+                }
+                // Not laid out: read plainly, whose verdict stands.
+                None => {
+                    s.rewind(start);
+                    e.params = Some(s.value()?);
+                }
+            }
             Some(())
         }
         "result" if e.result.is_none() => {

@@ -11,6 +11,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::codes;
+use crate::raw::ParamsLayout;
 
 mod fast;
 mod id;
@@ -23,7 +24,7 @@ pub use id::{IdNumber, RequestId};
 pub type Extra = Map<String, Value>;
 
 /// A request: expects exactly one response with the same id.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Request {
     /// The id the response must echo.
     pub id: RequestId,
@@ -33,6 +34,8 @@ pub struct Request {
     pub params: Option<Box<RawValue>>,
     /// Envelope members JSON-RPC does not define, kept verbatim.
     pub extra: Extra,
+    /// Where the params' members lie, as the reader found them.
+    layout: Option<Box<ParamsLayout>>,
 }
 
 /// A notification: a request without an id, never answered.
@@ -213,12 +216,38 @@ impl Request {
         method: impl Into<String>,
         params: &P,
     ) -> Result<Self, serde_json::Error> {
-        Ok(Request {
+        Ok(Request::raw(id, method, Some(to_raw(params)?)))
+    }
+
+    /// A request with params as raw text (or none), and no other members.
+    pub fn raw(
+        id: impl Into<RequestId>,
+        method: impl Into<String>,
+        params: Option<Box<RawValue>>,
+    ) -> Self {
+        Request {
             id: id.into(),
             method: method.into(),
-            params: Some(to_raw(params)?),
+            params,
             extra: Extra::new(),
-        })
+            layout: None,
+        }
+    }
+
+    /// Takes what the reader of this request noted of where its params' members lie (a
+    /// request read by [`Frame::parse`] has it). It describes the params as they were
+    /// read: [`ParamsLayout::bind`] it to the text before use.
+    pub fn take_params_layout(&mut self) -> Option<Box<ParamsLayout>> {
+        self.layout.take()
+    }
+
+    /// Notes the layout of params just read into this request.
+    pub(crate) fn with_layout(mut self, layout: Option<ParamsLayout>) -> Self {
+        if let (Some(mut l), Some(p)) = (layout, self.params.as_deref()) {
+            l.place(p.get());
+            self.layout = Some(Box::new(l));
+        }
+        self
     }
 
     /// Decodes the params as `T` (absent params decode as `{}`).
@@ -322,6 +351,20 @@ impl Message {
 
 fn raw_eq(a: &RawValue, b: &RawValue) -> bool {
     a.get() == b.get()
+}
+
+impl Clone for Request {
+    /// A copy without the params' layout: the copy's params lie elsewhere, where the
+    /// layout could never be bound.
+    fn clone(&self) -> Self {
+        Request {
+            id: self.id.clone(),
+            method: self.method.clone(),
+            params: self.params.clone(),
+            extra: self.extra.clone(),
+            layout: None,
+        }
+    }
 }
 
 impl PartialEq for Request {

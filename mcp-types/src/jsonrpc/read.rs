@@ -76,12 +76,11 @@ impl<'de> Visitor<'de> for MessageVisitor {
             }
         }
         match (method, id, result, error) {
-            (Some(method), Some(Some(id)), None, None) => Ok(Message::Request(Request {
-                id,
-                method,
-                params,
-                extra,
-            })),
+            (Some(method), Some(Some(id)), None, None) => {
+                let mut r = Request::raw(id, method, params);
+                r.extra = extra;
+                Ok(Message::Request(r))
+            }
             (Some(_), Some(None), None, None) => {
                 Err(de::Error::custom("request id must not be null"))
             }

@@ -30,9 +30,12 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
+mod layout;
 pub(crate) mod scan;
 mod text;
 mod valid;
+pub(crate) use layout::read as read_laid_out;
+pub use layout::{BoundLayout, ParamsLayout};
 pub use text::*;
 pub use valid::{for_each_member, strings, Strings, Unterminated};
 

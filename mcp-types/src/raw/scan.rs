@@ -38,6 +38,21 @@ impl<'a> Scanner<'a> {
         self.text.as_bytes()
     }
 
+    /// The cursor's byte offset.
+    pub(crate) fn position(&self) -> usize {
+        self.at
+    }
+
+    /// Moves the cursor back to byte `at`, where it was before.
+    pub(crate) fn rewind(&mut self, at: usize) {
+        self.at = at.min(self.at);
+    }
+
+    /// The text from byte `start` to the cursor.
+    pub(crate) fn text_from(&self, start: usize) -> Option<&'a str> {
+        self.text.get(start..self.at)
+    }
+
     /// Skips JSON whitespace.
     pub(crate) fn ws(&mut self) {
         let b = self.bytes();

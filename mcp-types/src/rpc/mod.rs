@@ -202,12 +202,7 @@ impl Peer {
         }
         self.fits(method_name, params.as_deref())?;
         let rx = self.shared.pending.wait(id.clone());
-        let msg = Message::Request(Request {
-            id: id.clone(),
-            method: method_name.to_owned(),
-            params,
-            extra: Default::default(),
-        });
+        let msg = Message::Request(Request::raw(id.clone(), method_name, params));
         if let Err(Closed(reason)) = self.send(msg).await {
             self.forget(&id);
             return Err(RpcError::Closed(reason));
@@ -264,12 +259,7 @@ impl Peer {
                 },
             ));
         }
-        let msg = Message::Request(Request {
-            id: id.clone(),
-            method: method_name.to_owned(),
-            params,
-            extra: Default::default(),
-        });
+        let msg = Message::Request(Request::raw(id.clone(), method_name, params));
         self.send_now(msg)
             .inspect_err(|_| self.forget(&id))
             .map_err(|Closed(reason)| RpcError::Closed(reason))
