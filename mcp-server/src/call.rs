@@ -16,7 +16,9 @@ use crate::{Outcome, RawResult, RequestContext};
 /// the client wrote them, and the way to answer it ([`Call::respond`], once, from
 /// anywhere: a callback, a task). Dropped unanswered, the client gets an internal error.
 pub struct Call {
-    pub(crate) ctx: RequestContext,
+    // Boxed: a call is handed on several times before it is answered, and the context is
+    // most of its size.
+    pub(crate) ctx: Box<RequestContext>,
     pub(crate) params: Option<Arc<Box<RawValue>>>,
     pub(crate) reply: Option<Reply>,
     /// The request's span (see `crate::span`), closed with the answer.

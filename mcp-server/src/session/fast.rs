@@ -106,12 +106,12 @@ impl Session {
         params: &RawObject<'_>,
         mut meta: RequestMeta<'_>,
         cancelled: Arc<Cancellation>,
-    ) -> Option<RequestContext> {
+    ) -> Option<Box<RequestContext>> {
         if !self.serves_modern() {
             meta.protocol_version = None;
         }
         let asker = self.asker(method::TOOLS_CALL, &meta).ok()?;
-        let mut ctx = self.context(peer, asker, &meta, cancelled);
+        let mut ctx = Box::new(self.context(peer, asker, &meta, cancelled));
         ctx.input_responses = decoded(params.get("inputResponses"))?.unwrap_or_default();
         ctx.request_state = decoded(params.get("requestState"))?;
         let task: Option<TaskMetadata> = decoded(params.get("task"))?;
