@@ -23,7 +23,7 @@ pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 /// Newline-delimited JSON-RPC over a byte stream, as the stdio transport specifies:
 /// one message per line, no embedded newlines.
 pub struct LineTransport<R, W> {
-    reader: tokio::sync::Mutex<(R, Vec<u8>)>,
+    reader: futures_util::lock::Mutex<(R, Vec<u8>)>,
     out: Arc<Output<W>>,
     max_message_bytes: usize,
     closed: Arc<CloseSlot>,
@@ -39,7 +39,7 @@ where
     pub fn new(reader: R, writer: W) -> Self {
         let closed = Arc::new(CloseSlot::default());
         LineTransport {
-            reader: tokio::sync::Mutex::new((reader, Vec::new())),
+            reader: futures_util::lock::Mutex::new((reader, Vec::new())),
             out: Output::new(writer, closed.clone()),
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             closed,
@@ -64,8 +64,8 @@ where
     pub async fn recv_frame(&self) -> Result<Incoming, Closed> {
         // One reader at a time; the read loop that is the only one takes it without waiting.
         let mut guard = match self.reader.try_lock() {
-            Ok(g) => g,
-            Err(_) => self.reader.lock().await,
+            Some(g) => g,
+            None => self.reader.lock().await,
         };
         let (reader, buf) = &mut *guard;
         let limit = self.max_message_bytes;
