@@ -24,9 +24,13 @@ impl Hasher for StaticKeyHasher {
         }
         let rest = words.remainder();
         if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.write_u64(u64::from_le_bytes(word));
+            // Byte by byte: a copy of a length only known at run time is a call to memcpy,
+            // which cost more than the rest of the hash.
+            let word = rest
+                .iter()
+                .rev()
+                .fold(0u64, |w, &b| (w << 8) | u64::from(b));
+            self.write_u64(word);
         }
     }
     fn write_u8(&mut self, n: u8) {

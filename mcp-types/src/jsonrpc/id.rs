@@ -151,11 +151,14 @@ fn plain_integer(text: &str) -> Option<i64> {
         && digits.bytes().all(|b| b.is_ascii_digit())
         && (digits == "0" || !digits.starts_with('0'))
         && text != "-0";
-    if canonical {
-        text.parse().ok()
-    } else {
-        None
+    if !canonical {
+        return None;
     }
+    // Eighteen digits at most always fit: no overflow to check, and no general parser.
+    let n = digits
+        .bytes()
+        .fold(0i64, |n, b| n * 10 + i64::from(b - b'0'));
+    Some(if digits.len() < text.len() { -n } else { n })
 }
 
 /// Reads an id from its raw JSON text, numbers exactly.
@@ -192,6 +195,22 @@ mod tests {
             let mut out = Vec::new();
             IdNumber::from_text(text).write_to(&mut out);
             assert_eq!(String::from_utf8_lossy(&out), text);
+        }
+    }
+
+    #[test]
+    fn plain_integer_ids_are_read_as_their_value() {
+        for (text, n) in [
+            ("0", Some(0)),
+            ("7", Some(7)),
+            ("-1", Some(-1)),
+            ("999999999999999999", Some(999_999_999_999_999_999)),
+            ("-999999999999999999", Some(-999_999_999_999_999_999)),
+            ("9223372036854775807", None),
+            ("-0", None),
+            ("1.0", None),
+        ] {
+            assert_eq!(IdNumber::from_text(text).as_i64(), n, "{text}");
         }
     }
 }

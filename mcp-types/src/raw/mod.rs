@@ -383,7 +383,9 @@ impl<'a> RawObject<'a> {
             .iter()
             .map(|(k, v)| k.len() + v.get().len() + 4)
             .sum();
-        let mut out = String::with_capacity(len + 2);
+        // Exact (one comma fewer than members, and braces) unless a key needs escapes:
+        // the boxed text then takes the buffer as it is, without a reallocation.
+        let mut out = String::with_capacity(len + 2 - usize::from(len > 0));
         out.push('{');
         for (i, (k, v)) in self.members.iter().enumerate() {
             if i > 0 {
