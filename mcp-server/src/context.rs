@@ -79,7 +79,8 @@ pub struct RequestContext {
     pub(crate) client_capabilities: Arc<ClientCapabilities>,
     pub(crate) client_capabilities_raw: Arc<RawValue>,
     pub(crate) client_info: Option<Arc<Implementation>>,
-    pub(crate) input_responses: Map<String, Value>,
+    /// Made only on a retry that carries answers: most calls never have any.
+    pub(crate) input_responses: mcp_types::jsonrpc::Extra,
     pub(crate) request_state: Option<String>,
     pub(crate) progress_token: Option<ProgressToken>,
     /// The last progress value sent for this request (progress must only increase);

@@ -226,7 +226,7 @@ impl Session {
             }
             // Rare next to a plain call: boxed, so every call's future stays small.
             let answers = Box::pin(self.ask_legacy_client(peer, &ctx, requests)).await?;
-            ctx.input_responses = answers;
+            ctx.input_responses = answers.into();
             ctx.request_state = ir.request_state.take();
             out = run(ctx.clone()).await?;
         }

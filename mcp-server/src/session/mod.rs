@@ -28,7 +28,6 @@ use mcp_types::rpc::{Inbound, Peer};
 use mcp_types::{codes, ErrorObject, Message, Notification, Request, RequestId, Revision};
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
-use serde_json::Map;
 use tracing::Instrument;
 
 use crate::context::{Cancellation, Notifier};
@@ -279,7 +278,7 @@ impl Session {
             client_capabilities: asker.declared.capabilities,
             client_capabilities_raw: asker.declared.capabilities_raw,
             client_info: asker.declared.info,
-            input_responses: Map::new(),
+            input_responses: Default::default(),
             request_state: None,
             task: None,
             related_task: None,

@@ -260,7 +260,7 @@ fn with_retry_input(
     responses: Option<Map<String, Value>>,
     state: Option<String>,
 ) -> RequestContext {
-    ctx.input_responses = responses.unwrap_or_default();
+    ctx.input_responses = responses.map(Into::into).unwrap_or_default();
     ctx.request_state = state;
     ctx
 }

@@ -8,20 +8,19 @@
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::codes;
 use crate::raw::ParamsLayout;
 
+mod extra;
 mod fast;
 mod id;
 mod read;
 mod write;
 
+pub use extra::Extra;
 pub use id::{IdNumber, RequestId};
-
-/// Members of an object this crate does not model, kept verbatim.
-pub type Extra = Map<String, Value>;
 
 /// A request: expects exactly one response with the same id.
 #[derive(Debug)]
