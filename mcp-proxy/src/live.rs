@@ -260,7 +260,7 @@ impl ServerHandler for Live {
     fn calls_now(&self) -> bool {
         self.current().calls_now()
     }
-    fn call_tool_now(&self, call: Call, params: &RawObject<'_>) -> Option<Call> {
+    fn call_tool_now(&self, call: Call, params: RawObject<'_>) -> Option<Call> {
         self.current().call_tool_now(call, params)
     }
     async fn list_prompts(

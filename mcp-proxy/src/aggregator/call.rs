@@ -94,7 +94,7 @@ impl Aggregator {
         let may_retry = route.hints_trusted && tool.is_idempotent();
         let (route, plan) = (&*route, &plan);
         let send = |extension: bool| async move {
-            let up = match self.hop_params(ctx, route, params, plan, extension, None) {
+            let up = match self.hop_params(ctx, route, params.clone(), plan, extension, None) {
                 Ok(up) => up,
                 Err(e) => {
                     let meter = self.meter_call(route, 0, ctx.revision());
@@ -183,7 +183,7 @@ impl Aggregator {
         &self,
         ctx: &RequestContext,
         route: &'a Route,
-        params: &RawObject<'a>,
+        mut p: RawObject<'a>,
         plan: &TaskPlan,
         extension: bool,
         on: Option<&Client>,
@@ -201,7 +201,6 @@ impl Aggregator {
             }
         };
         let up = client.revision();
-        let mut p = params.clone();
         if p.get("name").map(RawValue::get) != Some(route.name.get()) {
             p.insert("name", &*route.name);
         }

@@ -59,7 +59,7 @@ struct FastCall {
 
 impl Aggregator {
     /// Takes `call` without a task if it is the common kind; gives it back otherwise.
-    pub(super) fn call_now(&self, call: Call, params: &RawObject<'_>) -> Option<Call> {
+    pub(super) fn call_now(&self, call: Call, params: RawObject<'_>) -> Option<Call> {
         let Some(p) = self.prepare_now(&call, params) else {
             return Some(call);
         };
@@ -116,7 +116,7 @@ impl Aggregator {
 
     /// The upstream request for a call that can go without a task, or `None` when it
     /// needs one (or is malformed: the task path says why).
-    fn prepare_now(&self, call: &Call, params: &RawObject<'_>) -> Option<Prepared> {
+    fn prepare_now(&self, call: &Call, params: RawObject<'_>) -> Option<Prepared> {
         let ctx = call.context();
         // Progress is relayed by the task that drives a call; a parked call resumes there.
         if ctx.wants_progress()

@@ -147,7 +147,7 @@ impl ServerHandler for Aggregator {
     fn call_tool_now(
         &self,
         call: mcp_server::Call,
-        params: &RawObject<'_>,
+        params: RawObject<'_>,
     ) -> Option<mcp_server::Call> {
         self.call_now(call, params)
     }

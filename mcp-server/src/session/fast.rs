@@ -78,7 +78,7 @@ impl Session {
         };
         // What the handler opens for the call (a relay's upstream call) is the request's.
         let _in = span.enter();
-        match self.handler.call_tool_now(call, &params) {
+        match self.handler.call_tool_now(call, params) {
             None => true,
             Some(mut call) => {
                 // Served on a task after all: that path registers it again, in this span.

@@ -126,17 +126,16 @@ impl<'a> BoundLayout<'a, '_> {
         match &self.layout.meta {
             Meta::Absent | Meta::NotObject => true,
             Meta::Unknown => false,
+            // Checked whole before the first is given, so that none is given twice when
+            // `_meta` is read after all; twice over the spans, not a list made per request.
             Meta::Object(spans) => {
-                let all: Option<Vec<_>> = spans.iter().map(|s| self.member(s)).collect();
-                match all {
-                    Some(all) => {
-                        for (name, value) in all {
-                            member(name, value);
-                        }
-                        true
-                    }
-                    None => false,
+                if !spans.iter().all(|s| self.member(s).is_some()) {
+                    return false;
                 }
+                for (name, value) in spans.iter().filter_map(|s| self.member(s)) {
+                    member(name, value);
+                }
+                true
             }
         }
     }
