@@ -16,7 +16,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_types::transport::{CloseReason, Closed, Incoming, LineTransport, Transport, TrySendError};
+use mcp_types::transport::{
+    CloseReason, Closed, Frames, Incoming, LineTransport, Transport, TrySendError,
+};
 use mcp_types::Frame;
 use nix::errno::Errno;
 use nix::sys::signal::{killpg, Signal};
@@ -202,6 +204,22 @@ impl ChildTransport {
     }
 }
 
+impl ChildTransport {
+    /// [`Transport::recv`], as a future of its own type (see [`Transport::frames`]): a
+    /// stream that ended because the process did is reported with how it ended.
+    async fn next_frame(&self) -> Result<Incoming, Closed> {
+        match self.inner.recv_frame().await {
+            Err(Closed(CloseReason::PeerClosed)) => {
+                let reason = self.exit_reason().await;
+                tracing::warn!(server = %self.name, "server process ended: {reason}");
+                // A reason recorded first wins; that is the one reported.
+                Err(Closed(self.inner.set_close_reason(reason)))
+            }
+            other => other,
+        }
+    }
+}
+
 #[async_trait]
 impl Transport for ChildTransport {
     async fn send(&self, frame: Frame) -> Result<(), Closed> {
@@ -218,15 +236,14 @@ impl Transport for ChildTransport {
     }
 
     async fn recv(&self) -> Result<Incoming, Closed> {
-        match self.inner.recv_frame().await {
-            Err(Closed(CloseReason::PeerClosed)) => {
-                let reason = self.exit_reason().await;
-                tracing::warn!(server = %self.name, "server process ended: {reason}");
-                // A reason recorded first wins; that is the one reported.
-                Err(Closed(self.inner.set_close_reason(reason)))
-            }
-            other => other,
-        }
+        self.next_frame().await
+    }
+
+    fn frames(self: std::sync::Arc<Self>) -> Frames {
+        Box::pin(futures_util::stream::unfold(self, |t| async move {
+            let frame = t.next_frame().await;
+            Some((frame, t))
+        }))
     }
 
     async fn close(&self) {

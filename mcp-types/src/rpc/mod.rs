@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures_util::StreamExt;
 use serde_json::json;
 use serde_json::value::RawValue;
 
@@ -367,17 +368,22 @@ impl Peer {
     }
 
     async fn read_loop(self, inbound: Arc<dyn Inbound>) -> CloseReason {
+        let mut frames = self.shared.transport.clone().frames();
         let reason = loop {
-            match self.shared.transport.recv().await {
-                Ok(Incoming::Frame(Frame::Single(msg))) => self.take(msg, &inbound).await,
-                Ok(Incoming::Frame(Frame::Batch(msgs))) => self.take_batch(msgs, &inbound).await,
-                Ok(Incoming::Invalid { error }) => {
+            match frames.next().await {
+                Some(Ok(Incoming::Frame(Frame::Single(msg)))) => self.take(msg, &inbound).await,
+                Some(Ok(Incoming::Frame(Frame::Batch(msgs)))) => {
+                    self.take_batch(msgs, &inbound).await
+                }
+                Some(Ok(Incoming::Invalid { error })) => {
                     tracing::warn!(code = error.code, data = ?error.data, "invalid message from peer");
                     let _ = self
                         .send(Message::Error(ErrorResponse::new(None, error)))
                         .await;
                 }
-                Err(Closed(reason)) => break reason,
+                Some(Err(Closed(reason))) => break reason,
+                // `frames` never ends before the transport closes; if one did, it is closed.
+                None => break CloseReason::Closed,
             }
         };
         // Every waiting request fails with the close reason.

@@ -242,6 +242,13 @@ where
         })
     }
 
+    fn frames(self: Arc<Self>) -> super::Frames {
+        Box::pin(futures_util::stream::unfold(self, |t| async move {
+            let frame = t.recv_frame().await;
+            Some((frame, t))
+        }))
+    }
+
     fn try_send(&self, frame: Frame) -> Result<(), TrySendError> {
         if self.closed.get().is_some() {
             return Err(TrySendError::Closed(self.closed_error()));
@@ -278,38 +285,61 @@ mod tests {
     use std::time::Duration;
     use tokio::io::AsyncWriteExt;
 
+    const MIXED: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n\nnot json\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\",\"params\":{\"pad\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}}\n[]\n{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}";
+
+    const MIXED_KINDS: [&str; 6] = [
+        "frame 1",
+        "invalid -32700",
+        "invalid -32600",
+        "invalid -32600",
+        "frame 3",
+        "closed closed by the peer",
+    ];
+
+    /// What one read gave, in a word or two.
+    fn kind(read: &Result<Incoming, Closed>) -> String {
+        match read {
+            Ok(Incoming::Frame(f)) => format!(
+                "frame {}",
+                f.clone().into_messages()[0]
+                    .id()
+                    .map(|i| i.to_string())
+                    .unwrap_or_default()
+            ),
+            Ok(Incoming::Invalid { error }) => format!("invalid {}", error.code),
+            Err(Closed(r)) => format!("closed {r}"),
+        }
+    }
+
     #[tokio::test]
     async fn lines_bad_json_and_oversized_messages_keep_the_stream_working() {
-        let input = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n\nnot json\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\",\"params\":{\"pad\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}}\n[]\n{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}";
-        let t = LineTransport::new(&input[..], tokio::io::sink()).with_max_message_bytes(80);
+        let t = LineTransport::new(MIXED, tokio::io::sink()).with_max_message_bytes(80);
         let mut kinds = Vec::new();
         loop {
-            match t.recv().await {
-                Ok(Incoming::Frame(f)) => kinds.push(format!(
-                    "frame {}",
-                    f.into_messages()[0]
-                        .id()
-                        .map(|i| i.to_string())
-                        .unwrap_or_default()
-                )),
-                Ok(Incoming::Invalid { error }) => kinds.push(format!("invalid {}", error.code)),
-                Err(Closed(r)) => {
-                    kinds.push(format!("closed {r}"));
-                    break;
-                }
+            let read = t.recv().await;
+            kinds.push(kind(&read));
+            if read.is_err() {
+                break;
             }
         }
-        assert_eq!(
-            kinds,
-            [
-                "frame 1",
-                "invalid -32700",
-                "invalid -32600",
-                "invalid -32600",
-                "frame 3",
-                "closed closed by the peer"
-            ]
-        );
+        assert_eq!(kinds, MIXED_KINDS);
+    }
+
+    #[tokio::test]
+    async fn frames_gives_what_recv_gives_also_through_an_arc() {
+        use futures_util::StreamExt;
+        let t = LineTransport::new(MIXED, tokio::io::sink()).with_max_message_bytes(80);
+        // As a read loop holds it: a shared transport behind a pointer to a `dyn` one.
+        let shared: Arc<dyn Transport> = Arc::new(Arc::new(t));
+        let mut frames = shared.frames();
+        let mut kinds = Vec::new();
+        while let Some(read) = frames.next().await {
+            kinds.push(kind(&read));
+            if read.is_err() {
+                break;
+            }
+        }
+        assert_eq!(kinds, MIXED_KINDS);
     }
 
     #[tokio::test]

@@ -103,6 +103,18 @@ pub trait Transport: Send + Sync + 'static {
     /// Only one task should call this at a time.
     async fn recv(&self) -> Result<Incoming, Closed>;
 
+    /// Every frame from now on, for the read loop that is this transport's one reader:
+    /// what [`Transport::recv`] gives, called again and again, until it fails. One stream
+    /// for the connection's life: a transport that receives by a future of its own type
+    /// overrides this so that a frame costs no allocation (`recv`'s future is boxed anew
+    /// for every frame). Default: `recv`, once per frame.
+    fn frames(self: Arc<Self>) -> Frames {
+        Box::pin(futures_util::stream::unfold(self, |t| async move {
+            let frame = t.recv().await;
+            Some((frame, t))
+        }))
+    }
+
     /// Closes this side. Pending and later `recv`s return `Err(Closed(CloseReason::Closed))`.
     async fn close(&self);
 
@@ -130,12 +142,21 @@ pub trait Transport: Send + Sync + 'static {
 /// The future an `async` method of [`Transport`] returns (as `async_trait` writes it).
 type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// What [`Transport::frames`] gives: each frame received, in order, and then the reason
+/// the transport closed.
+pub type Frames = Pin<Box<dyn futures_util::Stream<Item = Result<Incoming, Closed>> + Send>>;
+
+/// [`Transport::frames`] of the transport an `Arc` points to, as that transport makes it.
+fn pointee_frames<T: Transport + ?Sized>(pointer: Arc<Arc<T>>) -> Frames {
+    Arc::clone(&*pointer).frames()
+}
+
 /// A pointer to a transport is that transport: every method goes to the one it points to,
 /// so a transport can be shared (`Arc`) or chosen at run time (`Box<dyn Transport>`).
 /// The `async` methods hand back the pointee's own future: wrapping it in one more box
 /// would cost an allocation for every frame sent and received.
 macro_rules! forward_transport {
-    ($($pointer:ident),+) => {$(
+    ($($pointer:ident $(, frames: $frames:ident)?);+) => {$(
         #[async_trait]
         impl<T: Transport + ?Sized> Transport for $pointer<T> {
             fn send<'life0, 'async_trait>(
@@ -177,11 +198,16 @@ macro_rules! forward_transport {
             fn max_message_bytes(&self) -> Option<usize> {
                 (**self).max_message_bytes()
             }
+            $(fn frames(self: Arc<Self>) -> Frames {
+                $frames(self)
+            })?
         }
     )+};
 }
 
-forward_transport!(Arc, Box);
+// An `Arc` hands out its pointee's stream; a `Box` (owned, not shared) cannot, and
+// receives by `recv`.
+forward_transport!(Arc, frames: pointee_frames; Box);
 
 /// [`Transport::send`] for a transport whose `try_send` never waits (it hands the frame
 /// on at once: to a spawned request, a stream's queue), so the two cannot disagree.
