@@ -144,21 +144,30 @@ impl<'de> Deserialize<'de> for RequestId {
 
 /// `text` as an `i64` when writing that `i64` gives `text` back exactly: an optional
 /// minus, then digits without a leading zero (or one zero), and no more than 18 of them.
+/// One pass over the bytes: every id of every relayed message is read here.
 fn plain_integer(text: &str) -> Option<i64> {
-    let digits = text.strip_prefix('-').unwrap_or(text);
-    let canonical = !digits.is_empty()
-        && digits.len() <= 18
-        && digits.bytes().all(|b| b.is_ascii_digit())
-        && (digits == "0" || !digits.starts_with('0'))
-        && text != "-0";
-    if !canonical {
-        return None;
+    let (negative, digits) = match text.as_bytes() {
+        [b'-', rest @ ..] => (true, rest),
+        all => (false, all),
+    };
+    match digits {
+        [] => return None,
+        [b'0'] if !negative => return Some(0),
+        // A leading zero (and so `-0`) is not how an i64 is written.
+        [b'0', ..] => return None,
+        _ if digits.len() > 18 => return None,
+        _ => {}
     }
-    // Eighteen digits at most always fit: no overflow to check, and no general parser.
-    let n = digits
-        .bytes()
-        .fold(0i64, |n, b| n * 10 + i64::from(b - b'0'));
-    Some(if digits.len() < text.len() { -n } else { n })
+    // Eighteen digits at most always fit: no overflow to check.
+    let mut n: i64 = 0;
+    for &b in digits {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        n = n * 10 + i64::from(d);
+    }
+    Some(if negative { -n } else { n })
 }
 
 /// Reads an id from its raw JSON text, numbers exactly.
@@ -208,7 +217,12 @@ mod tests {
             ("-999999999999999999", Some(-999_999_999_999_999_999)),
             ("9223372036854775807", None),
             ("-0", None),
+            ("-", None),
+            ("", None),
+            ("01", None),
+            ("-01", None),
             ("1.0", None),
+            ("1e3", None),
         ] {
             assert_eq!(IdNumber::from_text(text).as_i64(), n, "{text}");
         }
