@@ -259,7 +259,8 @@ impl Aggregator {
         let up = self
             .upstream_revision(i)
             .map_err(|e| super::upstream_error(&self.inner.upstreams[i].config.key, e))?;
-        if answer_kind(&answer, plan) != AnswerKind::Plain {
+        let escapes = raw::has_key_escapes(answer.get());
+        if answer_kind(&answer, plan, escapes) != AnswerKind::Plain {
             let text = answer.get();
             let value: Value = serde_json::from_str(text).map_err(|e| {
                 super::upstream_error(
@@ -275,7 +276,7 @@ impl Aggregator {
             }
         }
         let key = &self.inner.upstreams[i].config.key;
-        let body = tidy_result(key, answer)?;
+        let body = tidy_result(key, answer, escapes)?;
         Ok(Outcome::Complete(RawResult::in_revision(up, body)))
     }
 
@@ -332,7 +333,8 @@ impl Aggregator {
             .map_err(|e| super::upstream_error(&key, e))?;
         let body = serde_json::value::to_raw_value(&value)
             .map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, format!("Internal error: {e}")))?;
-        let body = tidy_result(&key, body)?;
+        let escapes = raw::has_key_escapes(body.get());
+        let body = tidy_result(&key, body, escapes)?;
         Ok(Some(Outcome::Complete(RawResult::in_revision(up, body))))
     }
 }
@@ -349,10 +351,10 @@ pub(super) enum AnswerKind {
 /// Tells a plain result from a task or a question without decoding it: a byte search
 /// first, then, where a `resultType` could be there, a look at its value (one that says
 /// `complete` is plain), and only when that is not clear a read of the top level.
-pub(super) fn answer_kind(answer: &RawValue, plan: &TaskPlan) -> AnswerKind {
+/// `escapes`: [`raw::has_key_escapes`] of the answer, asked once for every look at it.
+pub(super) fn answer_kind(answer: &RawValue, plan: &TaskPlan, escapes: bool) -> AnswerKind {
     let text = answer.get();
     let wants_task = plan.as_task || plan.host_takes_task;
-    let escapes = raw::has_key_escapes(text);
     let may_task = wants_task && (escapes || finders::TASK.may_be_in(text));
     if !escapes && !may_task {
         match only_result_type(text) {
@@ -433,13 +435,14 @@ pub(super) fn raw_failure(
 /// id dropped from `_meta` (hosts know tasks by the gateway's ids), and a text copy of
 /// `structuredContent` added for hosts that read only `content` (TOOL-28), with the
 /// structured value's exact text. The upstream's `serverInfo` is the session's to replace
-/// (a 2026 host hears the gateway's; older revisions drop it).
+/// (a 2026 host hears the gateway's; older revisions drop it). `escapes`:
+/// [`raw::has_key_escapes`] of `body`, asked once for every look at it.
 pub(super) fn tidy_result(
     upstream: &str,
     body: Box<RawValue>,
+    escapes: bool,
 ) -> Result<Box<RawValue>, ErrorObject> {
     let text = body.get();
-    let escapes = raw::has_key_escapes(text);
     let hop_meta = escapes || finders::RELATED_TASK.may_be_in(text);
     let structured = escapes || finders::STRUCTURED.may_be_in(text);
     if !hop_meta && !structured {

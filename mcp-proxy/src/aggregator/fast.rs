@@ -194,13 +194,17 @@ impl FastCall {
         let Some(call) = self.take() else {
             return;
         };
+        // Every look at the answer below starts with this question: asked once.
+        let escapes = answer
+            .as_ref()
+            .is_ok_and(|raw| mcp_types::raw::has_key_escapes(raw.get()));
         if let Some(m) = self.meter() {
-            let (outcome, bytes) = metered::outcome(&answer);
+            let (outcome, bytes) = metered::outcome_of(&answer, escapes);
             m.finish(outcome, bytes);
         }
         match answer {
-            Ok(raw) if answer_kind(&raw, &self.plan) == AnswerKind::Plain => {
-                let out = tidy_result(self.key(), raw)
+            Ok(raw) if answer_kind(&raw, &self.plan, escapes) == AnswerKind::Plain => {
+                let out = tidy_result(self.key(), raw, escapes)
                     .map(|b| Outcome::Complete(RawResult::in_revision(self.revision, b)));
                 call.respond(out);
             }

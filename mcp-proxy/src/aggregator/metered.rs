@@ -40,12 +40,23 @@ impl Aggregator {
 
 /// How an upstream's answer to a tool call is counted, and its size.
 pub(super) fn outcome(answer: &Result<Box<RawValue>, ClientError>) -> (CallOutcome, usize) {
+    let escapes = answer
+        .as_ref()
+        .is_ok_and(|raw| raw::has_key_escapes(raw.get()));
+    outcome_of(answer, escapes)
+}
+
+/// [`outcome`], given [`raw::has_key_escapes`] of the answer (asked once for every look).
+pub(super) fn outcome_of(
+    answer: &Result<Box<RawValue>, ClientError>,
+    escapes: bool,
+) -> (CallOutcome, usize) {
     match answer {
         Ok(raw) => {
             let text = raw.get();
             // Read one level deep only when some `isError` may be `true`: most results
             // say `false` or nothing, and reading them whole would cost more than the relay.
-            let is_error = (raw::has_key_escapes(text) || any_is_error_true(text))
+            let is_error = (escapes || any_is_error_true(text))
                 && RawObject::from_raw(raw)
                     .is_ok_and(|o| o.get("isError").map(RawValue::get) == Some("true"));
             let outcome = match is_error {
