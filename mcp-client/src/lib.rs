@@ -10,6 +10,7 @@
 
 pub mod auth;
 mod child;
+mod dual;
 pub mod fetch;
 pub mod http;
 pub mod http_sse;
