@@ -135,7 +135,7 @@ impl Aggregator {
             }
             Err(e) => return raw_failure(&key, e),
         };
-        self.call_answer(i, ctx, answer, plan).await
+        self.call_answer(i, ctx, answer, plan, None).await
     }
 
     /// Whether the call runs as a task, and for how long it is kept.
@@ -247,18 +247,24 @@ impl Aggregator {
             .ok_or_else(|| ClientError::Unavailable(u.unavailable()))
     }
 
-    /// What the host gets for the upstream's answer. A plain result goes as it came (with
-    /// the gateway's edits); a task or a question is relayed by its own code.
+    /// What the host gets for the upstream's answer, written in `on` (the revision of the
+    /// connection it came on; `None`: the upstream's shared connection). A plain result
+    /// goes as it came (with the gateway's edits); a task or a question is relayed by its
+    /// own code.
     pub(super) async fn call_answer(
         &self,
         i: UpstreamId,
         ctx: &RequestContext,
         answer: Box<RawValue>,
         plan: &TaskPlan,
+        on: Option<Revision>,
     ) -> Result<Outcome<RawResult>, ErrorObject> {
-        let up = self
-            .upstream_revision(i)
-            .map_err(|e| super::upstream_error(&self.inner.upstreams[i].config.key, e))?;
+        let up = match on {
+            Some(r) => r,
+            None => self
+                .upstream_revision(i)
+                .map_err(|e| super::upstream_error(&self.inner.upstreams[i].config.key, e))?,
+        };
         let escapes = raw::has_key_escapes(answer.get());
         if answer_kind(&answer, plan, escapes) != AnswerKind::Plain {
             let text = answer.get();

@@ -213,7 +213,7 @@ impl FastCall {
                 tokio::spawn(async move {
                     let out = self
                         .agg
-                        .call_answer(self.i, call.context(), raw, &self.plan)
+                        .call_answer(self.i, call.context(), raw, &self.plan, Some(self.revision))
                         .await;
                     call.respond(out);
                 });
@@ -307,7 +307,10 @@ impl FastCall {
                 m.finish(outcome, bytes);
             }
             let out = match answer {
-                Ok(raw) => me.agg.call_answer(me.i, ctx, raw, &me.plan).await,
+                Ok(raw) => {
+                    let on = Some(me.revision);
+                    me.agg.call_answer(me.i, ctx, raw, &me.plan, on).await
+                }
                 Err(e) => raw_failure(me.key(), e),
             };
             call.respond(out);

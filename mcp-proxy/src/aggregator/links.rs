@@ -34,16 +34,24 @@ impl Aggregator {
     }
 
     /// The connection for `ctx`'s requests to upstream `i` if it is open now; `None` when
-    /// it must be opened first (see [`Aggregator::link`]) or the upstream is down.
+    /// it must be opened first (see [`Aggregator::link`]) or the upstream is down. Calls
+    /// relayed without a task go on it; one that needs a task takes [`Aggregator::link`],
+    /// which never gives the legacy session beside a 2026 connection, because the task
+    /// path writes its requests for the connection's own revision.
     pub(super) fn link_now(&self, i: UpstreamId, ctx: &RequestContext) -> Option<Link> {
         let u = &self.inner.upstreams[i];
-        match self.per_host(i, ctx) {
-            Some((links, host)) => links.get(host.id()),
-            None => Some(Link {
-                client: u.client()?,
-                calls: u.calls.clone(),
-            }),
+        if let Some((links, host)) = self.per_host(i, ctx) {
+            return links.get(host.id());
         }
+        // A legacy host's call goes in its own era where a legacy session is open beside
+        // a 2026 connection (UpstreamConfig::legacy_session).
+        let legacy = (!features::per_request_meta(ctx.revision()))
+            .then(|| u.legacy_client())
+            .flatten();
+        Some(Link {
+            client: legacy.or_else(|| u.client())?,
+            calls: u.calls.clone(),
+        })
     }
 
     /// The connection for `ctx`'s requests to upstream `i`, opening the host's own session

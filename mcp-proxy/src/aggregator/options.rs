@@ -81,6 +81,16 @@ pub struct UpstreamConfig {
     pub overrides: Arc<std::collections::BTreeMap<String, crate::overrides::ToolOverride>>,
     /// The gateway is ready ([`super::Aggregator`]'s `/readyz`) only while it is connected.
     pub required: bool,
+    /// For an upstream that serves both eras on one connection: it is opened with
+    /// `initialize` and then speaks 2026-07-28 too ([`mcp_client::Client::open_modern`]),
+    /// and legacy hosts' calls that need no task go in that legacy session, in their own
+    /// era, without the 2026 envelope or a translation across eras; 2026 hosts and
+    /// everything else go in 2026-07-28. Legacy hosts share that one session, as with
+    /// [`SessionMode::Shared`]. An upstream that refuses either era is opened as usual.
+    /// Not with a pinned [`UpstreamConfig::revision`], nor for an HTTP upstream (a legacy
+    /// session there is a session of its own). Default: off: a server that answers both
+    /// but cannot serve them at once must not get one.
+    pub legacy_session: bool,
 }
 
 impl UpstreamConfig {
@@ -99,6 +109,7 @@ impl UpstreamConfig {
             max_message_bytes: None,
             overrides: Default::default(),
             required: false,
+            legacy_session: false,
         }
     }
 }
@@ -243,6 +254,8 @@ mcp_types::setters! {
         session: SessionMode;
         /// Sets [`UpstreamConfig::required`].
         required: bool;
+        /// Sets [`UpstreamConfig::legacy_session`].
+        legacy_session: bool;
     }
 }
 

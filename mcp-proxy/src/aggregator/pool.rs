@@ -21,6 +21,8 @@ pub(super) struct Upstream {
     pub(super) config: UpstreamConfig,
     pub(super) namespace: String,
     pub(super) client: RwLock<Option<Client>>,
+    /// The legacy session opened on `client`'s connection ([`UpstreamConfig::legacy_session`]).
+    legacy: RwLock<Option<Client>>,
     pub(super) last_error: Mutex<Option<String>>,
     /// Host calls in flight on the shared connection, for routing a legacy upstream's
     /// requests.
@@ -46,6 +48,7 @@ impl Upstream {
             config,
             namespace,
             client: RwLock::new(None),
+            legacy: RwLock::new(None),
             last_error: Mutex::new(None),
             calls: Arc::new(Calls::default()),
             restarts: Default::default(),
@@ -55,6 +58,18 @@ impl Upstream {
 
     pub(super) fn client(&self) -> Option<Client> {
         self.client.read().ok().and_then(|c| c.clone())
+    }
+
+    /// The legacy session beside its 2026 connection, while that connection is open.
+    pub(super) fn legacy_client(&self) -> Option<Client> {
+        let view = self.legacy.read().ok()?.clone()?;
+        view.close_reason().is_none().then_some(view)
+    }
+
+    fn set_legacy(&self, view: Option<Client>) {
+        if let Ok(mut l) = self.legacy.write() {
+            *l = view;
+        }
     }
 
     pub(super) fn unavailable(&self) -> String {
@@ -132,10 +147,48 @@ impl Aggregator {
             Some(r) if r.era() == mcp_types::Era::Modern => EraChoice::Modern,
             Some(r) => EraChoice::Legacy(r),
         };
+        u.set_legacy(None);
+        let both = u.config.legacy_session
+            && u.config.revision.is_none()
+            && !matches!(u.config.transport, UpstreamTransport::Http(_));
+        if both {
+            if let Some(modern) = self.open_both(u).await {
+                return Ok(modern);
+            }
+        }
         // A legacy upstream learns these once, at `initialize`: declare what the gateway
         // can bridge; each request is then checked against the host of the call.
         self.open(u, u.calls.clone(), start_capabilities(), era)
             .await
+    }
+
+    /// [`UpstreamConfig::legacy_session`]: a connection opened with `initialize` that
+    /// speaks 2026-07-28 too. Gives its 2026 handle and keeps the legacy one for legacy
+    /// hosts; `None` when the upstream does not serve both (then it is opened as usual).
+    async fn open_both(&self, u: &Upstream) -> Option<Client> {
+        let era = EraChoice::Legacy(mcp_types::Revision::LATEST_LEGACY);
+        let legacy = match self
+            .open(u, u.calls.clone(), start_capabilities(), era)
+            .await
+        {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(upstream = %u.config.key, "no legacy session: {e}; detecting its era");
+                return None;
+            }
+        };
+        match legacy.open_modern().await {
+            Ok(modern) => {
+                tracing::info!(upstream = %u.config.key, legacy = %legacy.revision(), "serves both eras on one connection");
+                u.set_legacy(Some(legacy));
+                Some(modern)
+            }
+            Err(e) => {
+                tracing::warn!(upstream = %u.config.key, "serves no 2026-07-28 beside its legacy session: {e}; detecting its era");
+                legacy.close().await;
+                None
+            }
+        }
     }
 
     /// Longest upstream `i` may take to answer one call: its own limit, else the gateway's.
@@ -262,7 +315,7 @@ impl Aggregator {
             Ok((client, listing)) => {
                 tracing::info!(upstream = %u.config.key, revision = %client.revision(), tools = listing.tools.len(), "upstream connected");
                 if let Ok(mut c) = u.client.write() {
-                    *c = Some(client);
+                    *c = Some(client.clone());
                 }
                 if let Ok(mut e) = u.last_error.lock() {
                     *e = None;
@@ -435,6 +488,7 @@ pub(super) async fn close_upstreams<'a>(upstreams: impl Iterator<Item = &'a Arc<
     let mut closing = tokio::task::JoinSet::new();
     for u in upstreams {
         let client = u.client.write().ok().and_then(|mut c| c.take());
+        u.set_legacy(None);
         if let Some(c) = client {
             closing.spawn(async move { c.close().await });
         }

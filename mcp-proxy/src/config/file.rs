@@ -84,6 +84,9 @@ pub(super) struct Server {
     auth: Option<UpstreamAuth>,
     /// The gateway is not ready (`/readyz`) until it is connected.
     required: Option<bool>,
+    /// It serves both eras on one connection: opened with `initialize`, it speaks
+    /// 2026-07-28 too, and legacy hosts' calls go in their own era (`command` only).
+    legacy_session: Option<bool>,
 }
 
 /// A server's `type`.

@@ -4,8 +4,8 @@
 //! (name patterns, `*` for any run; see [`ToolFilter`]), `session` (`"per-host"`, the
 //! default, or `"shared"`; see [`SessionMode`]) with `maxHostSessions` and
 //! `hostSessionIdleSeconds`, `callTimeoutSeconds` (longest one call may take; default:
-//! the gateway's) and `maxMessageBytes` (longest stdio message each way; default 16 MiB),
-//! and a top-level `gateway` object: `separator`, `maxNameLength`, `confirmDestructive`
+//! the gateway's), `maxMessageBytes` (longest stdio message each way; default 16 MiB) and
+//! `legacySession` (see [`crate::UpstreamConfig::legacy_session`]), and a top-level `gateway` object: `separator`, `maxNameLength`, `confirmDestructive`
 //! (ask the host's user before a call to a tool that may be destructive; see
 //! [`crate::policy`]), `surface` (`"direct"`, or `"dispatcher"` for three dispatcher
 //! tools) and `callTimeoutSeconds` (default 120).
@@ -185,6 +185,11 @@ fn server(key: &str, s: &Value) -> Result<Option<UpstreamConfig>, Problem> {
                 .map_err(|e| f.problem("protocolVersion", e.to_string()))?,
         ),
     };
+    let transport = transport(&f)?;
+    let legacy_session = f.flag("legacySession")?;
+    if legacy_session && matches!(transport, UpstreamTransport::Http(_)) {
+        return Err(f.problem("legacySession", "is for a `command` server only"));
+    }
     let allow = match obj.get("allowTools") {
         None | Some(Value::Null) => None,
         Some(_) => Some(f.patterns("allowTools")?),
@@ -193,7 +198,7 @@ fn server(key: &str, s: &Value) -> Result<Option<UpstreamConfig>, Problem> {
         key: key.to_owned(),
         namespace: f.string("namespace")?,
         trusted: f.flag("trusted")?,
-        transport: transport(&f)?,
+        transport,
         revision,
         tools: ToolFilter {
             allow,
@@ -208,6 +213,7 @@ fn server(key: &str, s: &Value) -> Result<Option<UpstreamConfig>, Problem> {
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
         overrides: Arc::new(overrides::overrides(&f)?),
         required: f.flag("required")?,
+        legacy_session,
     }))
 }
 
