@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes mcp-proxy/link-order.txt: the functions the gateway runs to start and to relay
-# calls (legacy and 2026-07-28 hosts, stdio), in the order it first runs them, traced
+# calls (legacy and 2026-07-28 hosts, stdio; legacy hosts with `legacySession` too), in the order it first runs them, traced
 # with valgrind's lackey. mcp-proxy/build.rs hands the list to the linker, which puts
 # those functions side by side (see there for why). Run it after a change of
 # dependencies, of the start-up path, or of where relay functions live (a function moved
@@ -22,12 +22,14 @@ trap 'rm -rf "$WORK"' EXIT
 # and the traces written next to it would wake it at every line.
 mkdir "$WORK/config"
 printf '{"mcpServers":{"up":{"command":"%s","args":[]}}}\n' "$PERF/target/release/echo-upstream" >"$WORK/config/config.json"
-for era in legacy modern; do
+printf '{"mcpServers":{"up":{"command":"%s","args":[],"legacySession":true}}}\n' "$PERF/target/release/echo-upstream" >"$WORK/config/both.json"
+for era in legacy modern both; do
   flag=(); [[ $era == modern ]] && flag=(--modern)
+  config=config; [[ $era == both ]] && config=both
   "$PERF/target/release/loadgen" --calls "$CALLS" --concurrency 1 --payload-bytes 64 \
     --warmup 20 --timeout-s 120 --tool up__echo "${flag[@]}" -- \
     valgrind --tool=lackey --trace-mem=yes --log-file="$WORK/trace-$era.txt" \
-    "$GW" --config "$WORK/config/config.json" >/dev/null
+    "$GW" --config "$WORK/config/$config.json" >/dev/null
 done
 nm -n "$GW" | awk '$2 ~ /^[tT]$/ {print $1, $3}' >"$WORK/symbols.txt"
 # valgrind maps a position-independent executable at 0x108000.
@@ -39,7 +41,7 @@ for line in open(f"{work}/symbols.txt"):
     a, n = line.split()
     addrs.append(int(a, 16)); names.append(n)
 base, seen, order = 0x108000, set(), []
-for era in ("legacy", "modern"):
+for era in ("legacy", "modern", "both"):
     for line in open(f"{work}/trace-{era}.txt"):
         if not line.startswith("I"):
             continue
