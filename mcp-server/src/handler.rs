@@ -155,8 +155,8 @@ pub trait ServerHandler: Send + Sync + 'static {
     /// relay starts forwarding the call, returns `None`, and answers later with
     /// [`Call::respond`], from a callback. `params` are the call's, read one level deep,
     /// and the handler's to keep or edit (a relay writes its upstream's params from them
-    /// without a copy). Return the call to have it served by [`ServerHandler::call_tool_raw`] on a task
-    /// instead. Must not block or wait. Only asked when [`ServerHandler::calls_now`] says
+    /// without a copy). Return the call to have it served by
+    /// [`ServerHandler::call_tool_raw`] on a task instead. Must not block or wait. Only asked when [`ServerHandler::calls_now`] says
     /// so. Default: gives it back.
     fn call_tool_now(&self, call: Call, params: RawObject<'_>) -> Option<Call> {
         let _ = params;

@@ -315,7 +315,7 @@ impl Aggregator {
             Ok((client, listing)) => {
                 tracing::info!(upstream = %u.config.key, revision = %client.revision(), tools = listing.tools.len(), "upstream connected");
                 if let Ok(mut c) = u.client.write() {
-                    *c = Some(client.clone());
+                    *c = Some(client);
                 }
                 if let Ok(mut e) = u.last_error.lock() {
                     *e = None;

@@ -5,10 +5,11 @@
 //! default, or `"shared"`; see [`SessionMode`]) with `maxHostSessions` and
 //! `hostSessionIdleSeconds`, `callTimeoutSeconds` (longest one call may take; default:
 //! the gateway's), `maxMessageBytes` (longest stdio message each way; default 16 MiB) and
-//! `legacySession` (see [`crate::UpstreamConfig::legacy_session`]), and a top-level `gateway` object: `separator`, `maxNameLength`, `confirmDestructive`
-//! (ask the host's user before a call to a tool that may be destructive; see
-//! [`crate::policy`]), `surface` (`"direct"`, or `"dispatcher"` for three dispatcher
-//! tools) and `callTimeoutSeconds` (default 120).
+//! `legacySession` (see [`crate::UpstreamConfig::legacy_session`]), and a top-level
+//! `gateway` object: `separator`, `maxNameLength`, `confirmDestructive` (ask the host's
+//! user before a call to a tool that may be destructive; see [`crate::policy`]),
+//! `surface` (`"direct"`, or `"dispatcher"` for three dispatcher tools) and
+//! `callTimeoutSeconds` (default 120).
 //!
 //! Unknown keys are errors that name the nearest known key (see [`keys`]); a server's
 //! `type` (`"stdio"`, `"http"`, `"streamable-http"`, `"sse"`, as other hosts write) must
