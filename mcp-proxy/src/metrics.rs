@@ -137,6 +137,7 @@ pub struct Metrics {
     bytes: Family<BytesLabels, Counter>,
     up: Family<UpstreamLabels, Gauge>,
     restarts: Family<UpstreamLabels, Counter>,
+    renewals: Family<UpstreamLabels, Counter>,
     hosts: Family<RevisionLabels, Gauge>,
     refusals: Counter,
     /// The server in front of the aggregator, whose hosts are counted.
@@ -170,6 +171,7 @@ impl Metrics {
         let bytes = Family::<BytesLabels, Counter>::default();
         let up = Family::<UpstreamLabels, Gauge>::default();
         let restarts = Family::<UpstreamLabels, Counter>::default();
+        let renewals = Family::<UpstreamLabels, Counter>::default();
         let hosts = Family::<RevisionLabels, Gauge>::default();
         let refusals = Counter::default();
         registry.register(
@@ -203,6 +205,11 @@ impl Metrics {
             restarts.clone(),
         );
         registry.register(
+            "upstream_session_renewals",
+            "How often the upstream ended a session (HTTP 404) and the gateway started a new one",
+            renewals.clone(),
+        );
+        registry.register(
             "hosts",
             "Hosts connected (stdio connections, legacy HTTP sessions), by the revision they speak",
             hosts.clone(),
@@ -220,6 +227,7 @@ impl Metrics {
             bytes,
             up,
             restarts,
+            renewals,
             hosts,
             refusals,
             server: Mutex::new(None),
@@ -240,6 +248,15 @@ impl Metrics {
     /// Upstream `key`'s connection ended and it is being started again.
     pub(crate) fn restarted(&self, key: &str) {
         self.restarts
+            .get_or_create(&UpstreamLabels {
+                upstream: key.to_owned(),
+            })
+            .inc();
+    }
+
+    /// Upstream `key` ended a session (HTTP `404`) and the gateway started a new one.
+    pub(crate) fn session_renewed(&self, key: &str) {
+        self.renewals
             .get_or_create(&UpstreamLabels {
                 upstream: key.to_owned(),
             })
@@ -319,6 +336,7 @@ impl Metrics {
             };
             self.up.get_or_create(&u).set(i64::from(s.connected));
             drop(self.restarts.get_or_create(&u));
+            drop(self.renewals.get_or_create(&u));
             shown.push(s.key.clone());
         }
         if let Some(stats) = self.server.lock().ok().and_then(|s| s.clone()) {

@@ -85,19 +85,21 @@ impl Shared {
         h
     }
 
-    /// POSTs `body`; a refusal the auth provider can answer gets it a token and the POST
-    /// goes again, until it is accepted or the provider gives up.
+    /// POSTs `body` in `session` (none: outside any, as `initialize` is); a refusal the
+    /// auth provider can answer gets it a token and the POST goes again, until it is
+    /// accepted or the provider gives up.
     pub(super) async fn post(
         &self,
         body: Bytes,
         frame: &Frame,
+        session: Option<&str>,
     ) -> Result<http::Response<hyper::body::Incoming>, ErrorObject> {
         loop {
             let mut req = Request::new(Full::new(body.clone()));
             *req.method_mut() = Method::POST;
             *req.uri_mut() = self.url.clone();
             let credentials = self.credentials("POST");
-            *req.headers_mut() = self.headers_for(frame, credentials.as_ref());
+            *req.headers_mut() = self.headers_for(frame, credentials.as_ref(), session);
             let token = credentials.map(|c| c.token);
             let resp = self.client.request(req).await.map_err(|e| {
                 tracing::warn!("POST {} failed: {e}", self.url);

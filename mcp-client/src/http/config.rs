@@ -31,6 +31,10 @@ pub struct HttpConfig {
     /// refused one is renewed and the request sent again, as often as the provider
     /// agrees to try (OAuth's `max_attempts` in a row).
     pub auth: Option<Arc<dyn crate::auth::AuthProvider>>,
+    /// Called each time the server ends the legacy session (`404` to a request in it) and
+    /// the transport starts a new one, before the refused request is sent again (see
+    /// [`super::SessionRenewal`]). The transport renews the session with or without it.
+    pub on_session_renewed: Option<super::SessionRenewedHook>,
 }
 
 impl std::fmt::Debug for HttpConfig {
@@ -44,6 +48,7 @@ impl std::fmt::Debug for HttpConfig {
             .field("max_resumes", &self.max_resumes)
             .field("max_message_bytes", &self.max_message_bytes)
             .field("auth", &self.auth.is_some())
+            .field("on_session_renewed", &self.on_session_renewed.is_some())
             .finish()
     }
 }
@@ -57,6 +62,7 @@ impl HttpConfig {
             max_resumes: 5,
             max_message_bytes: mcp_types::transport::DEFAULT_MAX_MESSAGE_BYTES,
             auth: None,
+            on_session_renewed: None,
         }
     }
 
@@ -71,6 +77,14 @@ impl HttpConfig {
     #[must_use]
     pub fn auth(mut self, auth: Arc<dyn crate::auth::AuthProvider>) -> Self {
         self.auth = Some(auth);
+        self
+    }
+
+    /// Calls `hook` each time the transport starts a new session because the server
+    /// ended the last one (see [`HttpConfig::on_session_renewed`]).
+    #[must_use]
+    pub fn on_session_renewed(mut self, hook: super::SessionRenewedHook) -> Self {
+        self.on_session_renewed = Some(hook);
         self
     }
 }

@@ -31,11 +31,13 @@ use tokio::sync::mpsc;
 
 mod auth;
 mod config;
+mod renew;
 mod stream;
 mod trace;
 
 pub(crate) use auth::{configured_headers, insert_credentials, refusal};
 pub use config::HttpConfig;
+pub use renew::{SessionRenewal, SessionRenewedHook};
 
 pub(crate) type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
 
@@ -85,6 +87,8 @@ struct Shared {
     get_stream_open: Mutex<bool>,
     /// The last `retry:` (milliseconds) a server sent on an SSE stream.
     retry_ms: std::sync::atomic::AtomicU64,
+    /// A new legacy session when the server ends one (`renew.rs`).
+    renewal: renew::Renewal,
 }
 
 /// A Streamable HTTP connection to one server endpoint.
@@ -123,6 +127,7 @@ impl HttpTransport {
                 max_message_bytes: config.max_message_bytes,
                 get_stream_open: Mutex::new(false),
                 retry_ms: std::sync::atomic::AtomicU64::new(0),
+                renewal: renew::Renewal::new(config.on_session_renewed.clone()),
             }),
             rx: tokio::sync::Mutex::new(rx),
         })
@@ -130,8 +135,18 @@ impl HttpTransport {
 
     /// The legacy session id, once the server assigned one.
     pub fn session_id(&self) -> Option<String> {
-        self.shared.session.lock().ok().and_then(|s| s.clone())
+        self.shared.session_id()
     }
+
+    /// How many times the server ended the legacy session (`404`) and this transport
+    /// started a new one.
+    pub fn session_renewals(&self) -> u64 {
+        self.shared.renewal.count()
+    }
+}
+
+fn is_initialize(frame: &Frame) -> bool {
+    matches!(frame, Frame::Single(Message::Request(r)) if r.method == method::INITIALIZE)
 }
 
 fn request_ids(frame: &Frame) -> Vec<RequestId> {
@@ -158,6 +173,10 @@ fn set(h: &mut HeaderMap, name: &str, value: &str) {
 }
 
 impl Shared {
+    fn session_id(&self) -> Option<String> {
+        self.session.lock().ok().and_then(|s| s.clone())
+    }
+
     fn is_closed(&self) -> bool {
         self.closed.lock().map(|c| c.is_some()).unwrap_or(true)
     }
@@ -177,7 +196,12 @@ impl Shared {
         }
     }
 
-    fn headers_for(&self, frame: &Frame, credentials: Option<&Credentials>) -> HeaderMap {
+    fn headers_for(
+        &self,
+        frame: &Frame,
+        credentials: Option<&Credentials>,
+        session: Option<&str>,
+    ) -> HeaderMap {
         let mut h = self.headers_with(credentials);
         h.insert(
             header::ACCEPT,
@@ -187,8 +211,8 @@ impl Shared {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        if let Some(s) = self.session.lock().ok().and_then(|s| s.clone()) {
-            set(&mut h, headers::SESSION_ID, &s);
+        if let Some(s) = session {
+            set(&mut h, headers::SESSION_ID, s);
         }
         let single = match frame {
             Frame::Single(m) => Some(m),
@@ -205,6 +229,8 @@ impl Shared {
                     self.mirror(&mut h, r);
                 }
             }
+            // `initialize` negotiates the version: the header is for the requests after it.
+            None if is_initialize(frame) => {}
             None => {
                 if let Some(v) = self.legacy_version.lock().ok().and_then(|v| v.clone()) {
                     set(&mut h, headers::PROTOCOL_VERSION, &v);
@@ -251,18 +277,45 @@ impl Shared {
 
     async fn exchange(self: Arc<Self>, frame: Frame) {
         let ids = request_ids(&frame);
-        if let Ok(mut init) = self.initialize_ids.lock() {
-            if let Frame::Single(Message::Request(r)) = &frame {
-                if r.method == method::INITIALIZE {
-                    init.push(r.id.clone());
-                }
+        if let Frame::Single(Message::Request(r)) = &frame {
+            if r.method == method::INITIALIZE {
+                self.note_initialize(r);
             }
         }
         let body = Bytes::from(serde_json::to_vec(&frame).unwrap_or_default());
-        let resp = match self.post(body, &frame).await {
-            Ok(r) => r,
-            Err(error) => return self.fail(&ids, error).await,
+        let mut renewed = false;
+        let resp = loop {
+            let session = self.session_id();
+            let resp = match self.post(body.clone(), &frame, session.as_deref()).await {
+                Ok(r) => r,
+                Err(error) => return self.fail(&ids, error).await,
+            };
+            // A 404 to a request in a session: the server ended that session (it expired,
+            // or the server restarted) without processing the request, which is sent
+            // again, once, in a new one (2025-11-25 transport, Session Management, item 4).
+            let expired = resp.status() == StatusCode::NOT_FOUND
+                && session.is_some()
+                && !ids.is_empty()
+                && !renewed
+                && !is_initialize(&frame);
+            if !expired {
+                break resp;
+            }
+            drop(resp);
+            if let Err(error) = self.renew(session.as_deref()).await {
+                return self.fail(&ids, error).await;
+            }
+            renewed = true;
         };
+        self.answered(resp, &ids).await;
+    }
+
+    /// Reads the answer to a POST that carried the requests `ids`.
+    async fn answered(
+        self: &Arc<Self>,
+        resp: http::Response<hyper::body::Incoming>,
+        ids: &[RequestId],
+    ) {
         let status = resp.status();
         if let Some(s) = resp
             .headers()
@@ -282,31 +335,18 @@ impl Shared {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|c| c.starts_with("text/event-stream"));
         if is_sse && status.is_success() {
-            let pending = ids.clone();
-            self.clone().read_sse(resp.into_body(), pending).await;
+            self.clone().read_sse(resp.into_body(), ids.to_vec()).await;
             return;
         }
-        let limit = self.max_message_bytes;
-        let bytes = match http_body_util::Limited::new(resp.into_body(), limit)
-            .collect()
-            .await
-        {
-            Ok(c) => c.to_bytes(),
-            Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-                tracing::warn!(%status, "an answer longer than {limit} bytes was refused");
-                let error = ErrorObject::new(
-                    codes::INTERNAL_ERROR,
-                    format!("the server's answer is longer than {limit} bytes"),
-                );
-                return self.fail(&ids, error).await;
-            }
-            Err(_) => Bytes::new(),
+        let bytes = match self.body(resp).await {
+            Ok(b) => b,
+            Err(error) => return self.fail(ids, error).await,
         };
         match Frame::parse(&bytes) {
             Ok(parsed) => {
                 for mut m in parsed.into_messages() {
                     // An HTTP-level error answer may not name the request: it answers ours.
-                    if let (Message::Error(e), [only]) = (&mut m, ids.as_slice()) {
+                    if let (Message::Error(e), [only]) = (&mut m, ids) {
                         e.id.get_or_insert_with(|| only.clone());
                     }
                     self.take(m).await;
@@ -314,20 +354,14 @@ impl Shared {
             }
             Err(_) if !ids.is_empty() => {
                 let text = String::from_utf8_lossy(&bytes);
-                let error = if status == StatusCode::NOT_FOUND
-                    && self.session.lock().map(|s| s.is_some()).unwrap_or(false)
-                {
-                    ErrorObject::new(codes::INVALID_REQUEST, "HTTP 404: the session expired")
-                } else {
-                    ErrorObject::new(
-                        codes::INTERNAL_ERROR,
-                        format!(
-                            "HTTP {status}: {}",
-                            text.chars().take(200).collect::<String>()
-                        ),
-                    )
-                };
-                self.fail(&ids, error).await;
+                let error = ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    format!(
+                        "HTTP {status}: {}",
+                        text.chars().take(200).collect::<String>()
+                    ),
+                );
+                self.fail(ids, error).await;
             }
             Err(_) => {
                 if !status.is_success() {
@@ -335,6 +369,38 @@ impl Shared {
                 }
             }
         }
+    }
+
+    /// A JSON answer's body, at most `max_message_bytes` of it.
+    async fn body(
+        &self,
+        resp: http::Response<hyper::body::Incoming>,
+    ) -> Result<Bytes, ErrorObject> {
+        let status = resp.status();
+        let limit = self.max_message_bytes;
+        match http_body_util::Limited::new(resp.into_body(), limit)
+            .collect()
+            .await
+        {
+            Ok(c) => Ok(c.to_bytes()),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+                tracing::warn!(%status, "an answer longer than {limit} bytes was refused");
+                Err(ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    format!("the server's answer is longer than {limit} bytes"),
+                ))
+            }
+            Err(_) => Ok(Bytes::new()),
+        }
+    }
+
+    /// Notes an `initialize` request: its answer sets the negotiated version, and its
+    /// params open a new session if the server ends this one.
+    fn note_initialize(&self, r: &mcp_types::Request) {
+        if let Ok(mut init) = self.initialize_ids.lock() {
+            init.push(r.id.clone());
+        }
+        self.renewal.remember(r.params.clone());
     }
 
     /// Takes one message from the server, noting what `initialize` negotiated.
@@ -404,13 +470,16 @@ impl Shared {
             *open = true;
         }
         let first = self.clone();
+        let session = self.session_id();
         let (opened_tx, opened) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(async move {
             let this = first;
             let mut last_id = None;
             let mut failures = 0;
             let mut opened_tx = Some(opened_tx);
-            while !this.is_closed() && failures <= this.max_resumes {
+            // A stream belongs to its session: a new session opens a stream of its own.
+            while !this.is_closed() && failures <= this.max_resumes && this.session_id() == session
+            {
                 let got = this.get(last_id.as_deref()).await;
                 if let Some(tx) = opened_tx.take() {
                     let _ = tx.send(());

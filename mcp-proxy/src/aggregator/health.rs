@@ -21,6 +21,7 @@ impl Health for Aggregator {
                     "revision": u.revision.map(|r| r.as_str()),
                     "lastError": u.last_error,
                     "restarts": u.restarts,
+                    "sessionRenewals": u.session_renewals,
                     "hostSessions": u.host_sessions,
                 })
             })

@@ -320,6 +320,9 @@ pub struct UpstreamStatus {
     pub revision: Option<mcp_types::Revision>,
     /// How often its connection ended and it was started again.
     pub restarts: u64,
+    /// How often it ended a session of the gateway's (HTTP `404`) and the gateway started
+    /// a new one, the shared connection's and hosts' own sessions alike.
+    pub session_renewals: u64,
     /// Whether readiness waits for it ([`UpstreamConfig::required`]).
     pub required: bool,
 }

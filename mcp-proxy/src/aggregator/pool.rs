@@ -31,6 +31,8 @@ pub(super) struct Upstream {
     pub(super) links: Option<Arc<HostLinks>>,
     /// How often its connection ended (and it was started again).
     pub(super) restarts: std::sync::atomic::AtomicU64,
+    /// How often an HTTP upstream ended one of our sessions and a new one was started.
+    pub(super) session_renewals: Arc<std::sync::atomic::AtomicU64>,
     /// The generation of the aggregator that keeps it alive (connects, restarts it): one
     /// at a time, handed over by a reload ([`Aggregator::reconfigured`]).
     pub(super) keeper: std::sync::atomic::AtomicU64,
@@ -52,6 +54,7 @@ impl Upstream {
             last_error: Mutex::new(None),
             calls: Arc::new(Calls::default()),
             restarts: Default::default(),
+            session_renewals: Default::default(),
             keeper: Default::default(),
         }
     }
@@ -134,6 +137,7 @@ impl Aggregator {
                     host_sessions: u.links.as_ref().map_or(0, |l| l.len()),
                     revision: client.map(|c| c.revision()),
                     restarts: u.restarts.load(Ordering::Relaxed),
+                    session_renewals: u.session_renewals.load(Ordering::Relaxed),
                     required: u.config.required,
                 }
             })
@@ -232,7 +236,7 @@ impl Aggregator {
                         .map_err(|e| e.to_string())
                 }
                 UpstreamTransport::Http(h) => {
-                    let mut h = h.clone();
+                    let mut h = self.counting_renewals(u, h.clone());
                     if let Some(limit) = config.max_message_bytes {
                         h = h.max_message_bytes(limit);
                     }
@@ -266,6 +270,26 @@ impl Aggregator {
                 self.inner.options.connect_timeout
             )),
         }
+    }
+
+    /// `h` telling `u`'s count and the metrics of each session the upstream ended and the
+    /// transport started again, besides any hook `h` already had.
+    fn counting_renewals(
+        &self,
+        u: &Upstream,
+        h: mcp_client::http::HttpConfig,
+    ) -> mcp_client::http::HttpConfig {
+        let before = h.on_session_renewed.clone();
+        let count = u.session_renewals.clone();
+        let metrics = self.inner.metrics.clone();
+        let key = u.config.key.clone();
+        h.on_session_renewed(Arc::new(move |renewal| {
+            count.fetch_add(1, Ordering::Relaxed);
+            metrics.session_renewed(&key);
+            if let Some(before) = &before {
+                before(renewal);
+            }
+        }))
     }
 
     /// Lists what upstream `i` offers over its connection if it has one (an upstream a
@@ -364,13 +388,17 @@ impl Aggregator {
                     ..Default::default()
                 })));
             }
+            let mut renewals = u.session_renewals.load(Ordering::Relaxed);
             loop {
                 let note = tokio::select! {
                     n = notes.recv() => n.ok(),
                     () = tokio::time::sleep(Duration::from_millis(500)) => None,
                 };
-                if let Some(TypedNotification::Bare(_)) = note {
+                // A new session (the upstream ended ours) may offer other lists.
+                let renewed = u.session_renewals.load(Ordering::Relaxed);
+                if matches!(note, Some(TypedNotification::Bare(_))) || renewed != renewals {
                     // A list_changed of some kind: relist this upstream.
+                    renewals = renewed;
                     self.relist(i, &client).await;
                     self.announce_all(i);
                 }

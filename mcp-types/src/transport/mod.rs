@@ -29,6 +29,7 @@ pub use memory::{memory_pair, MemoryTransport};
 
 /// Why a transport stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CloseReason {
     /// This side called [`Transport::close`].
     Closed,
@@ -41,6 +42,8 @@ pub enum CloseReason {
     },
     /// An I/O error ended the stream.
     Io(String),
+    /// The server ended the session and no usable new one could be started (why).
+    SessionEnded(String),
 }
 
 impl std::fmt::Display for CloseReason {
@@ -53,6 +56,7 @@ impl std::fmt::Display for CloseReason {
             }
             CloseReason::ProcessExited { code: None } => f.write_str("peer process was killed"),
             CloseReason::Io(e) => write!(f, "I/O error: {e}"),
+            CloseReason::SessionEnded(why) => write!(f, "the server ended the session: {why}"),
         }
     }
 }
