@@ -245,15 +245,6 @@ impl Metrics {
         }
     }
 
-    /// Upstream `key`'s connection ended and it is being started again.
-    pub(crate) fn restarted(&self, key: &str) {
-        self.restarts
-            .get_or_create(&UpstreamLabels {
-                upstream: key.to_owned(),
-            })
-            .inc();
-    }
-
     /// Upstream `key` ended a session (HTTP `404`) and the gateway started a new one.
     pub(crate) fn session_renewed(&self, key: &str) {
         self.renewals
@@ -335,7 +326,14 @@ impl Metrics {
                 upstream: s.key.clone(),
             };
             self.up.get_or_create(&u).set(i64::from(s.connected));
-            drop(self.restarts.get_or_create(&u));
+            // Restarts are counted where they happen (the shared connection's supervisor,
+            // each host's session), and brought here as the status adds them up.
+            let restarts = self.restarts.get_or_create(&u);
+            let counted = restarts.get();
+            if s.restarts > counted {
+                restarts.inc_by(s.restarts - counted);
+            }
+            drop(restarts);
             drop(self.renewals.get_or_create(&u));
             shown.push(s.key.clone());
         }

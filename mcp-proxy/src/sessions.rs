@@ -14,7 +14,7 @@
 //! shared; so is every upstream for a lone 2026-07-28 HTTP request, which has no session.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -154,6 +154,8 @@ pub(crate) struct HostLinks {
     first: OnceLock<HostSessionId>,
     /// Set by [`HostLinks::close_all`]: no session opens after it.
     closed: AtomicBool,
+    /// Host sessions whose upstream ended them and that a new one replaced.
+    restarts: AtomicU64,
 }
 
 impl HostLinks {
@@ -163,7 +165,13 @@ impl HostLinks {
             entries: Mutex::new(HashMap::new()),
             first: OnceLock::new(),
             closed: AtomicBool::new(false),
+            restarts: AtomicU64::new(0),
         }
+    }
+
+    /// How many host sessions ended upstream (a crashed process) and were opened again.
+    pub(crate) fn restarts(&self) -> u64 {
+        self.restarts.load(Ordering::Relaxed)
     }
 
     /// Whether `host` is the first host, whose requests go on the connection opened at
@@ -249,6 +257,7 @@ impl HostLinks {
             }
             // Its upstream session ended (a crashed process): a new one takes its place.
             entries.remove(&host);
+            self.restarts.fetch_add(1, Ordering::Relaxed);
         }
         if entries.len() >= self.limits.max_sessions {
             tracing::warn!(

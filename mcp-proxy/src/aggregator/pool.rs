@@ -136,7 +136,8 @@ impl Aggregator {
                     last_error: u.last_error.lock().ok().and_then(|e| e.clone()),
                     host_sessions: u.links.as_ref().map_or(0, |l| l.len()),
                     revision: client.map(|c| c.revision()),
-                    restarts: u.restarts.load(Ordering::Relaxed),
+                    restarts: u.restarts.load(Ordering::Relaxed)
+                        + u.links.as_ref().map_or(0, |l| l.restarts()),
                     session_renewals: u.session_renewals.load(Ordering::Relaxed),
                     required: u.config.required,
                 }
@@ -370,6 +371,9 @@ impl Aggregator {
                 if !self.keeps(&u) {
                     return;
                 }
+                // Every start after the first is a restart, whether the last one ended or
+                // never came up (an upstream that exits at start).
+                u.restarts.fetch_add(1, Ordering::Relaxed);
                 if self.connect(i).await {
                     backoff = min;
                     self.announce_all(i);
@@ -414,8 +418,6 @@ impl Aggregator {
                 .map(|r| r.to_string())
                 .unwrap_or_default();
             tracing::warn!(upstream = %u.config.key, "upstream connection ended ({reason}); restarting");
-            u.restarts.fetch_add(1, Ordering::Relaxed);
-            self.inner.metrics.restarted(&u.config.key);
             if let Ok(mut c) = u.client.write() {
                 // Only the connection that ended: one a keeper after this one opened stays.
                 if c.as_ref().is_some_and(|c| c.same_connection(&client)) {
