@@ -284,7 +284,8 @@ fn gateway_config(tag: &str) -> std::path::PathBuf {
         std::process::id()
     ));
     let text = serde_json::json!({"mcpServers": {"conformance": {
-        "command": example("conformance-server"), "args": ["--stdio"], "namespace": ""}}});
+        "command": example("conformance-server"), "args": ["--stdio"], "namespace": ""}},
+        "gateway": {"startupWaitMillis": 60000}});
     std::fs::write(&config, text.to_string()).expect("write config");
     config
 }

@@ -35,6 +35,7 @@ fn config() -> PathBuf {
         "mcpServers": {"echo": {"command": example("echo-server")},
                        "notes": {"command": example("echo-server")}},
         "gateway": {
+            "startupWaitMillis": 60000,
             "auth": {"resource": "http://127.0.0.1/mcp",
                      "apiKeys": [{"name": "interop", "key": KEY, "subject": "sdk-host"}]},
             "views": [{"credentials": ["interop"], "upstreams": ["echo"], "allowTools": ["echo__echo"]}]}});

@@ -104,7 +104,7 @@ async fn fixture(tag: &str) -> Option<Fixture> {
         "py": {"command": py.display().to_string(), "args": [server]},
         "py_legacy": {"command": py.display().to_string(), "args": [server], "protocolVersion": "2025-06-18"},
         "echo": {"command": example("echo-server")}
-    }});
+    }, "gateway": {"startupWaitMillis": 60000}});
     let path =
         std::env::temp_dir().join(format!("mcp-gateway-e2e-{tag}-{}.json", std::process::id()));
     std::fs::write(&path, config.to_string()).expect("config");
@@ -311,7 +311,7 @@ async fn hosts_answer_upstream_questions_across_eras() {
         "everything": {"command": "node", "args": [everything.display().to_string(), "stdio"]},
         "echo": {"command": example("echo-server")},
         "conf": {"command": example("conformance-server"), "args": ["--stdio"]}
-    }});
+    }, "gateway": {"startupWaitMillis": 60000}});
     let path = std::env::temp_dir().join(format!(
         "mcp-gateway-e2e-bridge-{}.json",
         std::process::id()

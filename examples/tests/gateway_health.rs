@@ -13,8 +13,8 @@ async fn the_http_gateway_answers_probes_with_its_upstreams_state() {
     let dir = std::env::temp_dir().join(format!("mcp-gateway-health-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let config = dir.join("gateway.json");
-    let body =
-        json!({"mcpServers": {"echo": {"command": example("echo-server"), "required": true}}});
+    let body = json!({"mcpServers": {"echo": {"command": example("echo-server"), "required": true}},
+            "gateway": {"startupWaitMillis": 60000}});
     std::fs::write(&config, body.to_string()).expect("config");
     let (_gateway, url) = http_gateway(&config).await;
     let base = url.trim_end_matches("/mcp");

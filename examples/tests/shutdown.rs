@@ -102,7 +102,7 @@ impl Setup {
             "args": [script.display().to_string(), marker, mode],
             "protocolVersion": "2025-06-18",
             "session": "shared",
-        }}});
+        }}, "gateway": {"startupWaitMillis": 60000}});
         std::fs::write(dir.join("config.json"), config.to_string()).expect("config");
         Some(Setup { marker, dir })
     }

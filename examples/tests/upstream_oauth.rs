@@ -65,7 +65,8 @@ async fn an_oauth_upstream_is_authorized_at_start_and_its_token_reused_after_a_r
     let config = dir.join("gateway.json");
     let body = json!({"mcpServers": {"up": {"url": upstream, "auth": {
         "type": "clientCredentials", "issuer": server.issuer(), "clientId": "gateway-client",
-        "clientSecret": "gateway-secret", "tokenStore": store}}}});
+        "clientSecret": "gateway-secret", "tokenStore": store}}},
+        "gateway": {"startupWaitMillis": 60000}});
     std::fs::write(&config, body.to_string()).expect("config");
 
     let (gateway, url) = http_gateway(&config).await;

@@ -51,7 +51,7 @@ fn admin_serves_health_and_metrics_beside_stdio() {
     let on_call = "send({\"jsonrpc\": \"2.0\", \"id\": i, \"result\": {\"content\": [{\"type\": \"text\", \"text\": \"hi\"}]}})";
     let config = json!({"mcpServers": {"core": {
         "command": "python3", "args": ["-c", python_upstream("core", "", tools, on_call)],
-        "required": true}}});
+        "required": true}}, "gateway": {"startupWaitMillis": 60000}});
     let file = dir.join("gateway.json");
     std::fs::write(&file, config.to_string()).expect("write config");
 

@@ -96,7 +96,8 @@ async fn an_edited_configuration_is_applied_and_a_broken_one_refused() {
     std::fs::create_dir_all(&dir).expect("dir");
     let config = dir.join("gateway.json");
     let write = |servers: serde_json::Value| {
-        let text = json!({"mcpServers": servers}).to_string();
+        let text =
+            json!({"mcpServers": servers, "gateway": {"startupWaitMillis": 60000}}).to_string();
         std::fs::write(&config, text).expect("write config");
     };
     write(json!({"keep": server("keep", "pid"), "gone": server("gone", "old")}));
@@ -144,7 +145,8 @@ async fn a_kubernetes_volume_swap_is_applied() {
     let version = |n: &str, servers: serde_json::Value| {
         let folder = dir.join(n);
         std::fs::create_dir_all(&folder).expect("version folder");
-        let text = json!({"mcpServers": servers}).to_string();
+        let text =
+            json!({"mcpServers": servers, "gateway": {"startupWaitMillis": 60000}}).to_string();
         std::fs::write(folder.join("gateway.json"), text).expect("write");
     };
     version("..2026_12_02_a", json!({"keep": server("keep", "pid")}));

@@ -66,7 +66,8 @@ fn spans_are_exported_in_the_hosts_trace() {
     let tools = json!([{"name": "meta", "inputSchema": {"type": "object"}}]);
     let on_call = "send({\"jsonrpc\": \"2.0\", \"id\": i, \"result\": {\"content\": [{\"type\": \"text\", \"text\": json.dumps(msg[\"params\"].get(\"_meta\"))}]}})";
     let config = json!({"mcpServers": {"up": {
-        "command": "python3", "args": ["-c", python_upstream("up", "", tools, on_call)]}}});
+        "command": "python3", "args": ["-c", python_upstream("up", "", tools, on_call)]}},
+        "gateway": {"startupWaitMillis": 60000}});
     let file = dir.join("gateway.json");
     std::fs::write(&file, config.to_string()).expect("write config");
 

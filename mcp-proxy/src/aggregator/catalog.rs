@@ -33,6 +33,40 @@ pub(super) struct Listing {
     pub(super) pin_ask: HashMap<String, Arc<str>>,
 }
 
+/// Which of an upstream's lists a new listing changed: what hosts are told of.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct ListsChanged {
+    pub(super) tools: bool,
+    pub(super) prompts: bool,
+    pub(super) resources: bool,
+}
+
+impl ListsChanged {
+    /// Every list, for a change nothing compared (a reload's new catalog).
+    pub(super) const ALL: ListsChanged = ListsChanged {
+        tools: true,
+        prompts: true,
+        resources: true,
+    };
+
+    pub(super) fn any(self) -> bool {
+        self.tools || self.prompts || self.resources
+    }
+}
+
+impl Listing {
+    /// What differs between `self` and `next`, as hosts would see it (pins included).
+    fn changes_to(&self, next: &Listing) -> ListsChanged {
+        ListsChanged {
+            tools: self.tools != next.tools
+                || self.pin_hidden != next.pin_hidden
+                || self.pin_ask != next.pin_ask,
+            prompts: self.prompts != next.prompts,
+            resources: self.resources != next.resources || self.templates != next.templates,
+        }
+    }
+}
+
 /// Exposed tool name → route, for one generation of the catalog.
 pub(super) type Routes = HashMap<String, Arc<Route>, ahash::RandomState>;
 
@@ -102,11 +136,6 @@ impl Catalog {
         }
     }
 
-    /// Starts a new generation without a listing changing (an upstream came or went).
-    pub(super) fn bump(&self) {
-        self.generation.fetch_add(1, Ordering::SeqCst);
-    }
-
     /// Upstreams whose listing a 2026 upstream's `ttlMs` says to list again by `now`.
     pub(super) fn stale(&self, now: std::time::Instant) -> Vec<UpstreamId> {
         self.listings
@@ -138,14 +167,24 @@ impl Catalog {
     }
 
     /// Replaces upstream `i`'s part of the catalog; a new generation of the catalog begins.
-    pub(super) fn set_listing(&self, i: UpstreamId, mut listing: Listing) {
+    /// Takes `listing` as upstream `i`'s, and says which of its lists it changed (nothing
+    /// changed: the catalog's generation, and so its cursors, stay).
+    pub(super) fn set_listing(&self, i: UpstreamId, mut listing: Listing) -> ListsChanged {
         if let Some(pins) = &self.pins {
             self.check_pins(pins, i, &mut listing);
         }
-        if let Ok(mut l) = self.listings.write() {
-            l[i] = listing;
+        let changed = match self.listings.write() {
+            Ok(mut l) => {
+                let changed = l[i].changes_to(&listing);
+                l[i] = listing;
+                changed
+            }
+            Err(_) => ListsChanged::ALL,
+        };
+        if changed.any() {
+            self.generation.fetch_add(1, Ordering::SeqCst);
         }
-        self.generation.fetch_add(1, Ordering::SeqCst);
+        changed
     }
 
     /// Marks what `pins` says of upstream `i`'s new listing, and logs every tool that is

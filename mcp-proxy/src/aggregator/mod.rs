@@ -75,6 +75,9 @@ struct Inner {
     generation: u64,
 }
 
+/// When each upstream's first start (or listing) is over.
+struct Starting(Vec<(UpstreamId, tokio::sync::oneshot::Receiver<()>)>);
+
 /// Upstream MCP servers composed into one server. Cheap to clone.
 #[derive(Clone)]
 pub struct Aggregator {
@@ -213,36 +216,61 @@ impl Aggregator {
         Ok(Aggregator { inner })
     }
 
-    /// Connects every upstream at once (one already connected is only listed), checks
-    /// the merged names, and keeps each upstream alive from then on.
+    /// Connects every upstream at once (one already connected is only listed), waiting
+    /// at most [`AggregatorOptions::startup_wait`] for them, checks the merged names of
+    /// those that came, and keeps each upstream alive from then on: one still starting
+    /// goes on, and its lists are announced when it comes.
     async fn start_upstreams(&self) -> Result<(), StartError> {
-        self.connect_all().await?;
-        self.keep_alive();
+        let late = self.connect_all(self.inner.options.startup_wait).await?;
+        self.keep_alive(late);
         Ok(())
     }
 
-    /// Connects (or lists) every upstream at once and checks the merged names.
-    async fn connect_all(&self) -> Result<(), StartError> {
-        let starts: Vec<_> = self
-            .inner
-            .upstreams
-            .ids()
-            .map(|i| {
-                let agg = self.clone();
-                tokio::spawn(async move { agg.connect_or_list(i).await })
-            })
-            .collect();
-        for s in starts {
-            let _ = s.await;
-        }
-        self.inner.catalog.check_collisions()
-    }
-
-    /// Keeps each upstream alive from now on (see `pool.rs`, `supervise`).
-    fn keep_alive(&self) {
+    /// Connects (or lists) every upstream at once and checks the merged names of those
+    /// done within `wait` (`None`: all of them). Gives when each start is over.
+    async fn connect_all(&self, wait: Option<std::time::Duration>) -> Result<Starting, StartError> {
+        let mut starts = tokio::task::JoinSet::new();
+        let mut over = Vec::new();
         for i in self.inner.upstreams.ids() {
             let agg = self.clone();
-            tokio::spawn(async move { agg.supervise(i).await });
+            let (done, is_done) = tokio::sync::oneshot::channel::<()>();
+            starts.spawn(async move {
+                agg.connect_or_list(i).await;
+                let _ = done.send(());
+            });
+            over.push((i, is_done));
+        }
+        let deadline = wait.map(|w| tokio::time::Instant::now() + w);
+        loop {
+            let next = match deadline {
+                Some(d) => tokio::time::timeout_at(d, starts.join_next()).await.ok(),
+                None => Some(starts.join_next().await),
+            };
+            // All done (`Some(None)`), or the wait is over (`None`).
+            if !matches!(next, Some(Some(_))) {
+                break;
+            }
+        }
+        self.inner.catalog.check_collisions()?;
+        if !starts.is_empty() {
+            tracing::info!(
+                upstreams = starts.len(),
+                "serving without the upstreams still starting; their lists come when they do"
+            );
+        }
+        starts.detach_all();
+        Ok(Starting(over))
+    }
+
+    /// Keeps each upstream alive from now on (see `pool.rs`, `supervise`), once its first
+    /// start is over.
+    fn keep_alive(&self, starting: Starting) {
+        for (i, over) in starting.0 {
+            let agg = self.clone();
+            tokio::spawn(async move {
+                let _ = over.await;
+                agg.supervise(i).await;
+            });
         }
     }
 
@@ -326,14 +354,14 @@ impl Aggregator {
         }
     }
 
-    /// Tells hosts that every list of upstream `i` may have changed.
-    fn announce_all(&self, i: UpstreamId) {
-        self.inner.catalog.bump();
-        for c in [
-            ListChanged::Tools,
-            ListChanged::Prompts,
-            ListChanged::Resources,
-        ] {
+    /// Tells hosts which lists of upstream `i` changed, and only those.
+    fn announce(&self, i: UpstreamId, changed: catalog::ListsChanged) {
+        let lists = [
+            (changed.tools, ListChanged::Tools),
+            (changed.prompts, ListChanged::Prompts),
+            (changed.resources, ListChanged::Resources),
+        ];
+        for (_, c) in lists.into_iter().filter(|(did, _)| *did) {
             self.changed(c, Some(i));
         }
     }

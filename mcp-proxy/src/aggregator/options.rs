@@ -137,6 +137,14 @@ pub struct AggregatorOptions {
     pub connect_timeout: Duration,
     /// First and longest wait between restarts of a failed upstream.
     pub restart_backoff: (Duration, Duration),
+    /// Longest [`crate::Aggregator::start`] waits for the upstreams before it serves with
+    /// those that are ready (default `None`: until each has started or failed, bounded by
+    /// [`AggregatorOptions::connect_timeout`]; the gateway's configuration file sets
+    /// 500 ms). One still starting (a slow process, a handshake that never comes) goes on
+    /// starting, and its lists are announced with `list_changed` when it comes. Its names
+    /// are checked against the others' then: a clash hides its tool (logged), where one
+    /// among the upstreams ready at start stops the start.
+    pub startup_wait: Option<Duration>,
     /// Items per page of a merged list (0: everything in one page). Cursors name a
     /// version of the catalog; one issued before a list change is refused with `-32602`.
     pub page_size: usize,
@@ -163,6 +171,7 @@ impl std::fmt::Debug for AggregatorOptions {
             .field("call_timeout", &self.call_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("restart_backoff", &self.restart_backoff)
+            .field("startup_wait", &self.startup_wait)
             .field("page_size", &self.page_size)
             .field("confirm", &self.confirm.is_some())
             .field("surface", &self.surface)
@@ -181,6 +190,7 @@ impl Default for AggregatorOptions {
             call_timeout: Duration::from_secs(120),
             connect_timeout: Duration::from_secs(30),
             restart_backoff: (Duration::from_millis(500), Duration::from_secs(30)),
+            startup_wait: None,
             page_size: 0,
             confirm: None,
             surface: Surface::Direct,
@@ -293,6 +303,8 @@ mcp_types::setters! {
         connect_timeout: Duration;
         /// Sets [`AggregatorOptions::restart_backoff`]: `(first, longest)` wait.
         restart_backoff: (Duration, Duration);
+        /// Sets [`AggregatorOptions::startup_wait`].
+        startup_wait: Option<Duration>;
         /// Sets [`AggregatorOptions::page_size`] (0: everything in one page).
         page_size: usize;
         /// Sets [`AggregatorOptions::surface`].

@@ -11,11 +11,17 @@ use mcp_client::{ChildTransport, Client, ClientError, ClientOptions, EraChoice};
 use mcp_types::protocol::*;
 use mcp_types::transport::memory_pair;
 
-use super::catalog::Listing;
+use super::catalog::{Listing, ListsChanged};
 use super::{Aggregator, UpstreamConfig, UpstreamStatus, UpstreamTransport};
 use crate::abort::AbortOnDrop;
 use crate::bridge::{Bridge, Calls};
 use crate::sessions::{start_capabilities, HostLinks, SessionMode};
+
+/// Shortest time between two listings of an upstream that keeps saying its lists changed.
+const RELIST_INTERVAL: Duration = Duration::from_millis(500);
+
+/// How often a supervisor with nothing to do looks whether its connection ended.
+const CLOSE_POLL: Duration = Duration::from_millis(500);
 
 pub(super) struct Upstream {
     pub(super) config: UpstreamConfig,
@@ -320,7 +326,7 @@ impl Aggregator {
     pub(super) async fn connect(&self, i: UpstreamId) -> bool {
         let u = self.inner.upstreams[i].clone();
         let opened = match self.open_shared(&u).await {
-            Ok(client) => match list_all(&client).await {
+            Ok(client) => match self.first_listing(&client).await {
                 Ok(listing) => Ok((client, listing)),
                 Err(e) => {
                     // Not listable is not usable: it fails, and is retried, like a failed start.
@@ -345,7 +351,8 @@ impl Aggregator {
                 if let Ok(mut e) = u.last_error.lock() {
                     *e = None;
                 }
-                self.inner.catalog.set_listing(i, listing);
+                let changed = self.inner.catalog.set_listing(i, listing);
+                self.announce(i, changed);
                 true
             }
             Err(e) => {
@@ -355,6 +362,16 @@ impl Aggregator {
                 }
                 false
             }
+        }
+    }
+
+    /// What a connection just opened offers, bounded like its handshake by the connect
+    /// timeout (a listing that hangs must not hold a start any longer than one).
+    async fn first_listing(&self, client: &Client) -> Result<Listing, String> {
+        let limit = self.inner.options.connect_timeout;
+        match tokio::time::timeout(limit, list_all(client)).await {
+            Ok(listed) => listed,
+            Err(_) => Err(format!("not listed within {limit:?}")),
         }
     }
 
@@ -376,11 +393,14 @@ impl Aggregator {
                 u.restarts.fetch_add(1, Ordering::Relaxed);
                 if self.connect(i).await {
                     backoff = min;
-                    self.announce_all(i);
+                } else {
+                    // Not back: its tools go until it is (they were kept while it restarted).
+                    let gone = self.inner.catalog.set_listing(i, Listing::default());
+                    self.announce(i, gone);
                 }
                 continue;
             };
-            let mut notes = client.notifications();
+            let notes = client.notifications();
             let mut _listen = None;
             if client.revision().era() == mcp_types::Era::Modern {
                 // A 2026 upstream tells of list changes only on a subscription stream,
@@ -392,24 +412,7 @@ impl Aggregator {
                     ..Default::default()
                 })));
             }
-            let mut renewals = u.session_renewals.load(Ordering::Relaxed);
-            loop {
-                let note = tokio::select! {
-                    n = notes.recv() => n.ok(),
-                    () = tokio::time::sleep(Duration::from_millis(500)) => None,
-                };
-                // A new session (the upstream ended ours) may offer other lists.
-                let renewed = u.session_renewals.load(Ordering::Relaxed);
-                if matches!(note, Some(TypedNotification::Bare(_))) || renewed != renewals {
-                    // A list_changed of some kind: relist this upstream.
-                    renewals = renewed;
-                    self.relist(i, &client).await;
-                    self.announce_all(i);
-                }
-                if client.close_reason().is_some() || !self.keeps(&u) {
-                    break;
-                }
-            }
+            self.follow_list_changes(i, &u, &client, notes).await;
             if !self.keeps(&u) {
                 return;
             }
@@ -424,11 +427,55 @@ impl Aggregator {
                     *c = None;
                 }
             }
+            // Its listing stays while it restarts: a call to one of its tools is told the
+            // upstream is restarting (never `Unknown tool`), and hosts hear of no change
+            // unless the restart fails or brings other lists.
             if let Ok(mut e) = u.last_error.lock() {
-                *e = Some(format!("connection ended: {reason}"));
+                *e = Some(format!("restarting: its connection ended ({reason})"));
             }
-            self.inner.catalog.set_listing(i, Listing::default());
-            self.announce_all(i);
+        }
+    }
+
+    /// Lists upstream `i` again when it says a list changed (or a new session may offer
+    /// others), until `client`'s connection ends or this aggregator stops keeping it. A
+    /// flood of list changes is coalesced: the first is followed at once, the rest at most
+    /// once per [`RELIST_INTERVAL`]; hosts hear only of the lists that changed.
+    async fn follow_list_changes(
+        &self,
+        i: UpstreamId,
+        u: &Upstream,
+        client: &Client,
+        mut notes: tokio::sync::broadcast::Receiver<TypedNotification>,
+    ) {
+        let mut renewals = u.session_renewals.load(Ordering::Relaxed);
+        let mut due = false;
+        let mut last: Option<tokio::time::Instant> = None;
+        loop {
+            let next = last.map(|t| t + RELIST_INTERVAL).filter(|_| due);
+            let tick = next.unwrap_or_else(|| tokio::time::Instant::now() + CLOSE_POLL);
+            let changed = tokio::select! {
+                n = notes.recv() => match n {
+                    Ok(TypedNotification::Bare(_)) => true,
+                    Ok(_) => false,
+                    // Notifications were dropped: a list change may be among them.
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => true,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => false,
+                },
+                () = tokio::time::sleep_until(tick) => false,
+            };
+            let renewed = u.session_renewals.load(Ordering::Relaxed);
+            due |= changed || renewed != renewals;
+            renewals = renewed;
+            let now = tokio::time::Instant::now();
+            if due && last.is_none_or(|t| now >= t + RELIST_INTERVAL) {
+                due = false;
+                last = Some(now);
+                let changed = self.relist(i, client).await;
+                self.announce(i, changed);
+            }
+            if client.close_reason().is_some() || !self.keeps(u) {
+                return;
+            }
         }
     }
 
@@ -436,27 +483,29 @@ impl Aggregator {
     pub(super) async fn refresh_stale(&self) {
         for i in self.inner.catalog.stale(std::time::Instant::now()) {
             if let Some(client) = self.inner.upstreams[i].client() {
-                self.relist(i, &client).await;
+                let changed = self.relist(i, &client).await;
+                self.announce(i, changed);
             }
         }
     }
 
     /// Lists upstream `i` again; when that fails, its last listing stays and the failure
-    /// is reported in its status until a listing succeeds.
-    async fn relist(&self, i: UpstreamId, client: &Client) {
+    /// is reported in its status until a listing succeeds. Which lists changed.
+    async fn relist(&self, i: UpstreamId, client: &Client) -> ListsChanged {
         let u = &self.inner.upstreams[i];
         match list_all(client).await {
             Ok(listing) => {
-                self.inner.catalog.set_listing(i, listing);
                 if let Ok(mut e) = u.last_error.lock() {
                     *e = None;
                 }
+                self.inner.catalog.set_listing(i, listing)
             }
             Err(e) => {
                 tracing::warn!(upstream = %u.config.key, "relisting failed: {e}");
                 if let Ok(mut le) = u.last_error.lock() {
                     *le = Some(e);
                 }
+                ListsChanged::default()
             }
         }
     }

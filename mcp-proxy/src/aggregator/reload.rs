@@ -54,17 +54,21 @@ impl Aggregator {
                 }
             }
         }
-        if let Err(e) = next.connect_all().await {
-            close_upstreams(next.only_here(self).iter()).await;
-            return Err(e);
-        }
+        // The aggregator in force serves meanwhile: the next one waits for every upstream.
+        let started = match next.connect_all(None).await {
+            Ok(started) => started,
+            Err(e) => {
+                close_upstreams(next.only_here(self).iter()).await;
+                return Err(e);
+            }
+        };
         // One keeper per upstream: each kept one is the next aggregator's from here on
         // (this one's keepers stop at their next look), and this one keeps no other.
         for u in next.inner.upstreams.iter() {
             u.keeper.store(next.inner.generation, Ordering::SeqCst);
         }
         self.inner.stopped.store(true, Ordering::SeqCst);
-        next.keep_alive();
+        next.keep_alive(started);
         Ok(next)
     }
 

@@ -17,6 +17,7 @@ use mcp_server::http::{Health, Metrics};
 
 use crate::{Aggregator, AggregatorOptions, UpstreamConfig};
 
+mod early;
 mod logging;
 mod reload;
 mod serve;
@@ -185,6 +186,15 @@ async fn run(args: Args, drain: Duration, default: Option<Default>) -> u8 {
             }
         },
     };
+    // Probes are answered from the first moment: alive, and not ready until it started.
+    let started = early::Started::default();
+    let _admin = match &args.admin {
+        None => None,
+        Some(addr) => match serve_admin(addr, &started).await {
+            Ok(task) => Some(task),
+            Err(code) => return code,
+        },
+    };
     let aggregator = match Aggregator::start(upstreams, options).await {
         Ok(a) => a,
         Err(e) => {
@@ -198,16 +208,7 @@ async fn run(args: Args, drain: Duration, default: Option<Default>) -> u8 {
         return code;
     }
     let live = crate::live::Live::new(aggregator);
-    let _admin = match &args.admin {
-        None => None,
-        Some(addr) => match serve_admin(addr, &live).await {
-            Ok(task) => Some(task),
-            Err(code) => {
-                live.current().shutdown().await;
-                return code;
-            }
-        },
-    };
+    started.set(&live);
     let server = gateway_server(&live, access.local_principal);
     if let Some(path) = &args.config {
         reload::watch(live.clone(), path.clone(), loaded, drain);

@@ -177,7 +177,7 @@ pub(super) async fn serve_http(
 /// drops; `Err` with the exit status when ADDR cannot be served.
 pub(super) async fn serve_admin(
     addr: &str,
-    live: &Live,
+    live: &super::early::Started,
 ) -> Result<AbortOnDrop<std::io::Result<()>>, u8> {
     let Ok(addr) = addr.parse::<std::net::SocketAddr>() else {
         eprintln!("gateway: --admin `{addr}` is not an address (like 127.0.0.1:9090)");

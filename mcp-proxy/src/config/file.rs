@@ -199,6 +199,9 @@ pub(super) struct Gateway {
     /// Longest one call may take (default 120).
     #[schemars(range(min = 1))]
     call_timeout_seconds: Option<u64>,
+    /// Longest the gateway waits at start for its upstreams before it serves with those
+    /// that are ready (default 500); a later one's lists are announced when it comes.
+    startup_wait_millis: Option<u64>,
     /// The bounds of the `--http` listener, and the names it answers to.
     http: Option<Http>,
 }

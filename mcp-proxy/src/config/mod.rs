@@ -8,8 +8,10 @@
 //! `legacySession` (see [`crate::UpstreamConfig::legacy_session`]), and a top-level
 //! `gateway` object: `separator`, `maxNameLength`, `confirmDestructive` (ask the host's
 //! user before a call to a tool that may be destructive; see [`crate::policy`]),
-//! `surface` (`"direct"`, or `"dispatcher"` for three dispatcher tools) and
-//! `callTimeoutSeconds` (default 120).
+//! `surface` (`"direct"`, or `"dispatcher"` for three dispatcher tools),
+//! `callTimeoutSeconds` (default 120) and `startupWaitMillis` (how long the start waits
+//! for the upstreams before serving with those ready, default 500; see
+//! [`crate::AggregatorOptions::startup_wait`]).
 //!
 //! Unknown keys are errors that name the nearest known key (see [`keys`]); a server's
 //! `type` (`"stdio"`, `"http"`, `"streamable-http"`, `"sse"`, as other hosts write) must
@@ -47,6 +49,9 @@ use crate::naming::Prefixed;
 use crate::policy::{AskHost, Surface, ToolFilter};
 use crate::sessions::{PerHostLimits, SessionMode};
 use crate::{AggregatorOptions, UpstreamConfig, UpstreamTransport};
+
+/// How long a gateway started from a file waits for its upstreams (`startupWaitMillis`).
+const DEFAULT_STARTUP_WAIT_MILLIS: u64 = 500;
 
 /// A configuration that cannot be used, saying where and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -315,6 +320,16 @@ fn gateway(g: &Value, upstream_keys: &[&str]) -> Result<Gateway, Problem> {
     if let Some(secs) = f.positive("callTimeoutSeconds")? {
         options.call_timeout = std::time::Duration::from_secs(secs);
     }
+    let wait = match obj.get("startupWaitMillis") {
+        None => DEFAULT_STARTUP_WAIT_MILLIS,
+        Some(v) => v.as_u64().ok_or_else(|| {
+            f.problem(
+                "startupWaitMillis",
+                "must be a whole number of milliseconds",
+            )
+        })?,
+    };
+    options.startup_wait = Some(std::time::Duration::from_millis(wait));
     options.namespacing = Arc::new(naming);
     let pin_file = match obj.get("pins") {
         None => None,

@@ -10,6 +10,8 @@ use serde_json::{json, Value};
 pub struct StdioHost {
     stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
+    /// Notifications read while waiting for an answer.
+    heard: Vec<Value>,
 }
 
 impl StdioHost {
@@ -18,6 +20,7 @@ impl StdioHost {
         let mut host = StdioHost {
             stdin: gateway.stdin.take(),
             stdout: BufReader::new(gateway.stdout.take().expect("stdout piped")),
+            heard: Vec::new(),
         };
         host.send(
             json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -35,19 +38,40 @@ impl StdioHost {
         writeln!(stdin, "{message}").expect("write to the gateway");
     }
 
-    /// Reads until the answer to `id`, and returns it.
+    /// Reads until the answer to `id`, and returns it (notifications read meanwhile are
+    /// kept for [`StdioHost::notification`]).
     pub fn answer(&mut self, id: i64) -> Value {
         loop {
-            let mut line = String::new();
-            assert!(
-                self.stdout.read_line(&mut line).expect("read") > 0,
-                "stdout closed"
-            );
-            let v: Value = serde_json::from_str(&line).expect("JSON-RPC");
+            let v = self.next();
             if v["id"] == id {
                 return v;
             }
+            if v.get("id").is_none() {
+                self.heard.push(v);
+            }
         }
+    }
+
+    /// The first notification with `method`, heard already or read until it comes.
+    pub fn notification(&mut self, method: &str) -> Value {
+        if let Some(i) = self.heard.iter().position(|n| n["method"] == method) {
+            return self.heard.remove(i);
+        }
+        loop {
+            let v = self.next();
+            if v["method"] == method && v.get("id").is_none() {
+                return v;
+            }
+        }
+    }
+
+    fn next(&mut self) -> Value {
+        let mut line = String::new();
+        assert!(
+            self.stdout.read_line(&mut line).expect("read") > 0,
+            "stdout closed"
+        );
+        serde_json::from_str(&line).expect("JSON-RPC")
     }
 
     /// Closes stdin: the gateway stops.
