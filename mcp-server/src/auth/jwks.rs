@@ -1,14 +1,16 @@
 //! Where token-signing keys come from: a JSON Web Key Set (RFC 7517), fixed or read from a
-//! file that is read again when a token names a key it does not hold (key rotation).
+//! file that is read again once what was read is a few seconds old, so keys added to it
+//! and, above all, keys removed from it take effect within a bound.
 
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey};
 use serde_json::Value;
+use tokio::time::Instant;
 
 /// One public key that may verify tokens.
 #[derive(Clone)]
@@ -118,68 +120,124 @@ impl KeySource for JwkSet {
     }
 }
 
-/// A JWKS file, read at start and again (at most every `min_reload`, 30 s by default)
-/// when a token names a key id it does not hold, so rotated keys are picked up without a
-/// restart. A file that becomes unreadable keeps the last good set.
+/// A JWKS file. Read at start; then, once what was read is `max_age` old (5 s by
+/// default), read again by the next token's check, and parsed again only when its bytes
+/// changed. So a key removed from the file (a compromised key withdrawn) is refused for
+/// every token checked `max_age` or more after the file was written, and a key added is
+/// used as soon, without a restart; a file that does not change costs one read per
+/// `max_age` while tokens come, and nothing while none do.
+///
+/// A file that cannot be read (being replaced), or whose new text is not a usable JWKS
+/// (half-written, emptied), leaves the last good set in force and logs a warning (once per
+/// distinct text): a bad edit does not lock every client out. Fix the file to change the
+/// keys again.
 pub struct JwksFile {
     path: PathBuf,
-    min_reload: Duration,
-    state: RwLock<(Arc<JwkSet>, Instant)>,
+    max_age: Duration,
+    state: RwLock<Loaded>,
+    /// One read at a time: the tokens that find the set old wait for it rather than each
+    /// reading the file.
+    checking: tokio::sync::Mutex<()>,
+}
+
+/// What was last read from a [`JwksFile`].
+struct Loaded {
+    /// The last good set.
+    set: Arc<JwkSet>,
+    /// The bytes last read, good or not, so unchanged text is not parsed (or warned of)
+    /// again.
+    bytes: Vec<u8>,
+    /// When the file was last read (tokio's clock, so tests can pause it).
+    checked: Instant,
 }
 
 impl JwksFile {
-    /// Reads the set at `path`.
+    /// Reads the set at `path`; it must be usable now.
     pub fn open(path: impl Into<PathBuf>) -> Result<JwksFile, JwksError> {
         let path = path.into();
-        let set = read(&path)?;
+        let bytes = std::fs::read(&path)
+            .map_err(|e| JwksError(format!("cannot read {}: {e}", path.display())))?;
+        let set = parse_bytes(&bytes)?;
         Ok(JwksFile {
             path,
-            min_reload: Duration::from_secs(30),
-            state: RwLock::new((Arc::new(set), Instant::now())),
+            max_age: DEFAULT_FILE_MAX_AGE,
+            state: RwLock::new(Loaded {
+                set: Arc::new(set),
+                bytes,
+                checked: Instant::now(),
+            }),
+            checking: tokio::sync::Mutex::new(()),
         })
     }
 
-    /// Reads the file again at most this often.
-    pub fn min_reload(mut self, every: Duration) -> Self {
-        self.min_reload = every;
+    /// How old the keys in use may be (default 5 s): the bound within which a change to
+    /// the file, a removed key above all, takes effect.
+    pub fn max_age(mut self, age: Duration) -> Self {
+        self.max_age = age;
         self
     }
 
-    fn current(&self) -> (Arc<JwkSet>, Instant) {
+    /// The set in force, if it was read less than `max_age` ago.
+    fn fresh(&self) -> Option<Arc<JwkSet>> {
+        let read = |s: &Loaded| (s.checked.elapsed() < self.max_age).then(|| s.set.clone());
         match self.state.read() {
-            Ok(s) => s.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
+            Ok(s) => read(&s),
+            Err(poisoned) => read(&poisoned.into_inner()),
         }
+    }
+
+    /// Reads the file again, takes its set if its text changed and parses, and gives the
+    /// set in force.
+    async fn check(&self) -> Arc<JwkSet> {
+        let path = self.path.clone();
+        let read = tokio::task::spawn_blocking(move || std::fs::read(&path)).await;
+        let mut state = match self.state.write() {
+            Ok(s) => s,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        match read {
+            Ok(Ok(bytes)) if bytes == state.bytes => {}
+            Ok(Ok(bytes)) => {
+                match parse_bytes(&bytes) {
+                    Ok(set) => state.set = Arc::new(set),
+                    Err(e) => {
+                        tracing::warn!("{}: keeping the last good JWKS: {e}", self.path.display())
+                    }
+                }
+                state.bytes = bytes;
+            }
+            Ok(Err(e)) => tracing::warn!(
+                "cannot read {}: keeping the last good JWKS: {e}",
+                self.path.display()
+            ),
+            // The read's task was cancelled (the runtime is shutting down).
+            Err(_) => {}
+        }
+        state.checked = Instant::now();
+        state.set.clone()
     }
 }
 
-fn read(path: &std::path::Path) -> Result<JwkSet, JwksError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| JwksError(format!("cannot read {}: {e}", path.display())))?;
-    JwkSet::parse(&text)
+/// How old a [`JwksFile`]'s keys may be unless told otherwise.
+const DEFAULT_FILE_MAX_AGE: Duration = Duration::from_secs(5);
+
+fn parse_bytes(bytes: &[u8]) -> Result<JwkSet, JwksError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| JwksError(format!("not UTF-8: {e}")))?;
+    JwkSet::parse(text)
 }
 
 #[async_trait]
 impl KeySource for JwksFile {
     async fn keys(&self, kid: Option<&str>) -> Vec<VerifyingKey> {
-        let (set, loaded) = self.current();
-        let stale = kid.is_some_and(|k| !set.holds(k)) && loaded.elapsed() >= self.min_reload;
-        if !stale {
+        if let Some(set) = self.fresh() {
             return set.matching(kid);
         }
-        let path = self.path.clone();
-        let fresh = tokio::task::spawn_blocking(move || read(&path)).await;
-        let set = match fresh {
-            Ok(Ok(fresh)) => Arc::new(fresh),
-            Ok(Err(e)) => {
-                tracing::warn!("keeping the last JWKS: {e}");
-                set
-            }
-            Err(_) => set,
+        let _one = self.checking.lock().await;
+        // Another token may have had the file read while this one waited.
+        let set = match self.fresh() {
+            Some(set) => set,
+            None => self.check().await,
         };
-        if let Ok(mut s) = self.state.write() {
-            *s = (set.clone(), Instant::now());
-        }
         set.matching(kid)
     }
 }
