@@ -1,9 +1,13 @@
 //! Token-signing keys fetched from the authorization server: its `jwks_uri`, given or
-//! discovered from its metadata (RFC 8414 and OpenID Connect discovery, in the MCP spec's order), cached, and
-//! fetched again when a token names a key id the cache does not hold (key rotation) or
-//! the cache is old. Fetches are bounded in size and time, one at a time, and at most
-//! every `min_refetch`, so neither a flood of forged key ids nor an issuer that is down
-//! turns every request into a fetch.
+//! discovered from its metadata (RFC 8414 and OpenID Connect discovery, in the MCP spec's
+//! order), cached, and fetched again when the cache is `max_age` old (so a key the issuer
+//! withdraws stops working within that bound) or a token names a key id the cache does
+//! not hold (key rotation). Fetches are bounded in size and time, one at a time, and at
+//! most every `min_refetch` (or `max_age`, if shorter), so neither a flood of forged key
+//! ids nor an issuer that is down turns every request into a fetch. While fetches fail,
+//! the last keys fetched serve until they are `max_stale` old; past that, tokens are
+//! refused until a fetch succeeds (an issuer that cannot be heard cannot say a key was
+//! withdrawn).
 
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -13,6 +17,9 @@ use mcp_client::auth::discovery::{secure, server_metadata_urls};
 use mcp_client::fetch::{get_json, FetchError};
 use mcp_server::auth::{JwkSet, KeySource, VerifyingKey};
 use serde_json::Value;
+
+/// How old fetched keys may be unless told otherwise.
+const DEFAULT_MAX_AGE: Duration = Duration::from_secs(60);
 
 /// Largest JWKS or metadata document read.
 const MAX_DOCUMENT: usize = 256 * 1024;
@@ -35,10 +42,18 @@ struct Cache {
 }
 
 /// Keys fetched over HTTP(S); a [`KeySource`] for [`mcp_server::auth::JwtAuthenticator`].
+///
+/// A token is checked against keys fetched at most `max_age` ago (60 s by default) while
+/// the issuer answers: the first token after that waits for a fetch (tokens arriving
+/// while it runs are checked against the keys it replaces), so a key removed from the
+/// issuer's set is refused within `max_age` plus one fetch (at most 10 s). A fetch that fails, or whose document is not a usable
+/// JWKS, keeps the last set for at most `max_stale` (1 h by default) after it was fetched;
+/// older, every token is refused until a fetch succeeds.
 pub struct JwksUri {
     origin: Origin,
     min_refetch: Duration,
     max_age: Duration,
+    max_stale: Duration,
     timeout: Duration,
     cache: RwLock<Cache>,
     fetching: tokio::sync::Mutex<()>,
@@ -59,22 +74,33 @@ impl JwksUri {
         JwksUri {
             origin,
             min_refetch: Duration::from_secs(30),
-            max_age: Duration::from_secs(3600),
+            max_age: DEFAULT_MAX_AGE,
+            max_stale: Duration::from_secs(3600),
             timeout: Duration::from_secs(10),
             cache: RwLock::new(Cache::default()),
             fetching: tokio::sync::Mutex::new(()),
         }
     }
 
-    /// Fetches at most this often (default 30 s).
+    /// Fetches at most this often (default 30 s), or every `max_age` if that is
+    /// shorter: the rate a token naming an unknown key id, or an issuer that fails, can
+    /// cause fetches at.
     pub fn min_refetch(mut self, every: Duration) -> Self {
         self.min_refetch = every;
         self
     }
 
-    /// Fetches again once the keys are this old (default 1 h).
+    /// Fetches again once the keys are this old (default 60 s): the bound within which a
+    /// key the issuer withdraws is refused, while the issuer answers.
     pub fn max_age(mut self, age: Duration) -> Self {
         self.max_age = age;
+        self
+    }
+
+    /// While fetches fail, serves the last keys fetched until they are this old (default
+    /// 1 h), then refuses every token until a fetch succeeds.
+    pub fn max_stale(mut self, age: Duration) -> Self {
+        self.max_stale = age;
         self
     }
 
@@ -94,17 +120,28 @@ impl JwksUri {
 
     /// Whether the cache should be fetched again for a token naming `kid`.
     fn wants_fetch(&self, kid: Option<&str>) -> bool {
+        // A `max_age` shorter than `min_refetch` is the operator asking for that bound.
+        let gap = self.min_refetch.min(self.max_age);
         self.read(|c| {
-            let recently = c
-                .last_attempt
-                .is_some_and(|t| t.elapsed() < self.min_refetch);
+            if c.last_attempt.is_some_and(|t| t.elapsed() < gap) {
+                return false;
+            }
             match &c.set {
-                None => !recently,
+                None => true,
                 Some((set, at)) => {
-                    let unknown = kid.is_some_and(|k| !set.holds(k));
-                    (at.elapsed() >= self.max_age || unknown) && !recently
+                    at.elapsed() >= self.max_age || kid.is_some_and(|k| !set.holds(k))
                 }
             }
+        })
+    }
+
+    /// The keys that may be used: the last set fetched, unless it is `max_stale` old.
+    fn usable(&self) -> Option<Arc<JwkSet>> {
+        self.read(|c| {
+            c.set
+                .as_ref()
+                .filter(|(_, at)| at.elapsed() < self.max_stale)
+                .map(|(set, _)| set.clone())
         })
     }
 
@@ -165,7 +202,10 @@ impl JwksUri {
         };
         match result.await {
             Ok(set) => self.write(|c| c.set = Some((Arc::new(set), Instant::now()))),
-            Err(e) => tracing::warn!("keeping the JWKS cached (if any): {e}"),
+            Err(e) => tracing::warn!(
+                "keeping the JWKS cached (if any, until it is {:?} old): {e}",
+                self.max_stale
+            ),
         }
     }
 }
@@ -188,7 +228,7 @@ impl KeySource for JwksUri {
         if self.wants_fetch(kid) {
             self.fetch(kid).await;
         }
-        let Some(set) = self.read(|c| c.set.as_ref().map(|(s, _)| s.clone())) else {
+        let Some(set) = self.usable() else {
             return Vec::new();
         };
         set.keys(kid).await

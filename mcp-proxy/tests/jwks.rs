@@ -168,3 +168,131 @@ async fn an_issuer_that_cannot_be_reached_refuses_tokens_without_a_fetch_per_req
         "one failed fetch, not fifty"
     );
 }
+
+/// The `Authorization` of a gateway file whose `gateway.auth.jwt` is `jwt` (issuer and
+/// audience added).
+fn configured(issuer: &str, jwt: Value) -> mcp_server::auth::Authorization {
+    let mut jwt = jwt;
+    jwt["issuer"] = json!(issuer);
+    let text = json!({"mcpServers": {}, "gateway": {"auth": {"resource": AUDIENCE, "jwt": jwt}}});
+    mcp_proxy::config::parse(&text.to_string(), "gateway.json")
+        .unwrap_or_else(|e| panic!("{e}"))
+        .authorization
+        .expect("an authorization")
+}
+
+#[tokio::test]
+async fn a_key_the_issuer_withdraws_is_refused_within_jwks_refresh_seconds() {
+    let issuer = issuer(jwks(&["ec-1", "rsa-1"])).await;
+    let auth = configured(
+        &issuer.base,
+        json!({"jwksUri": format!("{}/jwks", issuer.base), "jwksRefreshSeconds": 1}),
+    );
+    let (a, b) = (
+        token(&issuer.base, Algorithm::ES256, "ec-1", "ec.pem"),
+        token(&issuer.base, Algorithm::RS256, "rsa-1", "rsa.pem"),
+    );
+    auth.check(&request(&b)).await.expect("key B is published");
+    // The keys in use were fetched by now.
+    let fetched_by = tokio::time::Instant::now();
+    assert_eq!(issuer.fetches.load(Ordering::SeqCst), 1);
+
+    if let Ok(mut j) = issuer.current.lock() {
+        *j = jwks(&["ec-1"]);
+    }
+    tokio::time::sleep_until(fetched_by + Duration::from_secs(1)).await;
+    assert!(
+        matches!(
+            auth.check(&request(&b)).await,
+            Err(Refusal::InvalidToken(_))
+        ),
+        "a token of the withdrawn key is refused once the keys are a second old"
+    );
+    auth.check(&request(&a))
+        .await
+        .expect("key A, still published, still works");
+}
+
+#[tokio::test]
+async fn a_failing_issuer_leaves_the_last_keys_in_force_until_max_stale() {
+    let issuer = issuer(jwks(&["ec-1"])).await;
+    let keys = JwksUri::new(format!("{}/jwks", issuer.base))
+        .max_age(Duration::from_millis(100))
+        .max_stale(Duration::from_secs(2));
+    let jwt = JwtAuthenticator::new(keys, JwtOptions::new(issuer.base.clone(), AUDIENCE));
+    let es = token(&issuer.base, Algorithm::ES256, "ec-1", "ec.pem");
+    jwt.authenticate(&request(&es)).await.expect("fetched");
+    let fetched_by = tokio::time::Instant::now();
+
+    // The issuer now answers with something that is not a JWKS.
+    if let Ok(mut j) = issuer.current.lock() {
+        *j = "<html>maintenance</html>".into();
+    }
+    tokio::time::sleep_until(fetched_by + Duration::from_millis(100)).await;
+    jwt.authenticate(&request(&es))
+        .await
+        .expect("a failed fetch keeps the last keys");
+    assert_eq!(
+        issuer.fetches.load(Ordering::SeqCst),
+        2,
+        "the old keys were fetched again, and that failed"
+    );
+
+    tokio::time::sleep_until(fetched_by + Duration::from_secs(2)).await;
+    assert!(
+        matches!(
+            jwt.authenticate(&request(&es)).await,
+            Err(Refusal::InvalidToken(_))
+        ),
+        "keys older than max_stale are not used"
+    );
+    let refused_by = tokio::time::Instant::now();
+
+    // The issuer back: its keys are taken at the next fetch.
+    if let Ok(mut j) = issuer.current.lock() {
+        *j = jwks(&["ec-1"]);
+    }
+    tokio::time::sleep_until(refused_by + Duration::from_millis(100)).await;
+    jwt.authenticate(&request(&es))
+        .await
+        .expect("fetched again once the issuer answers");
+}
+
+/// A JWKS file of its own, removed when dropped.
+struct TempFile(std::path::PathBuf);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[tokio::test]
+async fn a_key_removed_from_a_jwks_file_is_refused_within_jwks_refresh_seconds() {
+    let file = TempFile(
+        std::env::temp_dir().join(format!("gateway-jwks-refresh-{}.json", std::process::id())),
+    );
+    std::fs::write(&file.0, jwks(&["ec-1", "rsa-1"])).expect("write the JWKS");
+    let issuer = "https://auth.example.com";
+    let auth = configured(issuer, json!({"jwksFile": file.0, "jwksRefreshSeconds": 1}));
+    let (a, b) = (
+        token(issuer, Algorithm::ES256, "ec-1", "ec.pem"),
+        token(issuer, Algorithm::RS256, "rsa-1", "rsa.pem"),
+    );
+    auth.check(&request(&b))
+        .await
+        .expect("key B is in the file");
+
+    std::fs::write(&file.0, jwks(&["ec-1"])).expect("rewrite the JWKS");
+    // The file was last read before it was rewritten.
+    let written = tokio::time::Instant::now();
+    tokio::time::sleep_until(written + Duration::from_secs(1)).await;
+    assert!(
+        matches!(
+            auth.check(&request(&b)).await,
+            Err(Refusal::InvalidToken(_))
+        ),
+        "a token of the removed key is refused a second after the change, not five"
+    );
+    auth.check(&request(&a)).await.expect("key A still works");
+}

@@ -5,9 +5,12 @@
 //!          "authorizationServers": ["https://auth.example.com"],
 //!          "requiredScopes": ["mcp:tools"],
 //!          "jwt": {"issuer": "https://auth.example.com", "jwksFile": "/etc/gw/jwks.json"},
-//!          (or "jwksUri": "https://…/jwks", or neither: the issuer's metadata names it)
+//!          (or "jwksUri": "https://…/jwks", or neither: the issuer's metadata names it;
+//!          "jwksRefreshSeconds": the keys' greatest age, default 5 for a file, 60 fetched)
 //!          "apiKeys": [{"name": "ci", "keyEnv": "GW_CI_KEY", "subject": "ci-bot", "scopes": ["mcp:tools"]}]}
 //! ```
+
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -94,11 +97,21 @@ fn jwt_authenticator(v: &Value, resource: &str) -> Result<JwtAuthenticator, Prob
             .map_err(|e| f.problem("algorithms", e.to_string()))?;
     }
     if let Some(secs) = f.positive("leewaySeconds")? {
-        options = options.leeway(std::time::Duration::from_secs(secs.min(300)));
+        options = options.leeway(Duration::from_secs(secs.min(300)));
     }
+    // Each source keeps its own default bound when none is given.
+    let refresh = f.positive("jwksRefreshSeconds")?.map(Duration::from_secs);
+    let fetched = |keys: JwksUri| match refresh {
+        Some(age) => keys.max_age(age),
+        None => keys,
+    };
     match (f.string("jwksFile")?, f.string("jwksUri")?) {
         (Some(path), None) => {
-            let keys = JwksFile::open(&path).map_err(|e| f.problem("jwksFile", e.to_string()))?;
+            let mut keys =
+                JwksFile::open(&path).map_err(|e| f.problem("jwksFile", e.to_string()))?;
+            if let Some(age) = refresh {
+                keys = keys.max_age(age);
+            }
             Ok(JwtAuthenticator::new(keys, options))
         }
         (None, Some(uri)) => {
@@ -108,10 +121,13 @@ fn jwt_authenticator(v: &Value, resource: &str) -> Result<JwtAuthenticator, Prob
                     format!("{uri:?} must be https (or http to this machine)"),
                 ));
             }
-            Ok(JwtAuthenticator::new(JwksUri::new(uri), options))
+            Ok(JwtAuthenticator::new(fetched(JwksUri::new(uri)), options))
         }
         // The issuer's metadata names its keys.
-        (None, None) => Ok(JwtAuthenticator::new(JwksUri::discover(issuer), options)),
+        (None, None) => Ok(JwtAuthenticator::new(
+            fetched(JwksUri::discover(issuer)),
+            options,
+        )),
         (Some(_), Some(_)) => Err(f.problem("", "has both `jwksFile` and `jwksUri`; give one")),
     }
 }
@@ -208,6 +224,12 @@ mod tests {
             (
                 r#"{"resource": "https://gw/mcp", "jwt": {"issuer": "i", "jwks": "x"}}"#.to_owned(),
                 "gateway.auth.jwt.jwks",
+            ),
+            (
+                format!(
+                    r#"{{"resource": "https://gw/mcp", "jwt": {{"issuer": "i", "jwksFile": {jwks:?}, "jwksRefreshSeconds": 0}}}}"#
+                ),
+                "gateway.auth.jwt.jwksRefreshSeconds",
             ),
         ] {
             let text = format!(r#"{{"mcpServers": {{}}, "gateway": {{"auth": {bad}}}}}"#);

@@ -281,6 +281,10 @@ pub(super) struct Jwt {
     jwks_file: Option<String>,
     /// A JWKS URL (https, or http to this machine).
     jwks_uri: Option<String>,
+    /// How old the keys in use may be, the bound within which a removed key is refused:
+    /// a `jwksFile` is read again (default 5), the `jwksUri` fetched again (default 60).
+    #[schemars(range(min = 1))]
+    jwks_refresh_seconds: Option<u64>,
     /// Algorithms accepted.
     algorithms: Option<Vec<String>>,
     /// Clock skew allowed, at most 300.
