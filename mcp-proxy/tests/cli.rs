@@ -1,5 +1,6 @@
 //! The `mcp-gateway` program's command line: `--help` with examples, `--version`,
-//! `--check-config` on good and bad files (exit 0 and 2, nothing started), usage errors.
+//! `--check-config` on good and bad files (exit 0 and 2, nothing started), usage errors,
+//! log colour only on a terminal.
 #![cfg(feature = "cli")]
 
 use std::process::{Command, Output};
@@ -187,4 +188,99 @@ fn gateway_http_allows_the_names_it_lists() {
     let _ = gw.kill();
     let _ = gw.wait();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A configuration whose one upstream cannot start, so the gateway logs a warning naming
+/// it, serves nothing, and stops at stdin's end; removed when dropped.
+struct GoneUpstream(std::path::PathBuf);
+
+impl GoneUpstream {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("mcp-gateway-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        std::fs::write(
+            dir.join("gateway.json"),
+            r#"{"mcpServers": {"gone": {"command": "/nonexistent/server"}}}"#,
+        )
+        .expect("write");
+        GoneUpstream(dir)
+    }
+
+    /// The gateway on this configuration, logging at `info` in text, its stdin empty.
+    fn command(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_mcp-gateway"));
+        c.arg("--config")
+            .arg(self.0.join("gateway.json"))
+            .args(["--log-level", "info"])
+            .stdin(std::process::Stdio::null())
+            .env_remove("NO_COLOR");
+        c
+    }
+}
+
+impl Drop for GoneUpstream {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn text_logs_to_a_pipe_carry_no_colour() {
+    let config = GoneUpstream::new("logs-pipe");
+    let run = config.command().output().expect("mcp-gateway runs");
+    let err = text(&run.stderr);
+    assert!(
+        err.contains("upstream failed"),
+        "a log line was written:\n{err}"
+    );
+    assert!(!run.stderr.contains(&0x1b), "no ANSI escape in:\n{err:?}");
+}
+
+/// What the gateway writes to standard error when that is a terminal: a pseudo-terminal,
+/// read until the gateway and every copy of its end are gone (at most 30 s).
+fn stderr_on_a_terminal(mut command: Command) -> Vec<u8> {
+    use std::io::Read;
+    let pty = nix::pty::openpty(None, None).expect("a pseudo-terminal");
+    let mut child = command
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::from(pty.slave))
+        .spawn()
+        .expect("mcp-gateway runs");
+    // The command holds the terminal's other end; without dropping it the read never ends.
+    drop(command);
+    let mut master = std::fs::File::from(pty.master);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        // Linux answers EIO, not 0, once the other end is closed.
+        while let Ok(n @ 1..) = master.read(&mut buf) {
+            out.extend_from_slice(&buf[..n]);
+        }
+        let _ = tx.send(out);
+    });
+    let out = rx.recv_timeout(std::time::Duration::from_secs(30));
+    let _ = child.kill();
+    let _ = child.wait();
+    out.expect("the gateway ended within 30 s")
+}
+
+#[test]
+fn text_logs_to_a_terminal_are_coloured_unless_no_color_is_set() {
+    let config = GoneUpstream::new("logs-tty");
+    let coloured = stderr_on_a_terminal(config.command());
+    assert!(
+        String::from_utf8_lossy(&coloured).contains("upstream failed"),
+        "a log line was written: {coloured:?}"
+    );
+    assert!(coloured.contains(&0x1b), "coloured: {coloured:?}");
+
+    let mut plain = config.command();
+    plain.env("NO_COLOR", "1");
+    let plain = stderr_on_a_terminal(plain);
+    assert!(
+        String::from_utf8_lossy(&plain).contains("upstream failed"),
+        "a log line was written: {plain:?}"
+    );
+    assert!(!plain.contains(&0x1b), "NO_COLOR: {plain:?}");
 }

@@ -1,5 +1,9 @@
 //! Logs to standard error (standard output may carry the protocol), and with feature
-//! `otel` traces over OTLP when the environment asks (`telemetry.rs`).
+//! `otel` traces over OTLP when the environment asks (`telemetry.rs`). Text logs are
+//! coloured only when standard error is a terminal and `NO_COLOR` is unset or empty, so a
+//! file, a pipe or a log collector gets plain text.
+
+use std::io::IsTerminal;
 
 use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::EnvFilter;
@@ -67,8 +71,16 @@ pub(super) fn filter_of(level: Option<&str>) -> LogFilter {
     }
 }
 
+/// Whether log lines may carry ANSI colour: standard error is a terminal, and `NO_COLOR`
+/// (<https://no-color.org>) is unset or empty.
+pub(super) fn colour() -> bool {
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    !no_color && std::io::stderr().is_terminal()
+}
+
 /// Logs to standard error at `level` (a level name or `RUST_LOG` directives), else as
-/// `RUST_LOG` says, else errors only; written as `format` says. With feature `otel` and
+/// `RUST_LOG` says, else errors only; written as `format` says, coloured only when
+/// standard error is a terminal and `NO_COLOR` is unset or empty. With feature `otel` and
 /// an OTLP endpoint in the environment, spans are exported too.
 pub fn init_logging(level: Option<&str>, format: LogFormat) -> Telemetry {
     #[cfg(feature = "otel")]
@@ -77,7 +89,9 @@ pub fn init_logging(level: Option<&str>, format: LogFormat) -> Telemetry {
             provider: Some(provider),
         };
     }
-    let fmt = tracing_subscriber::fmt().with_writer(std::io::stderr);
+    let fmt = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(colour());
     let _ = match (format, filter_of(level)) {
         (LogFormat::Text, LogFilter::Level(level)) => fmt.with_max_level(level).try_init(),
         (LogFormat::Text, LogFilter::Directives(env)) => fmt.with_env_filter(*env).try_init(),

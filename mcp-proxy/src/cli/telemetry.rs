@@ -21,7 +21,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::Layer;
 
-use super::logging::{filter_of, LogFilter, LogFormat};
+use super::logging::{colour, filter_of, LogFilter, LogFormat};
 
 /// Whether the environment asks for traces to be exported.
 fn wanted() -> bool {
@@ -66,7 +66,9 @@ pub(super) fn init(level: Option<&str>, format: LogFormat) -> Option<SdkTracerPr
     let traces = tracing_opentelemetry::layer()
         .with_tracer(provider.tracer("mcp-gateway"))
         .with_filter(LevelFilter::INFO);
-    let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let logs = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(colour());
     let logs = match format {
         LogFormat::Json => logs.json().boxed(),
         _ => logs.boxed(),
