@@ -89,6 +89,9 @@ struct Shared {
     retry_ms: std::sync::atomic::AtomicU64,
     /// A new legacy session when the server ends one (`renew.rs`).
     renewal: renew::Renewal,
+    /// The SSE answers being read, by the one request each answers: a request cancelled
+    /// (or timed out) has its stream dropped, and with it the connection it held.
+    streams: Mutex<HashMap<RequestId, Arc<tokio::sync::Notify>>>,
 }
 
 /// A Streamable HTTP connection to one server endpoint.
@@ -128,6 +131,7 @@ impl HttpTransport {
                 get_stream_open: Mutex::new(false),
                 retry_ms: std::sync::atomic::AtomicU64::new(0),
                 renewal: renew::Renewal::new(config.on_session_renewed.clone()),
+                streams: Mutex::new(HashMap::new()),
             }),
             rx: tokio::sync::Mutex::new(rx),
         })
@@ -335,7 +339,7 @@ impl Shared {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|c| c.starts_with("text/event-stream"));
         if is_sse && status.is_success() {
-            self.clone().read_sse(resp.into_body(), ids.to_vec()).await;
+            self.read_sse_until_cancelled(resp.into_body(), ids).await;
             return;
         }
         let bytes = match self.body(resp).await {
@@ -516,6 +520,7 @@ impl Transport for HttpTransport {
         if let Some(r) = self.close_reason() {
             return Err(TrySendError::Closed(Closed(r)));
         }
+        self.shared.cancelled(&frame);
         // Each message is its own HTTP exchange; answers arrive through `recv`.
         tokio::spawn(self.shared.clone().exchange(frame));
         Ok(())

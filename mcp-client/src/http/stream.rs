@@ -5,11 +5,55 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http_body_util::BodyExt;
+use mcp_types::protocol::method;
 use mcp_types::{codes, ErrorObject, Frame, Message, RequestId};
 
 use super::Shared;
 
 impl Shared {
+    /// Reads an SSE answer to `ids`; one request's stream is dropped once that request is
+    /// cancelled ([`Shared::cancelled`]), so a timed-out call holds no connection upstream.
+    pub(super) async fn read_sse_until_cancelled(
+        self: &Arc<Self>,
+        body: hyper::body::Incoming,
+        ids: &[RequestId],
+    ) {
+        let [id] = ids else {
+            return self.clone().read_sse(body, ids.to_vec()).await;
+        };
+        let cancel = Arc::new(tokio::sync::Notify::new());
+        if let Ok(mut streams) = self.streams.lock() {
+            streams.insert(id.clone(), cancel.clone());
+        }
+        tokio::select! {
+            () = self.clone().read_sse(body, ids.to_vec()) => {}
+            () = cancel.notified() => {
+                tracing::debug!(%id, "the request was cancelled: its SSE stream is dropped");
+            }
+        }
+        if let Ok(mut streams) = self.streams.lock() {
+            streams.remove(id);
+        }
+    }
+
+    /// Drops the SSE stream of the request a `notifications/cancelled` in `frame` names.
+    pub(super) fn cancelled(&self, frame: &Frame) {
+        let Frame::Single(Message::Notification(n)) = frame else {
+            return;
+        };
+        if n.method != method::CANCELLED {
+            return;
+        }
+        let params = n.params_as::<mcp_types::protocol::CancelledNotificationParams>();
+        let Some(id) = params.ok().and_then(|p| p.request_id) else {
+            return;
+        };
+        if let Some(cancel) = self.streams.lock().ok().and_then(|s| s.get(&id).cloned()) {
+            // A permit: the reader takes it even if it is not waiting at this moment.
+            cancel.notify_one();
+        }
+    }
+
     /// Reads an SSE body; resumes it with `Last-Event-ID` while answers are still due.
     pub(super) async fn read_sse(
         self: Arc<Self>,
