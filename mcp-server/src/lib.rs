@@ -74,8 +74,10 @@ pub struct ServerOptions {
     /// (default [`mcp_types::rpc::DEFAULT_MAX_BATCH_MESSAGES`]); a longer one is refused.
     pub max_batch_messages: usize,
     /// Most requests of one connection (a stdio host, a legacy HTTP session) served at
-    /// once (default [`mcp_types::rpc::DEFAULT_MAX_IN_FLIGHT`]); one more is answered at
-    /// once with `-32000` (server busy), never queued.
+    /// once (default [`mcp_types::rpc::DEFAULT_MAX_IN_FLIGHT`]). On a connection the
+    /// server reads itself ([`Server::serve`]: stdio) one more is held and reading
+    /// pauses until answers go out (see [`mcp_types::rpc::Inbound::max_in_flight`]);
+    /// over HTTP it is refused with `-32000` (server busy).
     pub max_in_flight_requests: usize,
     /// The principal of connections that carry no credentials of their own (stdio, any
     /// transport given to [`Server::serve`]): what a handler's

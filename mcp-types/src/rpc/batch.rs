@@ -44,7 +44,8 @@ impl Peer {
         for msg in msgs {
             match msg {
                 Message::Request(r) => requests.push(r),
-                other => Box::pin(self.take(other, inbound)).await,
+                // Never a request (those are apart), so nothing comes back.
+                other => drop(Box::pin(self.take(other, inbound)).await),
             }
         }
         if requests.is_empty() {
@@ -70,7 +71,8 @@ impl Peer {
         for msg in msgs {
             match msg {
                 Message::Request(r) => answers.push(error_response(r.id, refusal.clone())),
-                other => Box::pin(self.take(other, inbound)).await,
+                // Never a request (those are apart), so nothing comes back.
+                other => drop(Box::pin(self.take(other, inbound)).await),
             }
         }
         if !answers.is_empty() {

@@ -3,22 +3,24 @@
 //!
 //! Requests served at once are counted from the moment the read loop takes one to the
 //! moment its answer is sent (whichever path answers it: a task, or a callback on the
-//! read loop), so the bound holds however the [`Inbound`] serves them. Each request gets
-//! exactly one answer, which makes the count exact; batches have their own bound
-//! (see `batch.rs`) and are not counted here.
+//! read loop), so the bound holds however the [`Inbound`](super::Inbound) serves them.
+//! Each request gets exactly one answer, which makes the count exact; batches have their
+//! own bound (see `batch.rs`) and are not counted here. What becomes of one past the
+//! bound depends on who reads the connection: a read loop holds it and stops reading
+//! (`hold.rs`); a detached peer refuses it.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
-use super::{error_response, Inbound, Peer, RpcError};
+use super::{error_response, Peer, RpcError};
 use crate::codes;
 use crate::jsonrpc::{Message, Request};
 use crate::ErrorObject;
 
-/// Most requests from the other side served at once, unless the [`Inbound`] says
-/// otherwise ([`Inbound::max_in_flight`]).
+/// Most requests from the other side served at once, unless the
+/// [`Inbound`](super::Inbound) says otherwise
+/// ([`Inbound::max_in_flight`](super::Inbound::max_in_flight)).
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
 
 /// What the envelope around a request's params takes at most, a newline included:
@@ -43,14 +45,22 @@ impl Peer {
         }
     }
 
-    /// Counts a request from the other side in; one past the [`Inbound`]'s bound is
-    /// answered at once with [`codes::SERVER_BUSY`] and not served (`None`).
-    pub(super) fn admit(&self, r: Request, inbound: &Arc<dyn Inbound>) -> Option<Request> {
-        let max = inbound.max_in_flight();
+    /// Counts a request from the other side in when the [`Inbound`](super::Inbound)'s bound leaves room
+    /// for it; gives it back uncounted otherwise, for the caller to hold (a read loop:
+    /// `hold.rs`) or refuse ([`Peer::refuse`]).
+    pub(super) fn admit(&self, r: Request, max: usize) -> Result<Request, Request> {
         let before = self.shared.serving.fetch_add(1, Ordering::Relaxed);
         if before < max {
-            return Some(r);
+            return Ok(r);
         }
+        self.shared.serving.fetch_sub(1, Ordering::Relaxed);
+        Err(r)
+    }
+
+    /// Answers a request past the bound at once with [`codes::SERVER_BUSY`], unserved:
+    /// what a peer fed by someone else ([`Peer::deliver`]: HTTP, which says `429`) does,
+    /// and a read loop only when holding more would cost unbounded memory (`hold.rs`).
+    pub(super) fn refuse(&self, r: Request, max: usize) {
         tracing::warn!(method = %r.method, max, "request refused: too many in flight");
         let busy = ErrorObject::new(
             codes::SERVER_BUSY,
@@ -59,12 +69,13 @@ impl Peer {
                  retry once some are answered"
             ),
         );
-        // Its answer counts it out again.
+        // Counted in so that its answer, like any other, counts it out.
+        self.shared.serving.fetch_add(1, Ordering::Relaxed);
         let _ = self.send_now(error_response(r.id, busy));
-        None
     }
 
-    /// An answer to a request of the other side is going out: one fewer in flight.
+    /// An answer to a request of the other side is going out: one fewer in flight, and a
+    /// read loop held back by the bound is told (one flag read when none is).
     pub(super) fn answering(&self, msg: &Message) {
         let answers = match msg {
             Message::Response(_) => true,
@@ -72,10 +83,13 @@ impl Peer {
             _ => false,
         };
         if answers {
+            // Sequentially consistent with the flag: either the held loop sees the room
+            // or this sees the flag (see `hold.rs`).
             let _ = self
                 .shared
                 .serving
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+            self.wake_held();
         }
     }
 

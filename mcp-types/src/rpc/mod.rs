@@ -9,8 +9,10 @@
 //! every request still waiting fails with the reason.
 
 mod batch;
+mod hold;
 mod limits;
 mod pending;
+mod read;
 mod reclaimed;
 
 pub use batch::{check_batch_len, DEFAULT_MAX_BATCH_MESSAGES};
@@ -23,13 +25,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures_util::StreamExt;
 use serde_json::json;
 use serde_json::value::RawValue;
 
 use crate::jsonrpc::{ErrorResponse, Frame, Message, Notification, Request, RequestId, Response};
 use crate::protocol::method;
-use crate::transport::{CloseReason, Closed, Incoming, Transport, TrySendError};
+use crate::transport::{CloseReason, Closed, Transport, TrySendError};
 use crate::{codes, ErrorObject};
 use pending::Pending;
 
@@ -82,8 +83,10 @@ pub trait Inbound: Send + Sync + 'static {
         check_batch_len(len, DEFAULT_MAX_BATCH_MESSAGES)
     }
 
-    /// Most requests from the other side this side serves at once; one more is answered
-    /// at once with [`crate::codes::SERVER_BUSY`] (default [`DEFAULT_MAX_IN_FLIGHT`]).
+    /// Most requests from the other side this side serves at once (default
+    /// [`DEFAULT_MAX_IN_FLIGHT`]). On a connection read by its own loop ([`Peer::start`])
+    /// one more is held and reading pauses until answers go out; on a detached peer
+    /// ([`Peer::deliver`]) it is answered at once with [`crate::codes::SERVER_BUSY`].
     fn max_in_flight(&self) -> usize {
         DEFAULT_MAX_IN_FLIGHT
     }
@@ -99,6 +102,24 @@ struct Shared {
     closed: Mutex<Option<CloseReason>>,
     /// Requests from the other side taken and not answered yet.
     serving: std::sync::atomic::AtomicUsize,
+    /// Whether the read loop holds a request back for want of room (`hold.rs`), and how
+    /// it is told that room was made or that this side waits for the peer's answers.
+    held: std::sync::atomic::AtomicBool,
+    wake: tokio::sync::Notify,
+}
+
+impl Shared {
+    fn new(transport: Arc<dyn Transport>) -> Arc<Shared> {
+        Arc::new(Shared {
+            transport,
+            pending: Pending::default(),
+            next_id: AtomicI64::new(1),
+            closed: Mutex::new(None),
+            serving: Default::default(),
+            held: Default::default(),
+            wake: tokio::sync::Notify::new(),
+        })
+    }
 }
 
 /// One side of a JSON-RPC connection. Cheap to clone.
@@ -115,13 +136,7 @@ impl Peer {
         inbound: Arc<dyn Inbound>,
     ) -> (Peer, tokio::task::JoinHandle<CloseReason>) {
         let peer = Peer {
-            shared: Arc::new(Shared {
-                transport,
-                pending: Pending::default(),
-                next_id: AtomicI64::new(1),
-                closed: Mutex::new(None),
-                serving: Default::default(),
-            }),
+            shared: Shared::new(transport),
         };
         let reader = peer.clone();
         let handle = tokio::spawn(async move { reader.read_loop(inbound).await });
@@ -133,22 +148,22 @@ impl Peer {
     /// [`Peer::deliver`], and [`Peer::shut`] ends it.
     pub fn detached(transport: Arc<dyn Transport>) -> Peer {
         Peer {
-            shared: Arc::new(Shared {
-                transport,
-                pending: Pending::default(),
-                next_id: AtomicI64::new(1),
-                closed: Mutex::new(None),
-                serving: Default::default(),
-            }),
+            shared: Shared::new(transport),
         }
     }
 
     /// Takes a frame that arrived other than through the transport's `recv`, as the read
     /// loop takes what it reads: answers resolve this side's requests, requests go to
     /// `inbound` (on a task, unless it takes them at once), notifications to `inbound`.
+    /// A request past [`Inbound::max_in_flight`] is refused: whoever delivers cannot be
+    /// made to wait here (HTTP answers `429` before it comes to that).
     pub async fn deliver(&self, frame: Frame, inbound: &Arc<dyn Inbound>) {
         match frame {
-            Frame::Single(msg) => self.take(msg, inbound).await,
+            Frame::Single(msg) => {
+                if let Some(r) = self.take(msg, inbound).await {
+                    self.refuse(r, inbound.max_in_flight());
+                }
+            }
             Frame::Batch(msgs) => self.take_batch(msgs, inbound).await,
         }
     }
@@ -203,6 +218,7 @@ impl Peer {
         }
         self.fits(method_name, params.as_deref())?;
         let rx = self.shared.pending.wait(id.clone());
+        self.wake_held();
         let msg = Message::Request(Request::raw(id.clone(), method_name, params));
         if let Err(Closed(reason)) = self.send(msg).await {
             self.forget(&id);
@@ -260,6 +276,7 @@ impl Peer {
                 },
             ));
         }
+        self.wake_held();
         let msg = Message::Request(Request::raw(id.clone(), method_name, params));
         self.send_now(msg)
             .inspect_err(|_| self.forget(&id))
@@ -364,55 +381,6 @@ impl Peer {
         match self.shared.pending.take(id) {
             Some(waiter) => waiter.answer(answer),
             None => tracing::debug!(%id, "answer to a request that is no longer waiting"),
-        }
-    }
-
-    async fn read_loop(self, inbound: Arc<dyn Inbound>) -> CloseReason {
-        let mut frames = self.shared.transport.clone().frames();
-        let reason = loop {
-            match frames.next().await {
-                Some(Ok(Incoming::Frame(Frame::Single(msg)))) => self.take(msg, &inbound).await,
-                Some(Ok(Incoming::Frame(Frame::Batch(msgs)))) => {
-                    self.take_batch(msgs, &inbound).await
-                }
-                Some(Ok(Incoming::Invalid { error })) => {
-                    tracing::warn!(code = error.code, data = ?error.data, "invalid message from peer");
-                    let _ = self
-                        .send(Message::Error(ErrorResponse::new(None, error)))
-                        .await;
-                }
-                Some(Err(Closed(reason))) => break reason,
-                // `frames` never ends before the transport closes; if one did, it is closed.
-                None => break CloseReason::Closed,
-            }
-        };
-        // Every waiting request fails with the close reason.
-        self.shut(reason.clone(), &inbound).await;
-        reason
-    }
-
-    async fn take(&self, msg: Message, inbound: &Arc<dyn Inbound>) {
-        match msg {
-            Message::Request(r) => {
-                let Some(r) = self.admit(r, inbound) else {
-                    return;
-                };
-                let Some(r) = inbound.request_now(self, r) else {
-                    return;
-                };
-                let peer = self.clone();
-                let inbound = inbound.clone();
-                tokio::spawn(async move {
-                    let answer = inbound.request(&peer, r).await;
-                    let _ = peer.send(answer).await;
-                });
-            }
-            Message::Notification(n) => inbound.notification(self, n).await,
-            Message::Response(r) => self.resolve(&r.id, Ok(r.result)),
-            Message::Error(e) => match e.id {
-                Some(id) => self.resolve(&id, Err(e.error)),
-                None => self.unaddressed_error(e.error),
-            },
         }
     }
 }

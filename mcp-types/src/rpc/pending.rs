@@ -146,6 +146,11 @@ impl Pending {
         }
     }
 
+    /// Whether no request is waiting.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.lock().is_ok_and(|t| t.waiters.is_empty())
+    }
+
     /// Whether a request `id` is waiting.
     pub(crate) fn contains(&self, id: &RequestId) -> bool {
         self.0.lock().is_ok_and(|t| t.waiters.contains_key(id))
