@@ -132,6 +132,12 @@ pub enum ClientError {
     /// There is no connection to send on, and none could be had (said why).
     #[error("{0}")]
     Unavailable(String),
+    /// The server's answer could not be taken (it could not be read, or it came under
+    /// an id no request has) and was tied to this request, which fails at once instead of
+    /// waiting for its timeout. Says what was wrong; its code (`-32603`, internal error)
+    /// is the one to pass the failure on with as a JSON-RPC error.
+    #[error("{}", .0.message)]
+    BadAnswer(ErrorObject),
     /// The request is longer than the connection takes; it was not sent.
     #[error(
         "the request is about {bytes} bytes, over the {limit}-byte message limit of the connection"
@@ -151,6 +157,7 @@ impl From<RpcError> for ClientError {
             RpcError::Closed(r) => ClientError::Closed(r),
             RpcError::Timeout(t) => ClientError::Timeout(t),
             RpcError::TooLarge { bytes, limit } => ClientError::TooLarge { bytes, limit },
+            RpcError::BadAnswer(e) => ClientError::BadAnswer(e),
             // A reason added later: the request got no result, said why.
             other => ClientError::Unavailable(other.to_string()),
         }

@@ -14,6 +14,7 @@ mod limits;
 mod pending;
 mod read;
 mod reclaimed;
+mod unreadable;
 
 pub use batch::{check_batch_len, DEFAULT_MAX_BATCH_MESSAGES};
 pub use limits::DEFAULT_MAX_IN_FLIGHT;
@@ -31,7 +32,7 @@ use serde_json::value::RawValue;
 use crate::jsonrpc::{ErrorResponse, Frame, Message, Notification, Request, RequestId, Response};
 use crate::protocol::method;
 use crate::transport::{CloseReason, Closed, Transport, TrySendError};
-use crate::{codes, ErrorObject};
+use crate::ErrorObject;
 use pending::Pending;
 
 /// Why a request this side sent got no result.
@@ -47,6 +48,12 @@ pub enum RpcError {
     /// No answer in time; a `notifications/cancelled` was sent.
     #[error("no answer within {0:?}; the request was cancelled")]
     Timeout(Duration),
+    /// The peer's answer could not be taken: it could not be read (cut short, not JSON,
+    /// not UTF-8, over the message limit) or it came under an id no request has, and it
+    /// was tied to this request, which would otherwise wait for its timeout. Says what
+    /// was wrong, with the code ([`crate::codes::INTERNAL_ERROR`]) to pass it on with.
+    #[error("{}", .0.message)]
+    BadAnswer(ErrorObject),
     /// The request is longer than the transport takes (see
     /// [`Transport::max_message_bytes`]); it was not sent.
     #[error("the request is about {bytes} bytes, over the {limit}-byte message limit")]
@@ -236,8 +243,7 @@ impl Peer {
             None => rx.await,
         };
         match answer {
-            Ok(Ok(result)) => Ok(result),
-            Ok(Err(e)) => Err(RpcError::Error(e)),
+            Ok(answer) => answer,
             Err(_) => Err(RpcError::Closed(
                 self.close_reason().unwrap_or(CloseReason::PeerClosed),
             )),
@@ -354,33 +360,10 @@ impl Peer {
         self.shared.transport.close().await;
     }
 
-    /// An error answer whose id is `null`: the peer could not read something this side
-    /// sent. It fails the request it can be tied to (the only one waiting, or the one
-    /// written last when the peer says it could not read a message), so that request does
-    /// not wait for its timeout; anything else is only logged.
-    fn unaddressed_error(&self, error: ErrorObject) {
-        let unreadable = matches!(error.code, codes::PARSE_ERROR | codes::INVALID_REQUEST);
-        let last = RequestId::from(self.shared.next_id.load(Ordering::Relaxed) - 1);
-        let tied = self
-            .shared
-            .pending
-            .sole()
-            .or_else(|| (unreadable && self.shared.pending.contains(&last)).then_some(last));
-        match tied {
-            Some(id) => {
-                tracing::warn!(%id, code = error.code, message = %error.message, "peer reported an error without an id; it fails the request it is tied to");
-                self.resolve(&id, Err(error));
-            }
-            None => {
-                tracing::warn!(code = error.code, message = %error.message, "peer reported an error")
-            }
-        }
-    }
-
     fn resolve(&self, id: &RequestId, answer: Result<Box<RawValue>, ErrorObject>) {
         match self.shared.pending.take(id) {
             Some(waiter) => waiter.answer(answer),
-            None => tracing::debug!(%id, "answer to a request that is no longer waiting"),
+            None => self.stray_answer(id, answer),
         }
     }
 }

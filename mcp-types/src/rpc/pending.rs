@@ -21,13 +21,13 @@ pub type Answer = Result<Box<RawValue>, RpcError>;
 /// A callback that takes a request's answer (see [`super::Peer::request_then`]).
 pub type Then = Box<dyn FnOnce(Answer) + Send>;
 
-/// A task's end of a wait: the answer, or the error answer.
-pub(crate) type AnswerReceiver = oneshot::Receiver<Result<Box<RawValue>, ErrorObject>>;
+/// A task's end of a wait: the answer, or why there is none.
+pub(crate) type AnswerReceiver = oneshot::Receiver<Answer>;
 
 /// How a request waits.
 enum Waiter {
     /// A task awaits the answer.
-    Task(oneshot::Sender<Result<Box<RawValue>, ErrorObject>>),
+    Task(oneshot::Sender<Answer>),
     /// A callback takes it; `deadline` keys it in the deadline index.
     Then {
         then: Then,
@@ -91,7 +91,7 @@ impl Taken {
     pub(crate) fn answer(self, answer: Result<Box<RawValue>, ErrorObject>) {
         match self.0 {
             Waiter::Task(tx) => {
-                let _ = tx.send(answer);
+                let _ = tx.send(answer.map_err(RpcError::Error));
             }
             Waiter::Then { then, .. } => then(answer.map_err(RpcError::Error)),
         }
@@ -100,8 +100,9 @@ impl Taken {
     /// Tells whoever waits that no answer will come.
     pub(crate) fn fail(self, error: RpcError) {
         match self.0 {
-            // Dropping the sender tells the task; it reads the reason from the peer.
-            Waiter::Task(tx) => drop(tx),
+            Waiter::Task(tx) => {
+                let _ = tx.send(Err(error));
+            }
             Waiter::Then { then, .. } => then(Err(error)),
         }
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use futures_util::StreamExt;
 
 use super::{Inbound, Peer};
-use crate::jsonrpc::{ErrorResponse, Frame, Message, Request};
+use crate::jsonrpc::{Frame, Message, Request};
 use crate::transport::{CloseReason, Closed, Incoming};
 
 impl Peer {
@@ -79,12 +79,7 @@ impl Peer {
                 }
             }
             Incoming::Frame(Frame::Batch(msgs)) => self.take_batch(msgs, inbound).await,
-            Incoming::Invalid { error } => {
-                tracing::warn!(code = error.code, data = ?error.data, "invalid message from peer");
-                let _ = self
-                    .send(Message::Error(ErrorResponse::new(None, error)))
-                    .await;
-            }
+            Incoming::Invalid { error, hint } => self.invalid_line(error, hint).await,
         }
     }
 }

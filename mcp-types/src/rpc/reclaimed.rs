@@ -3,11 +3,9 @@
 use std::time::Duration;
 
 use serde_json::value::RawValue;
-use tokio::sync::oneshot;
 
 use super::{pending, Peer, RpcError};
 use crate::jsonrpc::RequestId;
-use crate::ErrorObject;
 
 impl Peer {
     /// Takes back a request sent with [`Peer::request_then`]: its callback is dropped
@@ -30,7 +28,7 @@ impl Peer {
 pub struct Reclaimed {
     peer: Peer,
     id: RequestId,
-    rx: oneshot::Receiver<Result<Box<RawValue>, ErrorObject>>,
+    rx: pending::AnswerReceiver,
     deadline: Option<(tokio::time::Instant, Duration)>,
 }
 
@@ -59,8 +57,7 @@ impl Reclaimed {
             None => rx.await,
         };
         match answer {
-            Ok(Ok(result)) => Ok(result),
-            Ok(Err(e)) => Err(RpcError::Error(e)),
+            Ok(answer) => answer,
             Err(_) => Err(pending::closed(peer.close_reason())),
         }
     }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite};
 
+use super::hint::{Fault, LineHint};
 use super::output::{note_more_ahead, Output};
 use super::stop::Stop;
 use super::{
@@ -148,7 +149,10 @@ async fn read_line<R: AsyncBufRead + Unpin>(
         if !too_long {
             if buf.len() + chunk.len() > limit {
                 too_long = true;
-                buf.clear();
+                // Only the line's beginning is kept, for a look at what it was.
+                let room = LineHint::LOOK.saturating_sub(buf.len()).min(chunk.len());
+                buf.truncate(LineHint::LOOK);
+                buf.extend_from_slice(&chunk[..room]);
             } else {
                 buf.extend_from_slice(chunk);
             }
@@ -176,6 +180,7 @@ fn incoming(line: &[u8]) -> Option<Incoming> {
         Ok(frame) => Incoming::Frame(frame),
         Err(e) => Incoming::Invalid {
             error: invalid_frame_error(&e),
+            hint: Box::new(LineHint::read(text, Fault::of(&e, text))),
         },
     })
 }
@@ -193,6 +198,7 @@ async fn buffered_line<R: AsyncBufRead + Unpin>(
     let got = if i > limit {
         Some(Incoming::Invalid {
             error: oversized_error(limit),
+            hint: Box::new(LineHint::read(&available[..i], Fault::TooLong)),
         })
     } else {
         incoming(&available[..i])
@@ -222,6 +228,7 @@ async fn next_line<R: AsyncBufRead + Unpin>(r: &mut R, buf: &mut Vec<u8>, limit:
         Ok(Line::Eof) => Read::Eof,
         Ok(Line::TooLong) => Read::Got(Incoming::Invalid {
             error: oversized_error(limit),
+            hint: Box::new(LineHint::read(buf, Fault::TooLong)),
         }),
         Ok(Line::Complete) => incoming(buf).map_or(Read::Blank, Read::Got),
         Err(e) => Read::Failed(e),
@@ -306,7 +313,7 @@ mod tests {
                     .map(|i| i.to_string())
                     .unwrap_or_default()
             ),
-            Ok(Incoming::Invalid { error }) => format!("invalid {}", error.code),
+            Ok(Incoming::Invalid { error, .. }) => format!("invalid {}", error.code),
             Err(Closed(r)) => format!("closed {r}"),
         }
     }
@@ -425,7 +432,7 @@ mod tests {
         for _ in 0..n {
             match source.recv().await.expect("a frame") {
                 Incoming::Frame(f) => t.try_send(f).expect("send"),
-                Incoming::Invalid { error } => panic!("invalid: {error:?}"),
+                Incoming::Invalid { error, .. } => panic!("invalid: {error:?}"),
             }
         }
     }

@@ -19,11 +19,13 @@ use serde_json::Value;
 use crate::jsonrpc::{EnvelopeError, Frame};
 use crate::{codes, ErrorObject};
 
+mod hint;
 mod line;
 mod memory;
 mod output;
 mod stop;
 
+pub use hint::{Fault, LineHint, LineShape};
 pub use line::{LineTransport, DEFAULT_MAX_MESSAGE_BYTES};
 pub use memory::{memory_pair, MemoryTransport};
 
@@ -75,6 +77,11 @@ pub enum Incoming {
     Invalid {
         /// The error to answer with (`-32700` for bad JSON, `-32600` otherwise).
         error: ErrorObject,
+        /// What the bytes seem to be, from a look at their beginning (the id of an answer
+        /// cut short, say), for the request they may have been meant to answer; the
+        /// default where a transport has no bytes to look at. Boxed: inline it would make
+        /// every frame read a word longer to move.
+        hint: Box<LineHint>,
     },
 }
 
