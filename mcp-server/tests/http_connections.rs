@@ -1,8 +1,10 @@
 //! The serving edge's connections are bounded: headers sent a byte at a time (slowloris)
 //! are cut off at the header timeout while other connections are served, an idle
 //! connection is closed, connections past the cap wait in the backlog until one closes,
-//! and running out of file descriptors does not end the server. Real sockets on
-//! 127.0.0.1; the last test runs this test binary again under `prlimit`.
+//! a burst of keep-alive clients past the cap is served (idle ones closed to make room),
+//! a connection whose request never came is told `408`, and running out of file
+//! descriptors neither ends the server nor leaves a client unanswered. Real sockets on
+//! 127.0.0.1; the `prlimit` tests run this test binary again as the server.
 
 use std::io::{BufRead, BufReader as StdBufReader};
 use std::net::SocketAddr;
@@ -52,15 +54,21 @@ fn post_in(addr: SocketAddr, body: &str, close: bool, extra: &str) -> String {
 
 /// One response's head and body (`Content-Length` framing), read from `s`.
 async fn read_response(s: &mut TcpStream) -> (String, String) {
+    match try_read_response(s).await.expect("read") {
+        Ok(answer) => answer,
+        Err(partial) => panic!("closed before a response: {partial:?}"),
+    }
+}
+
+/// One response's head and body, or what came before the connection closed.
+async fn try_read_response(s: &mut TcpStream) -> std::io::Result<Result<(String, String), String>> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
-        let n = s.read(&mut chunk).await.expect("read");
-        assert!(
-            n > 0,
-            "closed before a response: {:?}",
-            String::from_utf8_lossy(&buf)
-        );
+        let n = s.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(Err(String::from_utf8_lossy(&buf).into_owned()));
+        }
         buf.extend_from_slice(&chunk[..n]);
         let text = String::from_utf8_lossy(&buf).into_owned();
         let Some((head, body)) = text.split_once("\r\n\r\n") else {
@@ -75,7 +83,7 @@ async fn read_response(s: &mut TcpStream) -> (String, String) {
             })
             .unwrap_or(0);
         if body.len() >= len {
-            return (head.to_owned(), body[..len].to_owned());
+            return Ok(Ok((head.to_owned(), body[..len].to_owned())));
         }
     }
 }
@@ -189,12 +197,13 @@ async fn connections_past_the_cap_wait_until_one_closes() {
     assert_eq!(status, "HTTP/1.1 200 OK");
 }
 
-/// Set in the child process the last test starts.
+/// Set in the child process the `prlimit` tests start.
 const CHILD: &str = "MCP_HTTP_BOUNDS_CHILD";
 
-/// In the child (under `prlimit`): serves on a port it prints, for a few seconds.
+/// In the child (under `prlimit`): serves on a port it prints, for at most 30 s (the
+/// parent kills it sooner).
 #[tokio::test]
-#[ignore = "run by accept_errors_do_not_end_the_server, in a child process"]
+#[ignore = "run by the prlimit tests, in a child process"]
 async fn serve_with_few_file_descriptors() {
     if std::env::var_os(CHILD).is_none() {
         return;
@@ -202,15 +211,16 @@ async fn serve_with_few_file_descriptors() {
     mcp_examples::init_logging();
     let addr = start(HttpOptions::default()).await;
     println!("PORT {}", addr.port());
-    tokio::time::sleep(Duration::from_secs(8)).await;
+    tokio::time::sleep(Duration::from_secs(30)).await;
     println!("STILL SERVING");
 }
 
-#[tokio::test]
-async fn accept_errors_do_not_end_the_server() {
+/// This test binary run again as a server with at most `nofile` file descriptors; the
+/// child and its address.
+fn serve_in_child(nofile: u32) -> (std::process::Child, SocketAddr) {
     let exe = std::env::current_exe().expect("the test binary");
     let mut child = Command::new("prlimit")
-        .arg("--nofile=40:40")
+        .arg(format!("--nofile={nofile}:{nofile}"))
         .arg(exe)
         .args([
             "--exact",
@@ -235,7 +245,12 @@ async fn accept_errors_do_not_end_the_server() {
             break p.parse::<u16>().expect("a port");
         }
     };
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    (child, SocketAddr::from(([127, 0, 0, 1], port)))
+}
+
+#[tokio::test]
+async fn accept_errors_do_not_end_the_server() {
+    let (mut child, addr) = serve_in_child(40);
     // More idle connections than the child has descriptors: it runs out while accepting.
     let mut idle = Vec::new();
     for _ in 0..60 {
@@ -261,6 +276,158 @@ async fn accept_errors_do_not_end_the_server() {
     let mut log = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut log)
         .expect("read stderr");
+    assert!(
+        log.contains("Too many open files"),
+        "the child never ran out of descriptors: {log}"
+    );
+}
+
+/// How one client's call ended.
+#[derive(Debug, PartialEq)]
+enum Ending {
+    /// An HTTP answer: its status line and body.
+    Answered(String, String),
+    /// The connection closed before a whole answer came.
+    Closed,
+    /// The connection was reset.
+    Reset,
+    /// The kernel refused the connection.
+    Refused,
+}
+
+/// A 2026-07-28 `tools/call` of `echo` with the text `c<i>`, on a keep-alive connection.
+fn modern_call(addr: SocketAddr, i: usize) -> String {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"c{i}"}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+    );
+    let headers =
+        "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n";
+    post_in(addr, &body, false, headers)
+}
+
+/// One client: connects, sends call `i` and reads how it ended. The connection is
+/// given back, still open, for the caller to hold.
+async fn call_once(addr: SocketAddr, i: usize) -> (Ending, Option<TcpStream>) {
+    let mut s = match TcpStream::connect(addr).await {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            return (Ending::Refused, None)
+        }
+        Err(e) => panic!("connect {i}: {e}"),
+    };
+    let broken = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::ConnectionReset => Ending::Reset,
+        _ => Ending::Closed,
+    };
+    if let Err(e) = s.write_all(modern_call(addr, i).as_bytes()).await {
+        return (broken(e), None);
+    }
+    match try_read_response(&mut s).await {
+        Ok(Ok((head, body))) => (Ending::Answered(status(&head), body), Some(s)),
+        Ok(Err(_)) => (Ending::Closed, None),
+        Err(e) => (broken(e), None),
+    }
+}
+
+/// Starts `count` clients at once, each calling once and keeping its connection open;
+/// how each ended, and the connections, kept open until the caller drops them.
+async fn burst(addr: SocketAddr, count: usize) -> (Vec<Ending>, Vec<TcpStream>) {
+    let clients: Vec<_> = (0..count)
+        .map(|i| tokio::spawn(call_once(addr, i)))
+        .collect();
+    let (mut endings, mut open) = (Vec::new(), Vec::new());
+    for c in clients {
+        let (ending, s) = c.await.expect("joined");
+        endings.push(ending);
+        open.extend(s);
+    }
+    (endings, open)
+}
+
+/// The calls not answered with their own echo, by index.
+fn not_answered_right(endings: &[Ending]) -> Vec<(usize, &Ending)> {
+    endings
+        .iter()
+        .enumerate()
+        .filter(|(i, e)| {
+            !matches!(e, Ending::Answered(status, body)
+                if status == "HTTP/1.1 200 OK" && body.contains(&format!(r#""text":"c{i}""#)))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_burst_past_the_cap_is_served_while_clients_keep_their_connections() {
+    let addr = start(HttpOptions::default().max_connections(16)).await;
+    // Well within the header timeout (10 s): a slot freed by an idle connection timing
+    // out does not count.
+    let (endings, open) = tokio::time::timeout(Duration::from_secs(8), burst(addr, 200))
+        .await
+        .expect("every client answered within 8 s");
+    assert_eq!(not_answered_right(&endings), Vec::new());
+    assert_eq!(open.len(), 200);
+}
+
+#[tokio::test]
+async fn a_connection_whose_request_never_came_is_told_408_an_idle_one_is_not() {
+    let addr = start(HttpOptions::default().header_read_timeout(Duration::from_millis(300))).await;
+    let mut silent = TcpStream::connect(addr).await.expect("connect");
+    let mut served = TcpStream::connect(addr).await.expect("connect");
+    served
+        .write_all(post_text(addr, INITIALIZE, false).as_bytes())
+        .await
+        .expect("write");
+    assert_eq!(
+        status(&read_response(&mut served).await.0),
+        "HTTP/1.1 200 OK"
+    );
+    let (head, body) = tokio::time::timeout(Duration::from_secs(2), read_response(&mut silent))
+        .await
+        .expect("told within 2 s");
+    assert_eq!(status(&head), "HTTP/1.1 408 Request Timeout");
+    assert!(
+        head.to_ascii_lowercase().contains("connection: close"),
+        "{head}"
+    );
+    assert!(body.contains("-32600"), "{body}");
+    closed_within(&mut silent, Duration::from_secs(1)).await;
+    // Idle after its answer: closed, with nothing more written.
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(2), served.read_to_end(&mut rest))
+        .await
+        .expect("closed within 2 s");
+    assert!(read.is_ok() && rest.is_empty(), "{read:?} {rest:?}");
+}
+
+#[tokio::test]
+async fn out_of_descriptors_every_client_of_a_burst_is_answered() {
+    let (mut child, addr) = serve_in_child(64);
+    let (endings, open) = tokio::time::timeout(Duration::from_secs(15), burst(addr, 200))
+        .await
+        .expect("every client's call ended within 15 s");
+    let refused = endings
+        .iter()
+        .filter(|e| matches!(e, Ending::Refused))
+        .count();
+    let silent: Vec<_> = endings
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(e, Ending::Closed | Ending::Reset))
+        .collect();
+    assert!(
+        child.try_wait().expect("wait").is_none(),
+        "the server exited"
+    );
+    drop(open);
+    child.kill().expect("kill the child");
+    let _ = child.wait();
+    let mut log = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut log)
+        .expect("read stderr");
+    // Linux drops a handshake its full backlog cannot take (the client sends it again)
+    // rather than refusing it: a refusal would be the kernel's, never a closed request.
+    assert_eq!((silent, refused), (Vec::new(), 0), "{log}");
+    assert_eq!(not_answered_right(&endings), Vec::new(), "{log}");
     assert!(
         log.contains("Too many open files"),
         "the child never ran out of descriptors: {log}"

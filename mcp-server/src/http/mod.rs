@@ -43,6 +43,7 @@ mod metrics;
 mod modern;
 mod options;
 mod reply;
+mod room;
 mod routing;
 mod sessions;
 
@@ -501,7 +502,7 @@ pub async fn bind(
     server: Server,
     options: HttpOptions,
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>)> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let listener = conn::listen(addr, options.listen_backlog)?;
     let local = listener.local_addr()?;
     let http = StreamableHttp::new(server, options);
     Ok((local, tokio::spawn(serve(listener, http))))
@@ -517,7 +518,7 @@ pub async fn bind_with_shutdown(
     shutdown: impl Future<Output = ()> + Send + 'static,
     drain: std::time::Duration,
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>)> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let listener = conn::listen(addr, options.listen_backlog)?;
     let local = listener.local_addr()?;
     let http = StreamableHttp::new(server, options);
     Ok((

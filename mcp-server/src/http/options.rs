@@ -32,7 +32,8 @@ use std::time::Duration;
 /// | --- | --- | --- |
 /// | `header_read_timeout` | 10 s | the connection is closed |
 /// | `idle_timeout` | 60 s | the connection is closed |
-/// | `max_connections` | 512 | new connections wait in the listen backlog |
+/// | `max_connections` | 512 | new connections wait (the listen backlog) while an idle keep-alive connection is closed to make room |
+/// | `listen_backlog` | 4096 | the kernel drops new handshakes, so clients retry them (used by [`super::bind`]) |
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct HttpOptions {
@@ -75,17 +76,30 @@ pub struct HttpOptions {
     /// ready for it: opened, or done with the previous response (default 10 s).
     /// Closes a client that sends its headers slowly (slowloris) and, since hyper starts
     /// counting when a keep-alive connection waits for its next request, one that keeps
-    /// an idle connection open.
+    /// an idle connection open. A connection that had no answer yet, or had part of a
+    /// request head in, is told `408 Request Timeout` as it is closed, so that a client
+    /// that sends its request late reads why rather than finding the connection gone.
     pub header_read_timeout: Duration,
     /// A connection on which no byte moves for this long is closed (default 60 s) when
     /// no request is being served on it, or when its response is waiting for the client
     /// to read. A request the server is still working on (a long tool call) keeps it.
     pub idle_timeout: Duration,
     /// The most connections served at once (default 512). Past it, [`super::serve`]
-    /// stops accepting: new connections wait in the kernel's listen backlog (and are
-    /// refused by the kernel once it is full) until one closes. Keep it below the
-    /// process's file descriptor limit, with room for what else the process opens.
+    /// holds the next connection unread and the rest wait in the kernel's listen backlog
+    /// (see `listen_backlog`) while room is made: the keep-alive connection idle longest
+    /// (answered, nothing of a next request read) is closed, else the next to become
+    /// idle, else the first to end makes room. A waiting client is served, never closed
+    /// unanswered. Keep it below the process's file descriptor limit, with room for what
+    /// else the process opens (out of descriptors, idle connections are closed the same
+    /// way).
     pub max_connections: usize,
+    /// How many connections the kernel queues for [`super::bind`]'s listener before they
+    /// are accepted (default 4096, which Linux caps at `net.core.somaxconn`, 4096 since
+    /// 5.4). Past it the kernel drops new handshakes, and those clients wait for their
+    /// SYN retransmits (1 s, 3 s, 7 s, ...): a burst of clients should fit. With
+    /// [`super::serve`], the listener given brings its own backlog (std's and tokio's
+    /// `bind` ask for 128).
+    pub listen_backlog: u32,
     /// Who may call (default: anyone who passes the Host and Origin checks). With it,
     /// every request needs credentials its authenticator accepts: `401` without, `403`
     /// short of its scopes; its metadata is served at the well-known paths, and each
@@ -132,6 +146,7 @@ impl Default for HttpOptions {
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             max_connections: 512,
+            listen_backlog: 4096,
             authorization: None,
             health: None,
             metrics: None,
@@ -197,5 +212,7 @@ mcp_types::setters! {
     idle_timeout: Duration;
     /// Sets [`HttpOptions::max_connections`].
     max_connections: usize;
+    /// Sets [`HttpOptions::listen_backlog`].
+    listen_backlog: u32;
     }
 }
