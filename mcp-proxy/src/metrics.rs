@@ -1,6 +1,7 @@
 //! What a gateway did, for Prometheus: the calls relayed to each upstream (by tool and
-//! outcome), how long they took, how many are in flight, the bytes they carried, and each
-//! upstream's state and restarts. [`Metrics`] is kept by the [`crate::Aggregator`] (see
+//! outcome), how long they took, how many are in flight, the bytes they carried, each
+//! upstream's state and restarts, and, from the server in front, hosts by revision,
+//! translation refusals and legacy HTTP sessions evicted or refused for want of room. [`Metrics`] is kept by the [`crate::Aggregator`] (see
 //! [`crate::Aggregator::metrics`]) and rendered in the OpenMetrics text format, which
 //! Prometheus scrapes (`mcp_server::http::HttpOptions::metrics` serves it at `/metrics`).
 //!
@@ -101,6 +102,20 @@ struct RevisionLabels {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
+/// The `reason` label of the session counters: the table was full, or the client held
+/// its quota.
+const TABLE_FULL: ReasonLabels = ReasonLabels {
+    reason: "table_full",
+};
+const CLIENT_QUOTA: ReasonLabels = ReasonLabels {
+    reason: "client_quota",
+};
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct BytesLabels {
     upstream: String,
     direction: Direction,
@@ -140,6 +155,8 @@ pub struct Metrics {
     renewals: Family<UpstreamLabels, Counter>,
     hosts: Family<RevisionLabels, Gauge>,
     refusals: Counter,
+    session_evictions: Family<ReasonLabels, Counter>,
+    session_refusals: Family<ReasonLabels, Counter>,
     /// The server in front of the aggregator, whose hosts are counted.
     server: Mutex<Option<Arc<mcp_server::ServerStats>>>,
     /// The (upstream, tool) pairs given labels of their own.
@@ -174,6 +191,7 @@ impl Metrics {
         let renewals = Family::<UpstreamLabels, Counter>::default();
         let hosts = Family::<RevisionLabels, Gauge>::default();
         let refusals = Counter::default();
+        let (session_evictions, session_refusals) = (Family::default(), Family::default());
         registry.register(
             "upstream_calls",
             "Tool calls relayed to an upstream, by tool and outcome",
@@ -219,6 +237,18 @@ impl Metrics {
             "Results and requests a host's revision could not express (the host got an error)",
             refusals.clone(),
         );
+        registry.register(
+            "http_session_evictions",
+            "Idle legacy HTTP sessions ended to make room for a new one, by reason: \
+             table_full (the session table was full), client_quota (the client's own, at its quota)",
+            session_evictions.clone(),
+        );
+        registry.register(
+            "http_session_refusals",
+            "Legacy HTTP initialize requests refused, every session that could make room in \
+             use, by reason: table_full (503), client_quota (429)",
+            session_refusals.clone(),
+        );
         Metrics {
             registry,
             calls,
@@ -230,6 +260,8 @@ impl Metrics {
             renewals,
             hosts,
             refusals,
+            session_evictions,
+            session_refusals,
             server: Mutex::new(None),
             labelled: Mutex::new(HashSet::new()),
             rendering: Mutex::new(Vec::new()),
@@ -346,11 +378,19 @@ impl Metrics {
                     .get_or_create(&labels)
                     .set(i64::try_from(h.hosts).unwrap_or(i64::MAX));
             }
-            let refused = stats.translation_refusals();
-            let counted = self.refusals.get();
-            if refused > counted {
-                self.refusals.inc_by(refused - counted);
-            }
+            catch_up(&self.refusals, stats.translation_refusals());
+            let s = stats.sessions();
+            let (evictions, refusals) = (&self.session_evictions, &self.session_refusals);
+            catch_up(&evictions.get_or_create(&TABLE_FULL), s.evicted_table_full);
+            catch_up(
+                &evictions.get_or_create(&CLIENT_QUOTA),
+                s.evicted_client_quota,
+            );
+            catch_up(&refusals.get_or_create(&TABLE_FULL), s.refused_table_full);
+            catch_up(
+                &refusals.get_or_create(&CLIENT_QUOTA),
+                s.refused_client_quota,
+            );
         }
         let mut out = String::new();
         if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
@@ -358,6 +398,15 @@ impl Metrics {
             let _ = writeln!(out, "# EOF");
         }
         out
+    }
+}
+
+/// Brings `counter` up to `total`, a count kept elsewhere since the server started (a
+/// counter never goes down, so a total that did is left as counted).
+fn catch_up(counter: &Counter, total: u64) {
+    let counted = counter.get();
+    if total > counted {
+        counter.inc_by(total - counted);
     }
 }
 

@@ -61,7 +61,7 @@ fn the_schema_and_the_reader_agree_on_good_and_bad_files() {
              "surface": "dispatcher", "callTimeoutSeconds": 30, "stdioSubject": "me",
              "views": [{"name": "v", "subjects": ["me"], "upstreams": ["a"], "allowTools": ["a_*"], "surface": "direct"}],
              "http": {"allowedHosts": ["gw.internal"], "maxSessions": 8, "maxConnections": 64,
-                      "sessionIdleSeconds": 60}}}"#,
+                      "maxSessionsPerClient": 2, "sessionIdleSeconds": 60}}}"#,
     ];
     for text in good {
         let v: Value = serde_json::from_str(text).expect("JSON");
@@ -89,6 +89,7 @@ fn the_schema_and_the_reader_agree_on_good_and_bad_files() {
         r#"{"mcpServers": {}, "gateway": {"pins": {"file": "/p.json", "onChange": "allow"}}}"#,
         r#"{"mcpServers": {}, "gateway": {"views": [{"nmae": "v"}]}}"#,
         r#"{"mcpServers": {}, "gateway": {"http": {"maxSessions": 0}}}"#,
+        r#"{"mcpServers": {}, "gateway": {"http": {"maxSessionsPerClient": 0}}}"#,
         r#"{"mcpServers": {}, "gateway": {"http": {"allowedHost": ["gw"]}}}"#,
     ];
     for text in bad {

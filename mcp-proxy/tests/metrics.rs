@@ -1,7 +1,7 @@
 //! The gateway's metrics: every call relayed to an upstream is counted by upstream, tool
 //! and outcome (a result, an `isError` result, the upstream's JSON-RPC error, a timeout),
 //! timed, and its bytes added; the upstreams' state and restarts, and the hosts connected,
-//! are there too. Read as a scraper reads them: `/metrics` over HTTP, parsed as Prometheus text by a parser.
+//! are there too, and legacy HTTP sessions evicted or refused for room, by reason. Read as a scraper reads them: `/metrics` over HTTP, parsed as Prometheus text by a parser.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -206,5 +206,85 @@ async fn metrics_count_the_calls_a_host_made_by_upstream_tool_and_outcome() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(gone, "the host that left is still counted");
+    agg.shutdown().await;
+}
+
+/// A legacy `initialize` POSTed to `addr`: the status line and the session id.
+async fn initialize(addr: std::net::SocketAddr) -> (String, Option<String>) {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.expect("write");
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.expect("read");
+    let session = out
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp-session-id: "))
+        .map(str::to_owned);
+    (out.lines().next().unwrap_or_default().to_owned(), session)
+}
+
+#[tokio::test]
+async fn legacy_sessions_evicted_and_refused_are_counted_by_reason() {
+    let agg = Aggregator::start(Vec::new(), AggregatorOptions::default())
+        .await
+        .expect("start");
+    // The server the aggregator makes is the one whose sessions its metrics count.
+    let server = agg.server(Default::default());
+    let metrics: std::sync::Arc<dyn mcp_server::http::Metrics> = std::sync::Arc::new(agg.clone());
+    let options = HttpOptions::default().max_sessions(1).metrics(metrics);
+    let (addr, _task) =
+        mcp_server::http::bind("127.0.0.1:0".parse().expect("addr"), server, options)
+            .await
+            .expect("bind");
+    let (status, _) = initialize(addr).await;
+    assert!(status.contains(" 200 "), "{status}");
+    // The first, idle, makes room for the second.
+    let (status, second) = initialize(addr).await;
+    assert!(status.contains(" 200 "), "{status}");
+    // The second, its GET stream open, is in use: the third is refused.
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let open = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {}\r\n\r\n",
+        second.expect("a session")
+    );
+    stream.write_all(open.as_bytes()).await.expect("write");
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        assert_eq!(
+            stream.read(&mut byte).await.expect("read"),
+            1,
+            "the stream opens"
+        );
+        head.push(byte[0]);
+    }
+    assert!(
+        head.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
+    let (status, _) = initialize(addr).await;
+    assert!(status.contains(" 503 "), "{status}");
+    let (_, text) = get(addr, "/metrics", &format!("127.0.0.1:{}", addr.port())).await;
+    let m = samples(&text);
+    let count = |family: &str, reason: &str| {
+        let key = format!("mcp_gateway_http_session_{family}_total{{reason=\"{reason}\"}}");
+        m.get(&key).copied()
+    };
+    assert_eq!(
+        (
+            count("evictions", "table_full"),
+            count("refusals", "table_full"),
+            count("evictions", "client_quota"),
+            count("refusals", "client_quota")
+        ),
+        (Some(1.0), Some(1.0), Some(0.0), Some(0.0)),
+        "{text}"
+    );
     agg.shutdown().await;
 }

@@ -38,7 +38,7 @@ use mcp_types::transport::{CloseReason, LineTransport, Transport};
 use mcp_types::Revision;
 pub use notify::{NotifyError, Subscriber, SubscriberId};
 pub use span::{on_request_span, SpanParent};
-pub use stats::{HostCount, ServerStats};
+pub use stats::{HostCount, ServerStats, SessionCounts};
 pub use tools::{NoArgs, ToolError, ToolRegistry};
 pub use trace::TraceContext;
 

@@ -1,6 +1,7 @@
 //! What a server's connections are doing, for metrics ([`Server::stats`]): the hosts
-//! connected, by the revision they speak, and the answers refused because they could not
-//! be said in the host's revision.
+//! connected, by the revision they speak, the answers refused because they could not
+//! be said in the host's revision, and the legacy HTTP sessions ended to make room or
+//! refused for want of it.
 //!
 //! [`Server::stats`]: crate::Server::stats
 
@@ -13,6 +14,35 @@ use mcp_types::Revision;
 pub struct ServerStats {
     hosts: [AtomicUsize; Revision::ALL.len()],
     refusals: AtomicU64,
+    /// By [`SessionPressure`]: idle sessions ended for a new one, `initialize`s refused.
+    evicted: [AtomicU64; 2],
+    refused: [AtomicU64; 2],
+}
+
+/// What kept a legacy HTTP session's `initialize` from simply being added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SessionPressure {
+    /// The session table was full (`HttpOptions::max_sessions`).
+    TableFull,
+    /// The client held its quota (`HttpOptions::max_sessions_per_client`).
+    ClientQuota,
+}
+
+/// Legacy HTTP sessions ended to make room for new ones, and `initialize`s refused for
+/// want of room, since the server started (see `mcp_server::http::HttpOptions`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SessionCounts {
+    /// Idle sessions (no request running, no stream open) ended, oldest first, because
+    /// the table was full.
+    pub evicted_table_full: u64,
+    /// A client's own idle sessions ended, oldest first, because it held its quota.
+    pub evicted_client_quota: u64,
+    /// `initialize`s refused (`503`) because every session was in use.
+    pub refused_table_full: u64,
+    /// `initialize`s refused (`429`) because every session of that client (principal,
+    /// or address without authorization) was in use and it held its quota.
+    pub refused_client_quota: u64,
 }
 
 /// How many hosts speak one revision.
@@ -43,6 +73,25 @@ impl ServerStats {
     /// express them (the host got an error instead), since the server started.
     pub fn translation_refusals(&self) -> u64 {
         self.refusals.load(Ordering::Relaxed)
+    }
+
+    /// Legacy HTTP sessions evicted and refused so far.
+    pub fn sessions(&self) -> SessionCounts {
+        let get = |a: &[AtomicU64; 2], p: SessionPressure| a[p as usize].load(Ordering::Relaxed);
+        SessionCounts {
+            evicted_table_full: get(&self.evicted, SessionPressure::TableFull),
+            evicted_client_quota: get(&self.evicted, SessionPressure::ClientQuota),
+            refused_table_full: get(&self.refused, SessionPressure::TableFull),
+            refused_client_quota: get(&self.refused, SessionPressure::ClientQuota),
+        }
+    }
+
+    pub(crate) fn session_evicted(&self, why: SessionPressure) {
+        self.evicted[why as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn session_refused(&self, why: SessionPressure) {
+        self.refused[why as usize].fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn host_joined(&self, revision: Revision) {

@@ -1,7 +1,8 @@
 //! What a legacy HTTP session may hold is bounded: an idle session expires (its id gets
 //! `404`, and the handler sees its host session end), sessions are capped in number (an
-//! `initialize` past the cap gets `503`), requests in flight are capped per session
-//! (`429`, nothing queued), and calls leave nothing behind but a bounded replay log.
+//! `initialize` past the cap gets `503` while every session has a stream open; one whose
+//! stream closed makes room), requests in flight are capped per session (`429`, nothing
+//! queued), and calls leave nothing behind but a bounded replay log.
 //! Driven in-process through the hyper service.
 
 use std::sync::{Arc, Mutex};
@@ -10,7 +11,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Full};
-use mcp_server::http::{HttpOptions, StreamableHttp};
+use mcp_server::http::{HttpBody, HttpOptions, StreamableHttp};
 use mcp_server::{HostSession, NoArgs, Outcome, Server, ToolRegistry};
 use mcp_types::protocol::{CallToolResult, ContentBlock};
 use serde_json::{json, Value};
@@ -195,12 +196,29 @@ async fn a_session_in_use_does_not_expire() {
     assert_eq!(http.session_count(), 1);
 }
 
+/// A legacy GET stream of `session`, open while the response is held.
+async fn open_stream(http: &StreamableHttp, session: &str) -> http::Response<HttpBody> {
+    let req = Request::builder()
+        .method("GET")
+        .uri("/mcp")
+        .header("host", "127.0.0.1:8080")
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", session)
+        .body(Full::new(Bytes::new()))
+        .expect("request");
+    let r = http.handle(req).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    r
+}
+
 #[tokio::test]
-async fn an_initialize_past_the_session_cap_is_refused_with_503() {
+async fn past_the_session_cap_a_session_with_a_stream_open_is_not_ended() {
     let options = HttpOptions::default().max_sessions(2);
     let http = StreamableHttp::new(Server::new(mcp_examples::echo_tools()), options);
     let first = open(&http).await;
-    let _second = open(&http).await;
+    let second = open(&http).await;
+    let first_stream = open_stream(&http, &first).await;
+    let _second_stream = open_stream(&http, &second).await;
     let a = send(&http, "POST", None, initialize(7)).await;
     assert_eq!(a.status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(a.session.is_none());
@@ -211,23 +229,26 @@ async fn an_initialize_past_the_session_cap_is_refused_with_503() {
         .as_str()
         .is_some_and(|m| m.contains("sessions")));
     assert_eq!(http.session_count(), 2);
-    // Sessions open go on; one deleted makes room.
-    let a = send(
+    // Its stream closed, the first is idle: it makes room.
+    drop(first_stream);
+    let _third = open(&http).await;
+    assert_eq!(http.session_count(), 2);
+    let gone = send(
         &http,
         "POST",
         Some(&first),
         call(1, "echo", json!({"text": "z"})),
     )
     .await;
-    assert_eq!(text_of(&a), "z");
-    assert_eq!(
-        send(&http, "DELETE", Some(&first), Value::Null)
-            .await
-            .status,
-        StatusCode::OK
-    );
-    let _third = open(&http).await;
-    assert_eq!(http.session_count(), 2);
+    assert_eq!(gone.status, StatusCode::NOT_FOUND);
+    let a = send(
+        &http,
+        "POST",
+        Some(&second),
+        call(2, "echo", json!({"text": "y"})),
+    )
+    .await;
+    assert_eq!(text_of(&a), "y");
 }
 
 #[tokio::test]

@@ -218,9 +218,15 @@ pub(super) struct Http {
     /// Largest request body (default 4 MiB; larger is `413`).
     #[schemars(range(min = 1))]
     max_body_bytes: Option<u64>,
-    /// Most legacy sessions open at once (default 1024; past it `503`).
+    /// Most legacy sessions open at once (default 1024); past it the idle session idle
+    /// longest ends, and with every session in use `503`.
     #[schemars(range(min = 1))]
     max_sessions: Option<u64>,
+    /// Most legacy sessions one client holds (default 256): its principal with `auth`,
+    /// else its address; past it its own idle session idle longest ends, and with all
+    /// of its sessions in use `429`.
+    #[schemars(range(min = 1))]
+    max_sessions_per_client: Option<u64>,
     /// Most unanswered requests of one legacy session (default 64; past it `429`).
     #[schemars(range(min = 1))]
     max_in_flight_per_session: Option<u64>,

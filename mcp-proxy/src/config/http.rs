@@ -2,8 +2,8 @@
 //! names it answers to besides loopback.
 //!
 //! ```json
-//! "http": {"allowedHosts": ["gw.internal"], "maxSessions": 256, "maxConnections": 1024,
-//!          "maxBodyBytes": 1048576, "sessionIdleSeconds": 300}
+//! "http": {"allowedHosts": ["gw.internal"], "maxSessions": 256, "maxSessionsPerClient": 16,
+//!          "maxConnections": 1024, "maxBodyBytes": 1048576, "sessionIdleSeconds": 300}
 //! ```
 
 use std::time::Duration;
@@ -37,6 +37,9 @@ pub(super) fn http(v: &Value) -> Result<HttpOptions, Problem> {
     if let Some(n) = count("maxSessions")? {
         o.max_sessions = n;
     }
+    if let Some(n) = count("maxSessionsPerClient")? {
+        o.max_sessions_per_client = n;
+    }
     if let Some(n) = count("maxInFlightPerSession")? {
         o.max_in_flight_per_session = n;
     }
@@ -68,7 +71,7 @@ mod tests {
         let g = parse(
             r#"{"mcpServers": {}, "gateway": {"http": {"allowedHosts": ["gw.internal"],
                 "allowedOrigins": ["app.example"], "maxBodyBytes": 1024, "maxSessions": 8,
-                "maxInFlightPerSession": 4, "maxConnections": 32, "sessionIdleSeconds": 60,
+                "maxSessionsPerClient": 3, "maxInFlightPerSession": 4, "maxConnections": 32, "sessionIdleSeconds": 60,
                 "idleTimeoutSeconds": 20, "headerReadTimeoutSeconds": 3, "bodyReadTimeoutSeconds": 5}}}"#,
             "c.json",
         )
@@ -81,6 +84,7 @@ mod tests {
         );
         assert!(o.allowed_origins.iter().any(|h| h == "app.example"));
         assert_eq!((o.max_body_bytes, o.max_sessions), (1024, 8));
+        assert_eq!(o.max_sessions_per_client, 3);
         assert_eq!((o.max_in_flight_per_session, o.max_connections), (4, 32));
         assert_eq!(o.session_idle_timeout, Duration::from_secs(60));
         assert_eq!(o.idle_timeout, Duration::from_secs(20));
@@ -88,6 +92,7 @@ mod tests {
         assert_eq!(o.body_read_timeout, Duration::from_secs(5));
         let default = parse(r#"{"mcpServers": {}}"#, "c.json").expect("valid");
         assert_eq!(default.http.max_sessions, 1024);
+        assert_eq!(default.http.max_sessions_per_client, 256);
         for (bad, at) in [
             (
                 r#"{"mcpServers": {}, "gateway": {"http": {"maxSessions": 0}}}"#,
@@ -96,6 +101,10 @@ mod tests {
             (
                 r#"{"mcpServers": {}, "gateway": {"http": {"maxSesions": 1}}}"#,
                 "gateway.http.maxSesions",
+            ),
+            (
+                r#"{"mcpServers": {}, "gateway": {"http": {"maxSessionsPerClient": 0}}}"#,
+                "gateway.http.maxSessionsPerClient",
             ),
             (
                 r#"{"mcpServers": {}, "gateway": {"http": {"allowedHosts": "gw"}}}"#,

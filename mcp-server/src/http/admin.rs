@@ -177,6 +177,7 @@ impl Endpoint for Admin {
     fn answer(
         &self,
         req: Request<hyper::body::Incoming>,
+        _peer: SocketAddr,
     ) -> impl Future<Output = Response<HttpBody>> + Send {
         std::future::ready(self.handle(&req))
     }

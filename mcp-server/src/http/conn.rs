@@ -83,8 +83,12 @@ pub(super) struct Bounds {
 pub(super) trait Endpoint: Clone + Send + Sync + 'static {
     /// The bounds of its connections.
     fn bounds(&self) -> Bounds;
-    /// The answer to one request.
-    fn answer(&self, req: Request<Incoming>) -> impl Future<Output = Response<HttpBody>> + Send;
+    /// The answer to one request from the client at `peer`.
+    fn answer(
+        &self,
+        req: Request<Incoming>,
+        peer: SocketAddr,
+    ) -> impl Future<Output = Response<HttpBody>> + Send;
 }
 
 impl Endpoint for StreamableHttp {
@@ -97,8 +101,12 @@ impl Endpoint for StreamableHttp {
         }
     }
 
-    fn answer(&self, req: Request<Incoming>) -> impl Future<Output = Response<HttpBody>> + Send {
-        self.handle(req)
+    fn answer(
+        &self,
+        req: Request<Incoming>,
+        peer: SocketAddr,
+    ) -> impl Future<Output = Response<HttpBody>> + Send {
+        self.handle_from(req, Some(peer))
     }
 }
 
@@ -266,7 +274,7 @@ async fn connection<E: Endpoint>(
         inner: stream,
         state: state.clone(),
     });
-    let service = counted(http, state.clone());
+    let service = counted(http, peer, state.clone());
     // Boxed so that it can be dropped (closing the socket) before its slot is given back.
     let mut conn = Box::pin(
         hyper::server::conn::http1::Builder::new()
@@ -327,10 +335,11 @@ async fn connection<E: Endpoint>(
     drop(slot);
 }
 
-/// `http` answering a connection's requests, each counted in `state` from its head
+/// `http` answering the requests of a connection from `peer`, each counted in `state` from its head
 /// being read to its response body being dropped.
 fn counted<E: Endpoint>(
     http: E,
+    peer: SocketAddr,
     state: Arc<ConnState>,
 ) -> impl hyper::service::Service<
     Request<Incoming>,
@@ -341,7 +350,7 @@ fn counted<E: Endpoint>(
     hyper::service::service_fn(move |req: Request<Incoming>| {
         let (http, active) = (http.clone(), Active::new(&state));
         async move {
-            let response = http.answer(req).await;
+            let response = http.answer(req, peer).await;
             Ok::<_, Infallible>(response.map(|body| Tracked {
                 body,
                 _active: active,

@@ -28,27 +28,39 @@ use crate::Server;
 /// Whether a session is in use: POSTs waiting for their answers and SSE bodies open,
 /// and when the last of them ended.
 struct Activity {
+    /// Uses now, and [`GONE`] once the table took the session out while idle.
     busy: AtomicUsize,
     since: Mutex<Instant>,
 }
 
+/// Set in [`Activity::busy`] when the session is taken out idle (expired, evicted): a use
+/// that begins after that finds the session gone, as a later lookup would.
+const GONE: usize = 1 << (usize::BITS - 1);
+
 /// One use of a session, for as long as it lasts (a POST awaiting its answers, an SSE
 /// body): the session is not idle while one is held.
-struct Busy(Arc<Activity>);
+struct Busy {
+    activity: Arc<Activity>,
+    /// The session was taken out before this use began.
+    gone: bool,
+}
 
 impl Busy {
     fn new(activity: &Arc<Activity>) -> Busy {
-        activity.busy.fetch_add(1, Ordering::SeqCst);
-        Busy(activity.clone())
+        let before = activity.busy.fetch_add(1, Ordering::SeqCst);
+        Busy {
+            activity: activity.clone(),
+            gone: before & GONE != 0,
+        }
     }
 }
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        if let Ok(mut since) = self.0.since.lock() {
+        if let Ok(mut since) = self.activity.since.lock() {
             *since = Instant::now();
         }
-        self.0.busy.fetch_sub(1, Ordering::SeqCst);
+        self.activity.busy.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -108,12 +120,21 @@ impl LegacySession {
     }
 
     /// How long the session has been idle: nothing running, nothing open (`None` while
-    /// something is).
+    /// something is, or once it was taken out).
     pub(super) fn idle_for(&self) -> Option<Duration> {
         if self.activity.busy.load(Ordering::SeqCst) > 0 {
             return None;
         }
         self.activity.since.lock().ok().map(|t| t.elapsed())
+    }
+
+    /// Marks the session gone if it is idle now, so that no use can begin on it while
+    /// the table takes it out; whether it was.
+    pub(super) fn take_if_idle(&self) -> bool {
+        self.activity
+            .busy
+            .compare_exchange(0, GONE, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
     }
 
     /// What its router holds now.
@@ -167,7 +188,11 @@ impl LegacySession {
     /// back as JSON (when the client takes no stream, or when a lone answer comes first)
     /// or as an SSE stream.
     pub(super) async fn post(&self, frame: Frame, sse_ok: bool) -> Response<HttpBody> {
-        let _busy = Busy::new(&self.activity);
+        let busy = Busy::new(&self.activity);
+        if busy.gone {
+            // Expired or evicted after its lookup: what a lookup now answers.
+            return super::not_found();
+        }
         let single = matches!(frame, Frame::Single(_));
         let requests: Vec<(RequestId, Option<String>)> = match &frame {
             Frame::Single(m) => request_of(m).into_iter().collect(),

@@ -24,8 +24,9 @@
 //! and a legacy session serves only the subject that opened it.
 //!
 //! Everything a client can make the endpoint hold is bounded, the bounds in
-//! [`HttpOptions`]: body size and the time it takes to arrive; legacy sessions in number
-//! and in idle time (an expired one ends as a `DELETE` would, and its id gets `404`);
+//! [`HttpOptions`]: body size and the time it takes to arrive; legacy sessions in number,
+//! per client and in idle time (an expired one ends as a `DELETE` would, and its id gets
+//! `404`; one idle longest ends so for a new one that finds no room);
 //! each session's requests in flight and its replay log; and, in [`serve`], connections
 //! in number, in the time their headers take and in idle time. A POST's stream and its
 //! routing entries go once its last answer is given.
@@ -130,8 +131,8 @@ impl StreamableHttp {
     pub fn new(server: Server, options: HttpOptions) -> Self {
         StreamableHttp {
             inner: Arc::new(Inner {
+                sessions: Sessions::new(sessions::Limits::of(&options), server.stats()),
                 server,
-                sessions: Sessions::new(options.max_sessions, options.session_idle_timeout),
                 options,
                 ids: RandomState::new(),
                 counter: AtomicU64::new(1),
@@ -156,8 +157,23 @@ impl StreamableHttp {
         self.inner.sessions.entries()
     }
 
-    /// Answers one HTTP request.
+    /// Answers one HTTP request. The client's address, which an `initialize` without
+    /// authorization counts against [`HttpOptions::max_sessions_per_client`], is a
+    /// `SocketAddr` request extension if there is one ([`serve`] knows it without).
     pub async fn handle<B>(&self, req: Request<B>) -> Response<HttpBody>
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        self.handle_from(req, None).await
+    }
+
+    /// [`StreamableHttp::handle`] for a request from the client at `peer`.
+    pub(super) async fn handle_from<B>(
+        &self,
+        req: Request<B>,
+        peer: Option<SocketAddr>,
+    ) -> Response<HttpBody>
     where
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -202,7 +218,7 @@ impl StreamableHttp {
         }
         match parts.method {
             Method::POST => match check_post_media(&parts.headers) {
-                Ok(()) => self.post(parts, body, principal).await,
+                Ok(()) => self.post(parts, body, principal, peer).await,
                 Err((status, why)) => {
                     tracing::info!(%status, "POST refused: {why}");
                     rpc_error(status, None, codes::INVALID_REQUEST, why)
@@ -219,6 +235,7 @@ impl StreamableHttp {
         parts: http::request::Parts,
         body: B,
         principal: Option<Arc<Principal>>,
+        peer: Option<SocketAddr>,
     ) -> Response<HttpBody>
     where
         B: Body<Data = Bytes> + Send + 'static,
@@ -284,7 +301,7 @@ impl StreamableHttp {
         }
         match header_str(h, &names::SESSION_ID) {
             Some(id) => self.post_in_session(id, frame, h, caller.principal).await,
-            None => self.open_session(frame, h, caller).await,
+            None => self.open_session(frame, h, caller, peer).await,
         }
     }
 
@@ -322,6 +339,7 @@ impl StreamableHttp {
         frame: Frame,
         h: &HeaderMap,
         caller: crate::context::Caller,
+        peer: Option<SocketAddr>,
     ) -> Response<HttpBody> {
         let is_init =
             matches!(&frame, Frame::Single(Message::Request(r)) if r.method == method::INITIALIZE);
@@ -334,6 +352,7 @@ impl StreamableHttp {
             );
         }
         let id = self.new_session_id();
+        let client = sessions::client_of(&caller, peer);
         let session = Arc::new(LegacySession::start(
             &self.inner.server,
             &self.inner.options,
@@ -342,33 +361,15 @@ impl StreamableHttp {
         let added = self
             .inner
             .sessions
-            .insert(id.clone(), session.clone())
-            .await;
-        if added.is_err() {
-            return self.full(&frame);
+            .insert(id.clone(), session.clone(), client);
+        if let Err(refused) = added.await {
+            return refused.answer(&frame);
         }
         let mut r = session.post(frame, accepts_sse(h)).await;
         if let Ok(v) = header::HeaderValue::from_str(&id) {
             r.headers_mut().insert(names::SESSION_ID.clone(), v);
         }
         r
-    }
-
-    /// The answer to an `initialize` when every session is taken (see
-    /// [`HttpOptions::max_sessions`]).
-    fn full(&self, frame: &Frame) -> Response<HttpBody> {
-        let max = self.inner.options.max_sessions;
-        tracing::warn!(max, "refused initialize: session limit reached");
-        let id = match frame {
-            Frame::Single(Message::Request(r)) => Some(r.id.clone()),
-            _ => None,
-        };
-        rpc_error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            id,
-            codes::SERVER_BUSY,
-            format!("Server busy: all {max} sessions are in use; try again later"),
-        )
     }
 
     fn new_session_id(&self) -> String {
@@ -458,7 +459,7 @@ fn is_modern(frame: &Frame, h: &HeaderMap) -> bool {
         })
 }
 
-fn not_found() -> Response<HttpBody> {
+pub(super) fn not_found() -> Response<HttpBody> {
     rpc_error(
         StatusCode::NOT_FOUND,
         None,

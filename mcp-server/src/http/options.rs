@@ -22,7 +22,8 @@ use std::time::Duration;
 /// | `max_body_bytes` | 4 MiB | `413` |
 /// | `body_read_timeout` | 30 s | `408` (the body came too slowly) |
 /// | `session_idle_timeout` | 10 min | the session ends; its id gets `404`, so the client initialises again |
-/// | `max_sessions` | 1024 | `503` with a JSON-RPC error to a new `initialize` |
+/// | `max_sessions` | 1024 | the idle session idle longest ends for a new `initialize`; with none idle, `503` with a JSON-RPC error |
+/// | `max_sessions_per_client` | 256 | that client's own idle session idle longest ends for its new `initialize`; with none idle, `429` with a JSON-RPC error |
 /// | `max_in_flight_per_session` | 64 | `429` with a JSON-RPC error to the POST |
 /// | `replay_events` / `replay_bytes` | 256 / 256 KiB per session | the oldest events are forgotten |
 ///
@@ -62,12 +63,27 @@ pub struct HttpOptions {
     /// (default 10 minutes): the handler sees it end as it would a `DELETE`, and its id
     /// gets `404`, which tells the client to initialise again (spec, Session Management).
     pub session_idle_timeout: Duration,
-    /// The most legacy sessions open at once (default 1024). An `initialize` past it is
-    /// refused with `503 Service Unavailable` and a JSON-RPC error: the server is full
-    /// for now, not the client wrong (a `4xx` would say so), and sessions free up as
-    /// their clients delete them or they expire. Sessions already open are never evicted
-    /// to make room: a client in the middle of its work keeps its session.
+    /// The most legacy sessions open at once (default 1024). An `initialize` past it
+    /// ends the idle session (no request running, no stream open) idle longest, as
+    /// expiry would (its handler's [`crate::HostSession`] ends, its id gets `404`, so a
+    /// host still holding it initialises again): sessions abandoned by crashed hosts or
+    /// an abuser do not lock a new host out until they expire. A session in use is never
+    /// ended for it; when every session is in use, the `initialize` is refused with `503
+    /// Service Unavailable` and a JSON-RPC error: the server is full for now, not the
+    /// client wrong (a `4xx` would say so).
     pub max_sessions: usize,
+    /// The most legacy sessions one client holds at once (default 256, a quarter of
+    /// `max_sessions`'s default; at or above `max_sessions` it does nothing). A client
+    /// is the principal with [`HttpOptions::authorization`], else the client's IP
+    /// address (known to [`super::serve`], else from a `SocketAddr` request extension;
+    /// with neither, no quota applies). A client at its quota makes room among its own
+    /// sessions only, never another client's: its idle session idle longest ends for
+    /// the new one (a host that crashed and came back is not locked out by the session
+    /// it left), and with all of them in use its `initialize` is refused with `429 Too
+    /// Many Requests` and a JSON-RPC error (its own doing: it may hold no more). Behind a
+    /// reverse proxy every client has the proxy's address: raise it there, or use
+    /// authorization.
+    pub max_sessions_per_client: usize,
     /// The most requests one legacy session may have unanswered at once (default 64). A
     /// POST that would go past it is refused whole with `429 Too Many Requests` and a
     /// JSON-RPC error for each of its requests; nothing is queued.
@@ -142,6 +158,7 @@ impl Default for HttpOptions {
             replay_bytes: 256 * 1024,
             session_idle_timeout: Duration::from_secs(600),
             max_sessions: 1024,
+            max_sessions_per_client: 256,
             max_in_flight_per_session: 64,
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
@@ -204,6 +221,8 @@ mcp_types::setters! {
     session_idle_timeout: Duration;
     /// Sets [`HttpOptions::max_sessions`].
     max_sessions: usize;
+    /// Sets [`HttpOptions::max_sessions_per_client`].
+    max_sessions_per_client: usize;
     /// Sets [`HttpOptions::max_in_flight_per_session`].
     max_in_flight_per_session: usize;
     /// Sets [`HttpOptions::header_read_timeout`].
