@@ -15,8 +15,10 @@ pub mod fetch;
 pub mod http;
 pub mod http_sse;
 mod http_sse_auth;
+mod list_changes;
 mod options;
 mod relay;
+pub use list_changes::ListChanges;
 pub use relay::{MetaRewrite, RawRequest};
 pub mod sse;
 
@@ -295,6 +297,8 @@ struct Shared {
     revision: Mutex<Revision>,
     progress: Mutex<HashMap<ProgressToken, mpsc::UnboundedSender<ProgressNotificationParams>>>,
     notifications: broadcast::Sender<TypedNotification>,
+    /// The lists the server said changed, until taken.
+    list_changes: list_changes::Announced,
 }
 
 /// A connected MCP client. Cheap to clone; all clones share the connection.
@@ -355,6 +359,7 @@ impl Inbound for ClientInbound {
     }
 
     async fn notification(&self, _peer: &Peer, n: Notification) {
+        self.shared.list_changes.note(&n.method);
         let typed = match TypedNotification::decode(&n.method, n.params.as_deref()) {
             Ok(t) => t,
             Err(e) => {
@@ -419,6 +424,7 @@ impl Client {
             revision: Mutex::new(Revision::LATEST),
             progress: Mutex::new(HashMap::new()),
             notifications: tx,
+            list_changes: Default::default(),
         });
         let (peer, _reader) = Peer::start(
             Arc::new(transport),
@@ -610,6 +616,12 @@ impl Client {
     /// resource updates. Each receiver sees those sent after it subscribed.
     pub fn notifications(&self) -> broadcast::Receiver<TypedNotification> {
         self.shared.notifications.subscribe()
+    }
+
+    /// The lists the server said changed (`notifications/*/list_changed`) since the last
+    /// call, which takes them: the typed notifications do not say which list.
+    pub fn take_list_changes(&self) -> ListChanges {
+        self.shared.list_changes.take()
     }
 
     /// Whether `other` is a handle of this same connection (clones are).

@@ -439,7 +439,8 @@ impl Aggregator {
     /// Lists upstream `i` again when it says a list changed (or a new session may offer
     /// others), until `client`'s connection ends or this aggregator stops keeping it. A
     /// flood of list changes is coalesced: the first is followed at once, the rest at most
-    /// once per [`RELIST_INTERVAL`]; hosts hear only of the lists that changed.
+    /// once per [`RELIST_INTERVAL`]; hosts hear only of the lists the upstream said changed
+    /// or that read differently.
     async fn follow_list_changes(
         &self,
         i: UpstreamId,
@@ -470,7 +471,14 @@ impl Aggregator {
             if due && last.is_none_or(|t| now >= t + RELIST_INTERVAL) {
                 due = false;
                 last = Some(now);
-                let changed = self.relist(i, client).await;
+                // What the upstream said changed is announced even if the listing reads
+                // the same (its notification is what a 2026 listen stream must hear); what
+                // it did not say is announced only if the listing differs.
+                let said = client.take_list_changes();
+                let mut changed = self.relist(i, client).await;
+                changed.tools |= said.tools;
+                changed.prompts |= said.prompts;
+                changed.resources |= said.resources;
                 self.announce(i, changed);
             }
             if client.close_reason().is_some() || !self.keeps(u) {
