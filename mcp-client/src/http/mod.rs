@@ -149,6 +149,14 @@ impl HttpTransport {
     }
 }
 
+/// Whether `resp`'s body is an SSE stream.
+fn is_event_stream<B>(resp: &http::Response<B>) -> bool {
+    resp.headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|c| c.starts_with("text/event-stream"))
+}
+
 fn is_initialize(frame: &Frame) -> bool {
     matches!(frame, Frame::Single(Message::Request(r)) if r.method == method::INITIALIZE)
 }
@@ -333,11 +341,7 @@ impl Shared {
         if status == StatusCode::ACCEPTED {
             return;
         }
-        let is_sse = resp
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|c| c.starts_with("text/event-stream"));
+        let is_sse = is_event_stream(&resp);
         if is_sse && status.is_success() {
             self.read_sse_until_cancelled(resp.into_body(), ids).await;
             return;
@@ -454,11 +458,7 @@ impl Shared {
         }
         *req.headers_mut() = h;
         let resp = self.client.request(req).await.ok()?;
-        let sse = resp
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|c| c.starts_with("text/event-stream"));
+        let sse = is_event_stream(&resp);
         (resp.status().is_success() && sse).then(|| resp.into_body())
     }
 

@@ -17,7 +17,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header;
 use http_body_util::BodyExt;
 use mcp_types::jsonrpc::Request;
 use mcp_types::transport::CloseReason;
@@ -138,11 +137,7 @@ impl Shared {
             .get(headers::SESSION_ID)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let sse = resp
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|c| c.starts_with("text/event-stream"));
+        let sse = super::is_event_stream(&resp);
         if !status.is_success() {
             return Err(format!("initialize answered HTTP {status}"));
         }
