@@ -42,7 +42,7 @@ pub(super) struct ListsChanged {
 }
 
 impl ListsChanged {
-    /// Every list, for a change nothing compared (a reload's new catalog).
+    /// Every list: what to assume when the old listing cannot be read to compare.
     pub(super) const ALL: ListsChanged = ListsChanged {
         tools: true,
         prompts: true,
@@ -51,6 +51,15 @@ impl ListsChanged {
 
     pub(super) fn any(self) -> bool {
         self.tools || self.prompts || self.resources
+    }
+
+    /// These, and the lists the upstream said changed.
+    pub(super) fn or_said(self, said: mcp_client::ListChanges) -> Self {
+        ListsChanged {
+            tools: self.tools || said.tools,
+            prompts: self.prompts || said.prompts,
+            resources: self.resources || said.resources,
+        }
     }
 }
 

@@ -35,6 +35,7 @@ mod health;
 mod hop_meta;
 mod id;
 mod links;
+mod listing;
 mod metered;
 mod options;
 mod pinning;

@@ -1,27 +1,21 @@
-//! The upstream pool: connecting each upstream, keeping it alive (relisting on its list
-//! changes, restarting it with backoff when its connection ends), closing it, and saying
-//! how it is doing.
+//! The upstream pool: connecting each upstream, keeping it alive (following its list
+//! changes, `listing.rs`; restarting it with backoff when its connection ends), closing
+//! it, and saying how it is doing.
 
 use super::id::UpstreamId;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use mcp_client::{ChildTransport, Client, ClientError, ClientOptions, EraChoice};
+use mcp_client::{ChildTransport, Client, ClientOptions, EraChoice};
 use mcp_types::protocol::*;
 use mcp_types::transport::memory_pair;
 
-use super::catalog::{Listing, ListsChanged};
+use super::catalog::Listing;
 use super::{Aggregator, UpstreamConfig, UpstreamStatus, UpstreamTransport};
 use crate::abort::AbortOnDrop;
 use crate::bridge::{Bridge, Calls};
 use crate::sessions::{start_capabilities, HostLinks, SessionMode};
-
-/// Shortest time between two listings of an upstream that keeps saying its lists changed.
-const RELIST_INTERVAL: Duration = Duration::from_millis(500);
-
-/// How often a supervisor with nothing to do looks whether its connection ended.
-const CLOSE_POLL: Duration = Duration::from_millis(500);
 
 pub(super) struct Upstream {
     pub(super) config: UpstreamConfig,
@@ -365,16 +359,6 @@ impl Aggregator {
         }
     }
 
-    /// What a connection just opened offers, bounded like its handshake by the connect
-    /// timeout (a listing that hangs must not hold a start any longer than one).
-    async fn first_listing(&self, client: &Client) -> Result<Listing, String> {
-        let limit = self.inner.options.connect_timeout;
-        match tokio::time::timeout(limit, list_all(client)).await {
-            Ok(listed) => listed,
-            Err(_) => Err(format!("not listed within {limit:?}")),
-        }
-    }
-
     /// Keeps upstream `i` alive: relists on its list-changed notifications, and restarts it
     /// with backoff when its connection ends.
     pub(super) async fn supervise(&self, i: UpstreamId) {
@@ -436,88 +420,6 @@ impl Aggregator {
         }
     }
 
-    /// Lists upstream `i` again when it says a list changed (or a new session may offer
-    /// others), until `client`'s connection ends or this aggregator stops keeping it. A
-    /// flood of list changes is coalesced: the first is followed at once, the rest at most
-    /// once per [`RELIST_INTERVAL`]; hosts hear only of the lists the upstream said changed
-    /// or that read differently.
-    async fn follow_list_changes(
-        &self,
-        i: UpstreamId,
-        u: &Upstream,
-        client: &Client,
-        mut notes: tokio::sync::broadcast::Receiver<TypedNotification>,
-    ) {
-        let mut renewals = u.session_renewals.load(Ordering::Relaxed);
-        let mut due = false;
-        let mut last: Option<tokio::time::Instant> = None;
-        loop {
-            let next = last.map(|t| t + RELIST_INTERVAL).filter(|_| due);
-            let tick = next.unwrap_or_else(|| tokio::time::Instant::now() + CLOSE_POLL);
-            let changed = tokio::select! {
-                n = notes.recv() => match n {
-                    Ok(TypedNotification::Bare(_)) => true,
-                    Ok(_) => false,
-                    // Notifications were dropped: a list change may be among them.
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => true,
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => false,
-                },
-                () = tokio::time::sleep_until(tick) => false,
-            };
-            let renewed = u.session_renewals.load(Ordering::Relaxed);
-            due |= changed || renewed != renewals;
-            renewals = renewed;
-            let now = tokio::time::Instant::now();
-            if due && last.is_none_or(|t| now >= t + RELIST_INTERVAL) {
-                due = false;
-                last = Some(now);
-                // What the upstream said changed is announced even if the listing reads
-                // the same (its notification is what a 2026 listen stream must hear); what
-                // it did not say is announced only if the listing differs.
-                let said = client.take_list_changes();
-                let mut changed = self.relist(i, client).await;
-                changed.tools |= said.tools;
-                changed.prompts |= said.prompts;
-                changed.resources |= said.resources;
-                self.announce(i, changed);
-            }
-            if client.close_reason().is_some() || !self.keeps(u) {
-                return;
-            }
-        }
-    }
-
-    /// Lists again the upstreams whose `ttlMs` has run out.
-    pub(super) async fn refresh_stale(&self) {
-        for i in self.inner.catalog.stale(std::time::Instant::now()) {
-            if let Some(client) = self.inner.upstreams[i].client() {
-                let changed = self.relist(i, &client).await;
-                self.announce(i, changed);
-            }
-        }
-    }
-
-    /// Lists upstream `i` again; when that fails, its last listing stays and the failure
-    /// is reported in its status until a listing succeeds. Which lists changed.
-    async fn relist(&self, i: UpstreamId, client: &Client) -> ListsChanged {
-        let u = &self.inner.upstreams[i];
-        match list_all(client).await {
-            Ok(listing) => {
-                if let Ok(mut e) = u.last_error.lock() {
-                    *e = None;
-                }
-                self.inner.catalog.set_listing(i, listing)
-            }
-            Err(e) => {
-                tracing::warn!(upstream = %u.config.key, "relisting failed: {e}");
-                if let Ok(mut le) = u.last_error.lock() {
-                    *le = Some(e);
-                }
-                ListsChanged::default()
-            }
-        }
-    }
-
     /// Waits (up to the connect timeout plus the longest backoff) for upstream `i` to be
     /// connected again after its connection dropped.
     pub(super) async fn reconnected(&self, i: UpstreamId) -> bool {
@@ -532,41 +434,6 @@ impl Aggregator {
         }
         false
     }
-}
-
-/// Everything `client`'s upstream offers. A failed `tools/list` fails the listing (an
-/// upstream whose tools cannot be listed is failing, not empty); a failed prompts or
-/// resources list is logged and left empty. A 2026 upstream's `ttlMs` comes from the same
-/// `tools/list` requests.
-async fn list_all(client: &Client) -> Result<Listing, String> {
-    let caps = client.server().capabilities.clone();
-    let mut l = Listing::default();
-    if caps.tools.is_some() {
-        let listed = client
-            .list_tools_listed()
-            .await
-            .map_err(|e| format!("tools/list failed: {e}"))?;
-        l.tools = listed.items;
-        l.stale_at = listed.ttl.map(|t| std::time::Instant::now() + t);
-    }
-    if caps.prompts.is_some() {
-        l.prompts = or_empty("prompts/list", client.list_prompts().await);
-    }
-    if caps.resources.is_some() {
-        l.resources = or_empty("resources/list", client.list_resources().await);
-        l.templates = or_empty(
-            "resources/templates/list",
-            client.list_resource_templates().await,
-        );
-    }
-    Ok(l)
-}
-
-fn or_empty<T>(what: &str, listed: Result<Vec<T>, ClientError>) -> Vec<T> {
-    listed.unwrap_or_else(|e| {
-        tracing::warn!("{what} failed: {e}; listed as empty");
-        Vec::new()
-    })
 }
 
 /// Closes `upstreams`' connections, the shared one and each host's session, all at once,
