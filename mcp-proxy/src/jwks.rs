@@ -120,17 +120,18 @@ impl JwksUri {
 
     /// Whether the cache should be fetched again for a token naming `kid`.
     fn wants_fetch(&self, kid: Option<&str>) -> bool {
-        // A `max_age` shorter than `min_refetch` is the operator asking for that bound.
-        let gap = self.min_refetch.min(self.max_age);
+        // A `max_age` shorter than `min_refetch` is the operator asking for that bound; and
+        // keys are fetched again before they are too old to use (`max_stale`), whatever
+        // `max_age` says, so that there is no stretch without usable keys.
+        let fresh_for = self.max_age.min(self.max_stale);
+        let gap = self.min_refetch.min(fresh_for);
         self.read(|c| {
             if c.last_attempt.is_some_and(|t| t.elapsed() < gap) {
                 return false;
             }
             match &c.set {
                 None => true,
-                Some((set, at)) => {
-                    at.elapsed() >= self.max_age || kid.is_some_and(|k| !set.holds(k))
-                }
+                Some((set, at)) => at.elapsed() >= fresh_for || kid.is_some_and(|k| !set.holds(k)),
             }
         })
     }

@@ -258,6 +258,25 @@ async fn a_failing_issuer_leaves_the_last_keys_in_force_until_max_stale() {
         .expect("fetched again once the issuer answers");
 }
 
+#[tokio::test]
+async fn a_max_age_past_max_stale_still_fetches_before_the_keys_go_stale() {
+    let issuer = issuer(jwks(&["ec-1"])).await;
+    // An operator's refresh longer than the staleness bound: the keys must be fetched
+    // again by the time they are too old to use, not only once `max_age` has passed.
+    let keys = JwksUri::new(format!("{}/jwks", issuer.base))
+        .max_age(Duration::from_secs(60))
+        .max_stale(Duration::from_millis(300));
+    let jwt = JwtAuthenticator::new(keys, JwtOptions::new(issuer.base.clone(), AUDIENCE));
+    let es = token(&issuer.base, Algorithm::ES256, "ec-1", "ec.pem");
+    jwt.authenticate(&request(&es)).await.expect("fetched");
+    let fetched_by = tokio::time::Instant::now();
+    tokio::time::sleep_until(fetched_by + Duration::from_millis(300)).await;
+    jwt.authenticate(&request(&es))
+        .await
+        .expect("the issuer answers, so its keys are fetched again and the token passes");
+    assert_eq!(issuer.fetches.load(Ordering::SeqCst), 2);
+}
+
 /// A JWKS file of its own, removed when dropped.
 struct TempFile(std::path::PathBuf);
 
