@@ -10,7 +10,7 @@
 //! tool are counted under `tool="_other"`. Calls refused before reaching an upstream (an
 //! unknown tool, a policy) are not upstream calls and are not counted here.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -164,6 +164,8 @@ pub struct Metrics {
     /// One render at a time: the upstreams' gauges are brought up to date in it, and
     /// those it showed last time (a reload may remove some).
     rendering: Mutex<Vec<String>>,
+    /// Each upstream's restart total as the last render read it.
+    restarts_seen: Mutex<HashMap<String, u64>>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -265,6 +267,7 @@ impl Metrics {
             server: Mutex::new(None),
             labelled: Mutex::new(HashSet::new()),
             rendering: Mutex::new(Vec::new()),
+            restarts_seen: Mutex::new(HashMap::new()),
         }
     }
 
@@ -359,13 +362,14 @@ impl Metrics {
             };
             self.up.get_or_create(&u).set(i64::from(s.connected));
             // Restarts are counted where they happen (the shared connection's supervisor,
-            // each host's session), and brought here as the status adds them up.
-            let restarts = self.restarts.get_or_create(&u);
-            let counted = restarts.get();
-            if s.restarts > counted {
-                restarts.inc_by(s.restarts - counted);
+            // each host's session); the counter takes what the status' total added since
+            // the last render. A total below the last one is a new upstream (a reload
+            // replaced it), whose count started again from 0: all of it is new.
+            if let Ok(mut seen) = self.restarts_seen.lock() {
+                let last = seen.insert(s.key.clone(), s.restarts).unwrap_or(0);
+                let added = s.restarts.checked_sub(last).unwrap_or(s.restarts);
+                self.restarts.get_or_create(&u).inc_by(added);
             }
-            drop(restarts);
             drop(self.renewals.get_or_create(&u));
             shown.push(s.key.clone());
         }
@@ -481,5 +485,45 @@ impl CallMeter {
 impl Drop for CallMeter {
     fn drop(&mut self) {
         self.count(CallOutcome::Cancelled, 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(restarts: u64) -> UpstreamStatus {
+        UpstreamStatus {
+            key: "up".into(),
+            connected: true,
+            last_error: None,
+            host_sessions: 0,
+            revision: None,
+            restarts,
+            session_renewals: 0,
+            required: false,
+        }
+    }
+
+    fn restarts(m: &Metrics) -> u64 {
+        m.restarts
+            .get_or_create(&UpstreamLabels {
+                upstream: "up".into(),
+            })
+            .get()
+    }
+
+    #[test]
+    fn restarts_go_on_counting_when_a_reload_replaces_the_upstream() {
+        let m = Metrics::new();
+        m.render(&[status(3)]);
+        assert_eq!(restarts(&m), 3);
+        // A reload replaced the upstream: its own count starts again from 0.
+        m.render(&[status(1)]);
+        assert_eq!(restarts(&m), 4, "the new upstream's restart is counted");
+        m.render(&[status(2)]);
+        assert_eq!(restarts(&m), 5);
+        m.render(&[status(2)]);
+        assert_eq!(restarts(&m), 5, "nothing new, nothing counted");
     }
 }
