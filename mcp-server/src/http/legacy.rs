@@ -39,7 +39,7 @@ const GONE: usize = 1 << (usize::BITS - 1);
 
 /// One use of a session, for as long as it lasts (a POST awaiting its answers, an SSE
 /// body): the session is not idle while one is held.
-struct Busy {
+pub(super) struct Busy {
     activity: Arc<Activity>,
     /// The session was taken out before this use began.
     gone: bool,
@@ -182,6 +182,12 @@ impl LegacySession {
             frame_body(&Frame::Batch(errors)),
             Some("application/json"),
         )
+    }
+
+    /// A use held from before the session enters the table until its `initialize` POST
+    /// is done: a session just made is not idle, so a full table never evicts it first.
+    pub(super) fn hold(&self) -> Busy {
+        Busy::new(&self.activity)
     }
 
     /// One POST: its messages go to the session, and the answers to its requests come

@@ -358,6 +358,7 @@ impl StreamableHttp {
             &self.inner.options,
             caller,
         ));
+        let _initializing = session.hold();
         let added = self
             .inner
             .sessions
