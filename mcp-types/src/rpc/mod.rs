@@ -165,14 +165,8 @@ impl Peer {
     /// A request past [`Inbound::max_in_flight`] is refused: whoever delivers cannot be
     /// made to wait here (HTTP answers `429` before it comes to that).
     pub async fn deliver(&self, frame: Frame, inbound: &Arc<dyn Inbound>) {
-        match frame {
-            Frame::Single(msg) => {
-                if let Some(r) = self.take(msg, inbound).await {
-                    self.refuse(r, inbound.max_in_flight());
-                }
-            }
-            Frame::Batch(msgs) => self.take_batch(msgs, inbound).await,
-        }
+        self.take_other(crate::transport::Incoming::Frame(frame), inbound)
+            .await;
     }
 
     /// Ends a detached peer: `inbound` hears it, and requests still waiting fail.

@@ -89,21 +89,20 @@ pub(crate) struct Taken(Waiter);
 impl Taken {
     /// Hands `answer` to whoever waits.
     pub(crate) fn answer(self, answer: Result<Box<RawValue>, ErrorObject>) {
-        match self.0 {
-            Waiter::Task(tx) => {
-                let _ = tx.send(answer.map_err(RpcError::Error));
-            }
-            Waiter::Then { then, .. } => then(answer.map_err(RpcError::Error)),
-        }
+        self.settle(answer.map_err(RpcError::Error));
     }
 
     /// Tells whoever waits that no answer will come.
     pub(crate) fn fail(self, error: RpcError) {
+        self.settle(Err(error));
+    }
+
+    fn settle(self, answer: Answer) {
         match self.0 {
             Waiter::Task(tx) => {
-                let _ = tx.send(Err(error));
+                let _ = tx.send(answer);
             }
-            Waiter::Then { then, .. } => then(Err(error)),
+            Waiter::Then { then, .. } => then(answer),
         }
     }
 }
