@@ -421,6 +421,8 @@ pub(crate) struct Flight {
     pub(crate) pending: Vec<(String, oneshot::Sender<Result<Value, ErrorObject>>)>,
     /// Requests handed over so far: input keys are never reused within one flight.
     pub(crate) asked: usize,
+    /// The pooled session it runs on (last: it goes back after the slot is left).
+    pub(crate) lease: Option<Arc<crate::sessions::pool::Lease>>,
 }
 
 /// What happened next to a flight.
@@ -448,7 +450,12 @@ impl Flight {
             }
         };
         tokio::select! {
-            r = call => Step::Done(r),
+            r = call => {
+                if let Some(lease) = self.lease.as_ref().filter(|_| crate::sessions::pool::answered(&r)) {
+                    lease.answered();
+                }
+                Step::Done(r)
+            }
             Some(p) = progress => Step::Progress(p),
             events = inbox.next() => {
                 let (mut logs, mut asks) = (Vec::new(), Vec::new());

@@ -47,4 +47,6 @@ pub use aggregator::{
     Aggregator, AggregatorOptions, StartError, UpstreamConfig, UpstreamConnector, UpstreamStatus,
     UpstreamTransport,
 };
-pub use sessions::{bridged_capabilities, start_capabilities, PerHostLimits, SessionMode};
+pub use sessions::{
+    bridged_capabilities, start_capabilities, PerHostLimits, PoolLimits, SessionMode,
+};

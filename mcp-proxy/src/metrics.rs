@@ -498,6 +498,7 @@ mod tests {
             connected: true,
             last_error: None,
             host_sessions: 0,
+            pooled_sessions: 0,
             revision: None,
             restarts,
             session_renewals: 0,

@@ -56,7 +56,8 @@ fn the_schema_and_the_reader_agree_on_good_and_bad_files() {
              "overrides": {"t": {"name": "u", "title": "T", "description": "d", "annotations": {"readOnlyHint": true}}}},
            "b": {"url": "https://example.com/mcp", "headers": {"X": "y"}, "type": "streamable-http",
              "session": "per-host", "maxHostSessions": 4, "hostSessionIdleSeconds": 60},
-           "c": {"command": "y", "disabled": true}},
+           "c": {"command": "y", "disabled": true},
+           "d": {"command": "z", "session": "pooled", "maxPooledSessions": 4, "maxHostSessions": 2}},
           "gateway": {"separator": "_", "maxNameLength": 48, "confirmDestructive": true,
              "surface": "dispatcher", "callTimeoutSeconds": 30, "stdioSubject": "me",
              "views": [{"name": "v", "subjects": ["me"], "upstreams": ["a"], "allowTools": ["a_*"], "surface": "direct"}],
@@ -75,7 +76,8 @@ fn the_schema_and_the_reader_agree_on_good_and_bad_files() {
         r#"{"mcpServers": {"a": {"command": 1}}}"#,
         r#"{"mcpServers": {"a": {"command": "x", "args": "y"}}}"#,
         r#"{"mcpServers": {"a": {"command": "x", "type": "ws"}}}"#,
-        r#"{"mcpServers": {"a": {"command": "x", "session": "pooled"}}}"#,
+        r#"{"mcpServers": {"a": {"command": "x", "session": "pool"}}}"#,
+        r#"{"mcpServers": {"a": {"command": "x", "maxPooledSessions": 0}}}"#,
         r#"{"mcpServers": {"a": {"command": "x", "protocolVersion": "2025-01-01"}}}"#,
         r#"{"mcpServers": {"a": {"command": "x", "callTimeoutSeconds": 0}}}"#,
         r#"{"mcpServers": {"a": {"command": "x", "denyTools": ["read file"]}}}"#,
@@ -100,4 +102,35 @@ fn the_schema_and_the_reader_agree_on_good_and_bad_files() {
             "the reader accepts {text}"
         );
     }
+}
+
+#[test]
+fn a_servers_session_reads_as_its_mode_and_bounds() {
+    use mcp_proxy::{PerHostLimits, PoolLimits, SessionMode};
+    use std::time::Duration;
+    let text = r#"{"mcpServers": {
+        "plain": {"command": "x"},
+        "pooled": {"command": "x", "maxPooledSessions": 3, "maxHostSessions": 5, "hostSessionIdleSeconds": 30},
+        "own": {"command": "x", "session": "per-host", "maxHostSessions": 2},
+        "one": {"command": "x", "session": "shared"}}}"#;
+    let gateway = mcp_proxy::config::parse(text, "sessions.json").expect("parses");
+    let mode = |key: &str| {
+        let u = gateway.upstreams.iter().find(|u| u.key == key);
+        u.map(|u| u.session.clone()).expect("the server")
+    };
+    let idle = Duration::from_secs(30);
+    assert_eq!(mode("plain"), SessionMode::default());
+    assert_eq!(
+        mode("pooled"),
+        SessionMode::Pooled(PoolLimits::new(3, idle).hosts(PerHostLimits::new(5, idle)))
+    );
+    assert_eq!(
+        mode("own"),
+        SessionMode::PerHost(PerHostLimits::new(2, Duration::from_secs(600)))
+    );
+    assert_eq!(mode("one"), SessionMode::Shared);
+    assert!(
+        matches!(SessionMode::default(), SessionMode::Pooled(l) if l.max_sessions == 8),
+        "pooled by default, 8 sessions"
+    );
 }

@@ -1,292 +1,33 @@
 //! Every host's traffic stays with that host: several hosts on one gateway in front of one
-//! legacy upstream that asks questions and logs while it works. With a session per host
-//! each question and log line reaches exactly the host whose call caused it; on a shared
-//! connection what cannot be tied to one call is refused or kept in the gateway's log,
-//! never misdelivered.
+//! legacy upstream that asks questions and logs while it works. With a session per host,
+//! or pooled sessions lent to one call at a time, each question and log line reaches
+//! exactly the host whose call caused it; on a shared connection what cannot be tied to
+//! one call is refused or kept in the gateway's log, never misdelivered.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_client::{Client, ClientError, ClientHandler, EraChoice, StdioCommand};
+use mcp_client::{Client, EraChoice, StdioCommand};
 use mcp_proxy::{
-    Aggregator, AggregatorOptions, PerHostLimits, SessionMode, UpstreamConfig, UpstreamTransport,
+    Aggregator, AggregatorOptions, PerHostLimits, PoolLimits, SessionMode, UpstreamConfig,
+    UpstreamTransport,
 };
-use mcp_server::{Outcome, RequestContext, Server, ServerHandler};
-use mcp_types::protocol::*;
-use mcp_types::{ErrorObject, Revision};
-use serde_json::{json, Map, Value};
+use mcp_server::Server;
+use mcp_types::Revision;
+use serde_json::{json, Map};
 
 mod common;
+use common::crowd::*;
 use common::python::python_upstream;
 use common::*;
 
-/// The upstream: `ask {who, delay_ms}` waits, then asks its client a question naming
-/// `who`; `chatty {who, n}` logs `n` lines naming `who`; `slow {ms}` only waits.
-struct Upstream;
-
-fn arg<'a>(p: &'a CallToolRequestParams, key: &str) -> Option<&'a Value> {
-    p.arguments.as_ref()?.get(key)
-}
-
-#[async_trait::async_trait]
-impl ServerHandler for Upstream {
-    fn capabilities(&self) -> ServerCapabilities {
-        ServerCapabilities {
-            logging: Some(Map::new()),
-            ..tools_only()
-        }
-    }
-
-    async fn list_tools(
-        &self,
-        _: &RequestContext,
-        _: PaginatedRequestParams,
-    ) -> Result<ListToolsResult, ErrorObject> {
-        listing(["ask", "chatty", "slow", "caps", "roots"].map(object_tool))
-    }
-
-    async fn call_tool(
-        &self,
-        ctx: &RequestContext,
-        p: CallToolRequestParams,
-    ) -> Result<Outcome<CallToolResult>, ErrorObject> {
-        let who = arg(&p, "who").and_then(Value::as_str).unwrap_or("?");
-        match p.name.as_str() {
-            "ask" => {
-                if let Some(a) = ctx.input_response("q") {
-                    let name = a.pointer("/content/name").and_then(Value::as_str);
-                    return text_outcome(format!("{who} answered by {}", name.unwrap_or("nobody")));
-                }
-                let ms = arg(&p, "delay_ms").and_then(Value::as_u64).unwrap_or(0);
-                tokio::time::sleep(Duration::from_millis(ms)).await;
-                let mut requests = Map::new();
-                requests.insert(
-                    "q".into(),
-                    json!({"method": "elicitation/create", "params": {
-                        "mode": "form", "message": format!("question for {who}"),
-                        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
-                    }}),
-                );
-                Ok(Outcome::InputRequired(InputRequiredResult {
-                    input_requests: Some(requests),
-                    request_state: Some(who.into()),
-                    ..Default::default()
-                }))
-            }
-            "chatty" => {
-                let n = arg(&p, "n").and_then(Value::as_u64).unwrap_or(1);
-                for k in 0..n {
-                    let line = format!("{who}:{k}");
-                    ctx.log(LoggingLevel::Info, None, json!(line)).await;
-                    ctx.progress((k + 1) as f64, Some(n as f64), Some(&line))
-                        .await;
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
-                text_outcome("done")
-            }
-            "caps" => {
-                let c = ctx.client_capabilities();
-                text_outcome(format!(
-                    "elicitation={} sampling={} roots={}",
-                    c.elicitation.is_some(),
-                    c.sampling.is_some(),
-                    c.roots.is_some()
-                ))
-            }
-            "roots" => {
-                if let Some(a) = ctx.input_response("r") {
-                    let uri = a.pointer("/roots/0/uri").and_then(Value::as_str);
-                    return text_outcome(uri.unwrap_or("no roots").to_owned());
-                }
-                let mut requests = Map::new();
-                requests.insert("r".into(), json!({"method": "roots/list", "params": {}}));
-                Ok(Outcome::InputRequired(InputRequiredResult {
-                    input_requests: Some(requests),
-                    request_state: Some(who.into()),
-                    ..Default::default()
-                }))
-            }
-            _ => {
-                let ms = arg(&p, "ms").and_then(Value::as_u64).unwrap_or(0);
-                tokio::time::sleep(Duration::from_millis(ms)).await;
-                text_outcome("slept")
-            }
-        }
-    }
-}
-
-fn upstream(session: SessionMode) -> UpstreamConfig {
-    in_process("up", Upstream)
-        .revision(Revision::V2025_06_18)
-        .session(session)
-}
-
-/// A gateway in front of the one upstream, shared by its hosts as `session` says.
-async fn gateway(session: SessionMode) -> Aggregator {
-    Aggregator::start(vec![upstream(session)], Default::default())
-        .await
-        .expect("start")
-}
-
-/// The hosts go, then the gateway.
-async fn leave(agg: Aggregator, hosts: [Client; 2]) {
-    for h in hosts {
-        h.close().await;
-    }
-    agg.shutdown().await;
-}
-
-/// A host that answers every question with its own name and records what reached it.
-#[derive(Clone, Default)]
-struct Recorder {
-    name: &'static str,
-    questions: Arc<Mutex<Vec<String>>>,
-    logs: Arc<Mutex<Vec<String>>>,
-}
-
-impl Recorder {
-    fn new(name: &'static str) -> Self {
-        Recorder {
-            name,
-            ..Default::default()
-        }
-    }
-
-    fn questions(&self) -> Vec<String> {
-        self.questions.lock().map(|q| q.clone()).unwrap_or_default()
-    }
-
-    fn logs(&self) -> Vec<String> {
-        self.logs.lock().map(|q| q.clone()).unwrap_or_default()
-    }
-}
-
-#[async_trait::async_trait]
-impl ClientHandler for Recorder {
-    async fn elicit(&self, p: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
-        if let Ok(mut q) = self.questions.lock() {
-            q.push(p.message.clone());
-        }
-        let mut content = Map::new();
-        content.insert("name".into(), json!(self.name));
-        Ok(ElicitResult {
-            action: ElicitAction::Accept,
-            content: Some(content),
-            ..Default::default()
-        })
-    }
-
-    async fn list_roots(&self) -> Result<ListRootsResult, ErrorObject> {
-        Ok(ListRootsResult {
-            roots: vec![Root {
-                uri: format!("file:///{}", self.name),
-                ..Default::default()
-            }],
-            ..Default::default()
-        })
-    }
-
-    fn log_message(
-        &self,
-        params: LoggingMessageNotificationParams,
-    ) -> Option<LoggingMessageNotificationParams> {
-        if let Ok(mut l) = self.logs.lock() {
-            l.push(params.data.as_str().unwrap_or_default().to_owned());
-        }
-        None
-    }
-}
-
-async fn call(client: &Client, tool: &str, args: Value) -> Result<String, String> {
-    match client
-        .call_tool(&format!("up__{tool}"), arguments(args))
-        .await
-    {
-        Ok(r) if r.result.is_error() => Err(text(&r.result)),
-        Ok(r) => Ok(text(&r.result)),
-        Err(ClientError::Server(e)) => Err(e.message),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
-/// Hosts A and B each call `ask` at once, with this round's delays.
-async fn ask_both(
-    a: &Client,
-    b: &Client,
-    round: u64,
-) -> (Result<String, String>, Result<String, String>) {
-    tokio::join!(
-        call(a, "ask", json!({"who": "A", "delay_ms": delay(round, 1)})),
-        call(b, "ask", json!({"who": "B", "delay_ms": delay(round, 2)})),
-    )
-}
-
-/// `rounds` rounds of [`ask_both`]: each host hears its own answer, every round.
-async fn each_answered_in_turn(a: &Client, b: &Client, rounds: u64) {
-    for round in 0..rounds {
-        let (ra, rb) = ask_both(a, b, round).await;
-        assert_eq!(ra.as_deref(), Ok("A answered by A"), "round {round}");
-        assert_eq!(rb.as_deref(), Ok("B answered by B"), "round {round}");
-    }
-}
-
-/// Hosts A and B each call `chatty` for `n` lines at once; both calls finish. With
-/// `progress` they ask for it (a call that wants progress is relayed by a task, one that
-/// does not from the upstream's read loop: both ways must keep log lines apart), and each
-/// host hears all `n` of its own progress notifications and none of the other's.
-async fn chat_both(a: &Client, b: &Client, n: u64, progress: bool) {
-    let chat = |client: &Client, who: &'static str| {
-        let client = client.clone();
-        async move {
-            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-            let mut opts = mcp_client::CallOptions::default();
-            opts.progress = progress.then_some(tx);
-            let out = client
-                .call_tool_with("up__chatty", arguments(json!({"who": who, "n": n})), &opts)
-                .await
-                .map(|r| text(&r.result))
-                .map_err(|e| e.to_string());
-            drop(opts);
-            // Notifications may trail the answer by a moment.
-            let mut heard = Vec::new();
-            while progress && (heard.len() as u64) < n {
-                match tokio::time::timeout(Duration::from_secs(2), rx.recv()).await {
-                    Ok(Some(p)) => heard.push(p.message.unwrap_or_default()),
-                    _ => break,
-                }
-            }
-            (out, heard)
-        }
-    };
-    let ((ra, pa), (rb, pb)) = tokio::join!(chat(a, "A"), chat(b, "B"));
-    assert_eq!((ra.as_deref(), rb.as_deref()), (Ok("done"), Ok("done")));
-    assert!(pa.iter().all(|m| m.starts_with("A:")), "{pa:?}");
-    assert!(pb.iter().all(|m| m.starts_with("B:")), "{pb:?}");
-    let want = if progress { n } else { 0 };
-    assert_eq!(
-        (pa.len() as u64, pb.len() as u64),
-        (want, want),
-        "every progress notification reaches its host"
-    );
-}
-
-/// Every question and log line that reached host A or B was its own.
-fn each_heard_only_its_own(a: &Recorder, b: &Recorder) {
-    assert!(a.questions().iter().all(|q| q == "question for A"));
-    assert!(b.questions().iter().all(|q| q == "question for B"));
-    let (la, lb) = (a.logs(), b.logs());
-    assert!(la.iter().all(|l| l.starts_with("A:")), "{la:?}");
-    assert!(lb.iter().all(|l| l.starts_with("B:")), "{lb:?}");
-}
-
-/// A small deterministic spread of delays, so that rounds interleave differently.
-fn delay(round: u64, salt: u64) -> u64 {
-    (round.wrapping_mul(2_654_435_761).wrapping_add(salt * 97)) % 7
+/// A session per host, with the default bounds.
+fn per_host() -> SessionMode {
+    SessionMode::PerHost(PerHostLimits::default())
 }
 
 #[tokio::test]
 async fn per_host_sessions_deliver_every_question_to_its_own_host() {
-    let agg = gateway(SessionMode::default()).await;
+    let agg = gateway(per_host()).await;
     let (a, b) = (Recorder::new("A"), Recorder::new("B"));
     let host_a = host(
         &agg,
@@ -319,7 +60,7 @@ async fn per_host_sessions_deliver_every_question_to_its_own_host() {
 
 #[tokio::test]
 async fn per_host_sessions_deliver_every_log_line_to_its_own_host() {
-    let agg = gateway(SessionMode::default()).await;
+    let agg = gateway(per_host()).await;
     let (a, b) = (Recorder::new("A"), Recorder::new("B"));
     let era = |r| eliciting(EraChoice::Legacy(r));
     let host_a = host(&agg, a.clone(), era(Revision::V2025_06_18)).await;
@@ -340,7 +81,7 @@ async fn per_host_sessions_deliver_every_log_line_to_its_own_host() {
 
 #[tokio::test]
 async fn per_host_sessions_hear_each_hosts_own_capabilities_and_roots() {
-    let agg = gateway(SessionMode::default()).await;
+    let agg = gateway(per_host()).await;
     let (a, b) = (Recorder::new("A"), Recorder::new("B"));
     let host_a = host(
         &agg,
@@ -433,7 +174,7 @@ async fn a_shared_connection_refuses_what_it_cannot_attribute() {
 
 #[tokio::test]
 async fn http_hosts_each_in_a_session_of_their_own_hear_only_their_own_questions() {
-    let agg = gateway(SessionMode::default()).await;
+    let agg = gateway(per_host()).await;
     let (addr, _serving) = mcp_server::http::bind(
         "127.0.0.1:0".parse().expect("addr"),
         Server::new(agg.clone()),
@@ -546,4 +287,236 @@ async fn a_stdio_upstream_runs_one_process_per_host_capped_and_reaped() {
     assert_eq!(settle(1).await, 1);
     agg.shutdown().await;
     assert_eq!(settle(0).await, 0, "no child process is left behind");
+}
+
+/// A pool of `max` sessions in front of the upstream, kept for 10 minutes idle.
+fn pooled(max: usize) -> SessionMode {
+    SessionMode::Pooled(PoolLimits::new(max, Duration::from_secs(600)))
+}
+
+/// Two hosts that declared the same (so the pool lends them the same sessions) ask and
+/// chat at once: every question and log line reaches the host whose call caused it.
+async fn pooled_hosts_hear_only_their_own(max: usize) {
+    let agg = gateway(pooled(max)).await;
+    let (a, b) = (Recorder::new("A"), Recorder::new("B"));
+    let host_a = host(
+        &agg,
+        a.clone(),
+        eliciting(EraChoice::Legacy(Revision::V2025_06_18)),
+    )
+    .await;
+    let host_b = host(
+        &agg,
+        b.clone(),
+        eliciting(EraChoice::Legacy(Revision::V2025_11_25)),
+    )
+    .await;
+    let rounds = 50;
+    each_answered_in_turn(&host_a, &host_b, rounds).await;
+    for round in 0..4 {
+        chat_both(&host_a, &host_b, 20, round % 2 == 1).await;
+    }
+    // Notifications may trail the answer by a moment.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    each_heard_only_its_own(&a, &b);
+    assert_eq!((a.questions().len(), b.questions().len()), (50, 50));
+    assert_eq!(
+        (a.logs().len(), b.logs().len()),
+        (80, 80),
+        "every line reaches its host"
+    );
+    let status = &agg.status()[0];
+    assert_eq!(status.host_sessions, 0, "no host has a session of its own");
+    assert_eq!(
+        status.pooled_sessions, max,
+        "the hosts took turns on {max} sessions"
+    );
+    leave(agg, [host_a, host_b]).await;
+}
+
+#[tokio::test]
+async fn one_pooled_session_taking_turns_keeps_each_hosts_traffic_its_own() {
+    pooled_hosts_hear_only_their_own(1).await;
+}
+
+#[tokio::test]
+async fn two_pooled_sessions_keep_each_hosts_traffic_its_own() {
+    pooled_hosts_hear_only_their_own(2).await;
+}
+
+#[tokio::test]
+async fn a_pooled_session_is_opened_with_each_hosts_own_capabilities() {
+    let agg = gateway(pooled(2)).await;
+    let (a, b) = (Recorder::new("A"), Recorder::new("B"));
+    let host_a = host(
+        &agg,
+        a.clone(),
+        eliciting(EraChoice::Legacy(Revision::V2025_06_18)),
+    )
+    .await;
+    let mut with_roots = eliciting(EraChoice::Legacy(Revision::V2025_11_25));
+    with_roots.capabilities.roots = Some(Default::default());
+    let host_b = host(&agg, b.clone(), with_roots).await;
+    for _ in 0..3 {
+        assert_eq!(
+            call(&host_a, "caps", json!({})).await.as_deref(),
+            Ok("elicitation=true sampling=false roots=false")
+        );
+        assert_eq!(
+            call(&host_b, "caps", json!({})).await.as_deref(),
+            Ok("elicitation=true sampling=false roots=true")
+        );
+    }
+    // B's roots/list reaches B; A declared no roots, and its session says so.
+    assert_eq!(
+        call(&host_b, "roots", json!({"who": "B"})).await.as_deref(),
+        Ok("file:///B")
+    );
+    assert!(call(&host_a, "roots", json!({"who": "A"})).await.is_err());
+    assert_eq!(
+        agg.status()[0].pooled_sessions,
+        2,
+        "one per set of capabilities"
+    );
+    // A third set of capabilities in a full pool: the longest idle session makes room.
+    let host_c = host(&agg, Recorder::new("C"), opts_without_anything()).await;
+    assert_eq!(
+        call(&host_c, "caps", json!({})).await.as_deref(),
+        Ok("elicitation=false sampling=false roots=false")
+    );
+    assert_eq!(agg.status()[0].pooled_sessions, 2);
+    host_c.close().await;
+    leave(agg, [host_a, host_b]).await;
+}
+
+/// A legacy host that declares nothing.
+fn opts_without_anything() -> mcp_client::ClientOptions {
+    mcp_client::ClientOptions::default().era(EraChoice::Legacy(Revision::V2025_06_18))
+}
+
+#[tokio::test]
+async fn a_pooled_session_whose_call_was_cancelled_is_not_lent_again() {
+    let agg = gateway(pooled(1)).await;
+    let host_a = host(&agg, Recorder::new("A"), opts_without_anything()).await;
+    assert_eq!(
+        call(&host_a, "slow", json!({"ms": 0})).await.as_deref(),
+        Ok("slept")
+    );
+    assert_eq!(agg.status()[0].pooled_sessions, 1);
+    // A call that times out is cancelled upstream; the upstream may still be at it.
+    let cancel = std::sync::Arc::new(tokio::sync::Notify::new());
+    let opts = mcp_client::CallOptions::default().cancel(cancel.clone());
+    let slow = host_a.call_tool_with("up__slow", arguments(json!({"ms": 60_000})), &opts);
+    let cancelled = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        cancel.notify_one();
+    };
+    let (r, ()) = tokio::join!(slow, cancelled);
+    assert!(r.is_err(), "the call was cancelled: {r:?}");
+    let mut closed = false;
+    for _ in 0..50 {
+        if agg.status()[0].pooled_sessions == 0 {
+            closed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        closed,
+        "the session of a cancelled call is closed, not lent again"
+    );
+    // The next call opens another.
+    assert_eq!(
+        call(&host_a, "slow", json!({"ms": 0})).await.as_deref(),
+        Ok("slept")
+    );
+    assert_eq!(agg.status()[0].pooled_sessions, 1);
+    host_a.close().await;
+    agg.shutdown().await;
+}
+
+/// A legacy stdio upstream whose `who` answers with its process id and the call's `n`.
+fn echo_pid_script() -> String {
+    python_upstream(
+        "pids",
+        "import os",
+        json!([object_tool("who")]),
+        r#"n = msg["params"].get("arguments", {}).get("n")
+send({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": f"{os.getpid()}:{n}"}]}})"#,
+    )
+}
+
+const POOL_MARKER: &str = "mcp-proxy-hosts-pool-marker";
+
+#[tokio::test]
+async fn two_hundred_http_hosts_share_a_few_pooled_processes_of_a_legacy_stdio_upstream() {
+    let pids = UpstreamConfig::new(
+        "pids",
+        UpstreamTransport::Stdio(StdioCommand::new(
+            "python3",
+            ["-c", &echo_pid_script(), POOL_MARKER],
+        )),
+    );
+    assert!(
+        matches!(pids.session, SessionMode::Pooled(_)),
+        "the default"
+    );
+    let agg = Aggregator::start(vec![pids], AggregatorOptions::default())
+        .await
+        .expect("start");
+    let (addr, _serving) = mcp_server::http::bind(
+        "127.0.0.1:0".parse().expect("addr"),
+        Server::new(agg.clone()),
+        mcp_server::http::HttpOptions::default(),
+    )
+    .await
+    .expect("bind");
+    let url = format!("http://{addr}/mcp");
+    let mut hosts = tokio::task::JoinSet::new();
+    for h in 0..200u64 {
+        let url = url.clone();
+        hosts.spawn(async move {
+            let config = mcp_client::http::HttpConfig::new(url);
+            let client =
+                mcp_client::connect_http(config, Recorder::new("host"), opts_without_anything())
+                    .await
+                    .expect("an HTTP host connects");
+            let mut seen = Vec::new();
+            for k in 0..5u64 {
+                let n = h * 10 + k;
+                let r = client
+                    .call_tool("pids__who", arguments(json!({"n": n})))
+                    .await
+                    .expect("answered");
+                assert!(!r.result.is_error(), "{:?}", text(&r.result));
+                let answer = text(&r.result);
+                let (pid, echoed) = answer.split_once(':').expect("pid:n");
+                assert_eq!(echoed, n.to_string(), "host {h} got its own answer");
+                seen.push(pid.to_owned());
+            }
+            client.close().await;
+            seen
+        });
+    }
+    let answers: Vec<Vec<String>> = hosts.join_all().await;
+    let all: Vec<&String> = answers.iter().flatten().collect();
+    assert_eq!(all.len(), 1000, "every call answered");
+    let distinct: std::collections::HashSet<&&String> = all.iter().collect();
+    let status = &agg.status()[0];
+    assert_eq!(status.host_sessions, 0);
+    assert!(status.pooled_sessions <= 8, "{}", status.pooled_sessions);
+    assert!(
+        distinct.len() <= 8,
+        "at most the pool's 8 processes served: {}",
+        distinct.len()
+    );
+    // The connection opened at start, and the pool.
+    let running = processes_marked(POOL_MARKER);
+    assert!((2..=9).contains(&running), "{running} upstream processes");
+    agg.shutdown().await;
+    assert_eq!(
+        settle_marked(POOL_MARKER, 0).await,
+        0,
+        "no child process is left behind"
+    );
 }

@@ -174,8 +174,8 @@ async fn expired_upstream_sessions_are_started_again_and_no_call_is_lost() {
         "the upstream is legacy"
     );
     // Each host (an in-memory connection is a host session, as a stdio one is) declares
-    // nothing, so each has an upstream session of its own beside the shared one opened at
-    // start, which lists the tools.
+    // nothing, so its calls go on a pooled session, beside the shared one opened at start,
+    // which lists the tools; one after the other, they take turns on one.
     let legacy = host(
         &agg,
         mcp_client::NoHandler,
@@ -196,17 +196,17 @@ async fn expired_upstream_sessions_are_started_again_and_no_call_is_lost() {
             assert_eq!(text(&r.result), format!("echo {n}"), "{who} call {n}");
         }
     }
-    // Each host's 50 calls take ten sessions of five calls: nine of them started because
-    // the upstream ended one. With the shared session, 3 + 18 initializes.
+    // The 100 calls take twenty sessions of five calls: nineteen of them started because
+    // the upstream ended one. With the shared session, 21 initializes.
     let answered = seen
         .calls
         .lock()
         .map(|c| c.values().copied().collect::<Vec<_>>());
     assert_eq!(answered.ok(), Some(vec![CALLS_PER_SESSION; 20]));
     assert_eq!(seen.initializes.load(Ordering::SeqCst), 21);
-    assert_eq!(seen.expired.load(Ordering::SeqCst), 18);
+    assert_eq!(seen.expired.load(Ordering::SeqCst), 19);
     let status = &agg.status()[0];
-    assert_eq!(status.session_renewals, 18, "{status:?}");
+    assert_eq!(status.session_renewals, 19, "{status:?}");
     assert!(
         status.connected && status.last_error.is_none(),
         "{status:?}"

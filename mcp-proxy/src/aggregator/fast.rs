@@ -24,6 +24,7 @@ use super::{Aggregator, CONFIRM_KEY};
 use crate::bridge::{Calls, Event, EventSink, Flight, SlotGuard};
 use crate::metrics::CallMeter;
 use crate::policy::{may_be_destructive, Surface};
+use crate::sessions::pool::{self, Lease};
 use crate::sessions::Link;
 
 /// What a call needs once it is on its way.
@@ -55,6 +56,8 @@ struct FastCall {
     slot: Mutex<Option<SlotGuard>>,
     /// Its metrics, until it is counted (dropped uncounted: a cancellation).
     meter: Mutex<Option<CallMeter>>,
+    /// The pooled session it runs on, until the call is over there.
+    lease: Mutex<Option<Arc<Lease>>>,
 }
 
 impl Aggregator {
@@ -72,6 +75,7 @@ impl Aggregator {
             revision: p.link.client.revision(),
             client: p.link.client,
             calls: p.link.calls,
+            lease: Mutex::new(p.link.lease),
             plan: p.plan,
             may_retry: p.may_retry,
             id: OnceLock::new(),
@@ -184,6 +188,11 @@ impl FastCall {
         call
     }
 
+    /// Its pooled session's lease, if it still holds one.
+    fn lease(&self) -> Option<Arc<Lease>> {
+        self.lease.lock().ok().and_then(|mut l| l.take())
+    }
+
     /// Its metrics, if the call is not counted yet.
     fn meter(&self) -> Option<CallMeter> {
         self.meter.lock().ok().and_then(|mut m| m.take())
@@ -194,6 +203,10 @@ impl FastCall {
         let Some(call) = self.take() else {
             return;
         };
+        // Back to the pool before the host hears the answer: its next call may take it.
+        if let Some(lease) = self.lease().filter(|_| pool::answered(&answer)) {
+            lease.answered();
+        }
         // Every look at the answer below starts with this question: asked once.
         let escapes = answer
             .as_ref()
@@ -254,6 +267,8 @@ impl FastCall {
         if let Some(id) = self.id.get() {
             self.client.cancel_now(id, "cancelled by the caller");
         }
+        // The upstream may still be at it: its session is not lent again.
+        drop(self.lease());
         call.respond(raw_failure(self.key(), ClientError::Cancelled));
     }
 
@@ -296,6 +311,7 @@ impl FastCall {
             slot: (slot, inbox),
             pending: Vec::new(),
             asked: 0,
+            lease: self.lease(),
         };
         let me = self.clone();
         let meter = self.meter();

@@ -57,7 +57,8 @@ impl Aggregator {
         let flight = match ctx.request_state().filter(|s| s.starts_with(STATE_PREFIX)) {
             Some(state) => self.resume(state, method_name, ctx)?,
             None => {
-                let link = self.link(i, ctx).await?;
+                let need = super::links::Need::of(method_name, &params);
+                let link = self.link(i, ctx, need).await?;
                 self.launch(i, link, method_name, params, ctx)
             }
         };
@@ -112,7 +113,11 @@ impl Aggregator {
         params: RawObject<'_>,
         ctx: &RequestContext,
     ) -> Flight {
-        let crate::sessions::Link { client, calls } = link;
+        let crate::sessions::Link {
+            client,
+            calls,
+            lease,
+        } = link;
         // Progress is relayed only to a host that asked for it.
         let (tx, progress) = match ctx.wants_progress() {
             true => {
@@ -142,6 +147,7 @@ impl Aggregator {
             slot,
             pending: Vec::new(),
             asked: 0,
+            lease,
         }
     }
 

@@ -23,6 +23,7 @@ impl Health for Aggregator {
                     "restarts": u.restarts,
                     "sessionRenewals": u.session_renewals,
                     "hostSessions": u.host_sessions,
+                    "pooledSessions": u.pooled_sessions,
                 })
             })
             .collect();

@@ -1,5 +1,5 @@
-//! Which connection a host's request to an upstream goes on: the host's own upstream
-//! session where the upstream keeps one per host, else the shared one.
+//! Which connection a host's request to an upstream goes on: the shared one, the host's
+//! own upstream session, or a pooled session lent to the one call.
 
 use super::id::UpstreamId;
 use std::sync::Arc;
@@ -7,41 +7,87 @@ use std::sync::Arc;
 use mcp_client::{ClientError, EraChoice};
 use mcp_revisions::features;
 use mcp_server::{HostSession, RequestContext};
+use mcp_types::protocol::ClientCapabilities;
 
+use super::pool::Upstream;
 use super::Aggregator;
 use crate::bridge::Calls;
-use crate::sessions::{bridged_capabilities, fits_start, HostLinks, Link};
+use crate::sessions::host::HostLinks;
+use crate::sessions::pool::SessionPool;
+use crate::sessions::{bridged_capabilities, fits_start, Link};
+
+/// What a host's request needs of the upstream session it goes on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Need {
+    /// One call: any session that declared what its host declared will do.
+    Call,
+    /// Something the upstream keeps for the host across calls (a resource subscription, a
+    /// task and what follows it): the host's own session.
+    State,
+}
+
+impl Need {
+    /// What request `method_name` needs: a task (made by `params`' `task`, or followed by
+    /// a `tasks/*` request) lives in the session that created it.
+    pub(super) fn of(method_name: &str, params: &mcp_types::raw::RawObject<'_>) -> Need {
+        match method_name.starts_with("tasks/") || params.contains_key("task") {
+            true => Need::State,
+            false => Need::Call,
+        }
+    }
+}
+
+/// Where one host's requests to one upstream go.
+enum Via<'a> {
+    /// The shared connection.
+    Shared,
+    /// The host's own session ([`crate::SessionMode::PerHost`]).
+    Own(&'a Arc<HostLinks>, &'a HostSession),
+    /// A pooled session per call, or the host's own once it keeps state upstream
+    /// ([`crate::SessionMode::Pooled`]).
+    Pool(&'a Arc<SessionPool>, &'a Arc<HostLinks>, &'a HostSession),
+}
 
 impl Aggregator {
-    /// The per-host sessions of upstream `i` and the host of `ctx`, when that host's
-    /// requests go on a session opened for it: the upstream keeps sessions per host, speaks
-    /// a legacy revision (a 2026 one carries everything per request), the request came in
-    /// a host session, and that host is not the first one whose capabilities are those the
-    /// connection opened at start declared (that host has it).
-    fn per_host<'a>(
-        &'a self,
-        i: UpstreamId,
-        ctx: &'a RequestContext,
-    ) -> Option<(&'a Arc<HostLinks>, &'a HostSession)> {
+    /// How the host of `ctx` reaches upstream `i`: on sessions opened for hosts when the
+    /// upstream keeps them, speaks a legacy revision (a 2026 one carries everything per
+    /// request), the request came in a host session, and that host is not the first one
+    /// whose capabilities are those the connection opened at start declared (that host
+    /// has it).
+    fn via<'a>(&'a self, i: UpstreamId, ctx: &'a RequestContext) -> Via<'a> {
         let u = &self.inner.upstreams[i];
-        let links = u.links.as_ref()?;
-        let host = ctx.host_session()?;
+        let (Some(links), Some(host)) = (u.links.as_ref(), ctx.host_session()) else {
+            return Via::Shared;
+        };
         let legacy = u
             .client()
             .is_some_and(|c| !features::per_request_meta(c.revision()));
         let fits = || fits_start(ctx.client_capabilities());
-        (legacy && !links.is_first(host.id(), fits)).then_some((links, host))
+        if !legacy || links.is_first(host.id(), fits) {
+            return Via::Shared;
+        }
+        match &u.pool {
+            Some(pool) => Via::Pool(pool, links, host),
+            None => Via::Own(links, host),
+        }
     }
 
-    /// The connection for `ctx`'s requests to upstream `i` if it is open now; `None` when
-    /// it must be opened first (see [`Aggregator::link`]) or the upstream is down. Calls
-    /// relayed without a task go on it; one that needs a task takes [`Aggregator::link`],
-    /// which never gives the legacy session beside a 2026 connection, because the task
-    /// path writes its requests for the connection's own revision.
+    /// The connection for a call of `ctx`'s host to upstream `i` if one is ready now;
+    /// `None` when it must be opened or waited for first (see [`Aggregator::link`]) or the
+    /// upstream is down. Calls relayed without a task go on it; one that needs a task
+    /// takes [`Aggregator::link`], which never gives the legacy session beside a 2026
+    /// connection, because the task path writes its requests for the connection's own
+    /// revision.
     pub(super) fn link_now(&self, i: UpstreamId, ctx: &RequestContext) -> Option<Link> {
         let u = &self.inner.upstreams[i];
-        if let Some((links, host)) = self.per_host(i, ctx) {
-            return links.get(host.id());
+        match self.via(i, ctx) {
+            Via::Own(links, host) => return links.get(host.id()),
+            Via::Pool(pool, links, host) => {
+                return links
+                    .get(host.id())
+                    .or_else(|| pool.try_lease(&bridged_capabilities(ctx.client_capabilities())));
+            }
+            Via::Shared => {}
         }
         // A legacy host's call goes in its own era where a legacy session is open beside
         // a 2026 connection (UpstreamConfig::legacy_session).
@@ -51,37 +97,77 @@ impl Aggregator {
         Some(Link {
             client: legacy.or_else(|| u.client())?,
             calls: u.calls.clone(),
+            lease: None,
         })
     }
 
-    /// The connection for `ctx`'s requests to upstream `i`, opening the host's own session
-    /// there first if it needs one. The host's session speaks the revision the shared
-    /// connection negotiated (the catalog was listed in it) and declares exactly what the
-    /// host declared it can be asked.
+    /// The connection for `ctx`'s request to upstream `i`, opening (or waiting for) a
+    /// session for the host there first if it needs one. A host's session speaks the
+    /// revision the shared connection negotiated (the catalog was listed in it) and
+    /// declares exactly what the host declared it can be asked.
     pub(super) async fn link(
         &self,
         i: UpstreamId,
         ctx: &RequestContext,
+        need: Need,
     ) -> Result<Link, ClientError> {
         let u = &self.inner.upstreams[i];
         let shared = u
             .client()
             .ok_or_else(|| ClientError::Unavailable(u.unavailable()))?;
-        let Some((links, host)) = self.per_host(i, ctx) else {
-            return Ok(Link {
-                client: shared,
-                calls: u.calls.clone(),
-            });
-        };
         let era = EraChoice::Legacy(shared.revision());
         let capabilities = bridged_capabilities(ctx.client_capabilities());
-        links
-            .get_or_open(&u.config.key, host, || async {
-                let calls = Arc::new(Calls::default());
-                let client = self.open(u, calls.clone(), capabilities, era).await?;
-                Ok(Link { client, calls })
-            })
+        let (pool, links, host) = match self.via(i, ctx) {
+            Via::Shared => {
+                return Ok(Link {
+                    client: shared,
+                    calls: u.calls.clone(),
+                    lease: None,
+                })
+            }
+            Via::Own(links, host) => return self.own_link(u, links, host, capabilities, era).await,
+            Via::Pool(pool, links, host) => (pool, links, host),
+        };
+        if let Some(own) = links.get(host.id()) {
+            return Ok(own);
+        }
+        if need == Need::State {
+            return self.own_link(u, links, host, capabilities, era).await;
+        }
+        let open = || self.open_link(u, capabilities.clone(), era);
+        pool.lease(&u.config.key, &capabilities, self.call_timeout(i), open)
             .await
             .map_err(|e| ClientError::Unavailable(e.to_string()))
+    }
+
+    /// `host`'s own session on `u`, opened if it has none.
+    async fn own_link(
+        &self,
+        u: &Upstream,
+        links: &Arc<HostLinks>,
+        host: &HostSession,
+        capabilities: ClientCapabilities,
+        era: EraChoice,
+    ) -> Result<Link, ClientError> {
+        links
+            .get_or_open(&u.config.key, host, || self.open_link(u, capabilities, era))
+            .await
+            .map_err(|e| ClientError::Unavailable(e.to_string()))
+    }
+
+    /// A new session on `u` for hosts that declared `capabilities`.
+    async fn open_link(
+        &self,
+        u: &Upstream,
+        capabilities: ClientCapabilities,
+        era: EraChoice,
+    ) -> Result<Link, String> {
+        let calls = Arc::new(Calls::default());
+        let client = self.open(u, calls.clone(), capabilities, era).await?;
+        Ok(Link {
+            client,
+            calls,
+            lease: None,
+        })
     }
 }

@@ -326,8 +326,11 @@ pub struct UpstreamStatus {
     pub connected: bool,
     /// Why it last failed, until it connects again.
     pub last_error: Option<String>,
-    /// Upstream sessions open (or opening) for hosts ([`SessionMode::PerHost`]).
+    /// Upstream sessions open (or opening) for hosts of their own ([`SessionMode::PerHost`],
+    /// or hosts that keep state upstream under [`SessionMode::Pooled`]).
     pub host_sessions: usize,
+    /// Pooled upstream sessions open (or opening) ([`SessionMode::Pooled`]).
+    pub pooled_sessions: usize,
     /// The revision its shared connection speaks, while connected.
     pub revision: Option<mcp_types::Revision>,
     /// How often its connection ended and it was started again.

@@ -15,7 +15,9 @@ use super::catalog::Listing;
 use super::{Aggregator, UpstreamConfig, UpstreamStatus, UpstreamTransport};
 use crate::abort::AbortOnDrop;
 use crate::bridge::{Bridge, Calls};
-use crate::sessions::{start_capabilities, HostLinks, SessionMode};
+use crate::sessions::host::HostLinks;
+use crate::sessions::pool::SessionPool;
+use crate::sessions::{start_capabilities, SessionMode};
 
 pub(super) struct Upstream {
     pub(super) config: UpstreamConfig,
@@ -27,8 +29,10 @@ pub(super) struct Upstream {
     /// Host calls in flight on the shared connection, for routing a legacy upstream's
     /// requests.
     pub(super) calls: Arc<Calls>,
-    /// The sessions of hosts that have one of their own here ([`SessionMode::PerHost`]).
+    /// The sessions of hosts that have one of their own here.
     pub(super) links: Option<Arc<HostLinks>>,
+    /// The sessions lent to hosts' calls one at a time ([`SessionMode::Pooled`]).
+    pub(super) pool: Option<Arc<SessionPool>>,
     /// How often its connection ended (and it was started again).
     pub(super) restarts: std::sync::atomic::AtomicU64,
     /// How often an HTTP upstream ended one of our sessions and a new one was started.
@@ -41,12 +45,17 @@ pub(super) struct Upstream {
 impl Upstream {
     /// An upstream not connected yet.
     pub(super) fn new(config: UpstreamConfig, namespace: String) -> Self {
-        let links = match &config.session {
-            SessionMode::PerHost(limits) => Some(Arc::new(HostLinks::new(limits.clone()))),
-            _ => None,
+        let (links, pool) = match &config.session {
+            SessionMode::PerHost(limits) => (Some(HostLinks::new(limits.clone())), None),
+            SessionMode::Pooled(limits) => (
+                Some(HostLinks::new(limits.hosts.clone())),
+                Some(Arc::new(SessionPool::new(limits.clone()))),
+            ),
+            _ => (None, None),
         };
         Upstream {
-            links,
+            links: links.map(Arc::new),
+            pool,
             config,
             namespace,
             client: RwLock::new(None),
@@ -135,9 +144,11 @@ impl Aggregator {
                     connected: client.is_some(),
                     last_error: u.last_error.lock().ok().and_then(|e| e.clone()),
                     host_sessions: u.links.as_ref().map_or(0, |l| l.len()),
+                    pooled_sessions: u.pool.as_ref().map_or(0, |p| p.len()),
                     revision: client.map(|c| c.revision()),
                     restarts: u.restarts.load(Ordering::Relaxed)
-                        + u.links.as_ref().map_or(0, |l| l.restarts()),
+                        + u.links.as_ref().map_or(0, |l| l.restarts())
+                        + u.pool.as_ref().map_or(0, |p| p.restarts()),
                     session_renewals: u.session_renewals.load(Ordering::Relaxed),
                     required: u.config.required,
                 }
@@ -450,6 +461,10 @@ pub(super) async fn close_upstreams<'a>(upstreams: impl Iterator<Item = &'a Arc<
             let links = links.clone();
             closing.spawn(async move { links.close_all().await });
         }
+        if let Some(pool) = &u.pool {
+            let pool = pool.clone();
+            closing.spawn(async move { pool.close_all().await });
+        }
     }
     let all = async { while closing.join_next().await.is_some() {} };
     if tokio::time::timeout(Aggregator::SHUTDOWN_LIMIT, all)
@@ -466,5 +481,7 @@ pub(super) async fn close_upstreams<'a>(upstreams: impl Iterator<Item = &'a Arc<
 
 /// Host calls in flight on `u`'s connections.
 pub(super) fn in_flight(u: &Upstream) -> usize {
-    u.calls.in_flight() + u.links.as_ref().map_or(0, |l| l.in_flight())
+    u.calls.in_flight()
+        + u.links.as_ref().map_or(0, |l| l.in_flight())
+        + u.pool.as_ref().map_or(0, |p| p.in_flight())
 }

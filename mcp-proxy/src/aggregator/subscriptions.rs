@@ -528,7 +528,7 @@ impl Aggregator {
             .with_data(json!({"uri": uri})));
         }
         let link = self
-            .link(i, ctx)
+            .link(i, ctx, super::links::Need::State)
             .await
             .map_err(|e| upstream_error(key, e))?;
         table.subscribe(key, link, subscriber, uri).await

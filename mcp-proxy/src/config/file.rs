@@ -64,12 +64,17 @@ pub(super) struct Server {
     /// Tools matching one of these patterns are not served.
     #[schemars(inner(regex(pattern = r"^\S+$")))]
     deny_tools: Option<Vec<String>>,
-    /// One upstream session per host (the default) or one for all.
+    /// How hosts share a legacy upstream: a pool of sessions, each lent to one call at a
+    /// time (the default), one session per host, or one for all.
     session: Option<SessionKind>,
-    /// Most host sessions at once (`per-host`).
+    /// Most pooled sessions at once (`pooled`; default 8).
+    #[schemars(range(min = 1))]
+    max_pooled_sessions: Option<u64>,
+    /// Most sessions of hosts' own at once (`per-host`, and hosts that keep state upstream
+    /// under `pooled`; default 64).
     #[schemars(range(min = 1))]
     max_host_sessions: Option<u64>,
-    /// Seconds an idle host session is kept (`per-host`).
+    /// Seconds an idle session opened for hosts is kept (default 600).
     #[schemars(range(min = 1))]
     host_session_idle_seconds: Option<u64>,
     /// Longest one call may take (default: the gateway's).
@@ -108,6 +113,7 @@ enum ServerType {
 #[derive(JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 enum SessionKind {
+    Pooled,
     PerHost,
     Shared,
 }

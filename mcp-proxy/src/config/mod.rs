@@ -1,9 +1,9 @@
 //! The gateway configuration: the `mcpServers` JSON that Claude Desktop and Cursor users
 //! already have, plus per-server `namespace`, `trusted`, `protocolVersion` (pin the
 //! revision spoken with that server; default: detect) and `allowTools`/`denyTools`
-//! (name patterns, `*` for any run; see [`ToolFilter`]), `session` (`"per-host"`, the
-//! default, or `"shared"`; see [`SessionMode`]) with `maxHostSessions` and
-//! `hostSessionIdleSeconds`, `callTimeoutSeconds` (longest one call may take; default:
+//! (name patterns, `*` for any run; see [`ToolFilter`]), `session` (`"pooled"`, the
+//! default, `"per-host"` or `"shared"`; see [`SessionMode`]) with `maxPooledSessions`,
+//! `maxHostSessions` and `hostSessionIdleSeconds`, `callTimeoutSeconds` (longest one call may take; default:
 //! the gateway's), `maxMessageBytes` (longest stdio message each way; default 16 MiB) and
 //! `legacySession` (see [`crate::UpstreamConfig::legacy_session`]), and a top-level
 //! `gateway` object: `separator`, `maxNameLength`, `confirmDestructive` (ask the host's
@@ -47,7 +47,7 @@ pub use file::schema;
 
 use crate::naming::Prefixed;
 use crate::policy::{AskHost, Surface, ToolFilter};
-use crate::sessions::{PerHostLimits, SessionMode};
+use crate::sessions::{PerHostLimits, PoolLimits, SessionMode};
 use crate::{AggregatorOptions, UpstreamConfig, UpstreamTransport};
 
 /// How long a gateway started from a file waits for its upstreams (`startupWaitMillis`).
@@ -66,30 +66,42 @@ pub struct ConfigError {
     pub problem: String,
 }
 
-/// A server's `session` (`"per-host"`, the default, or `"shared"`), `maxHostSessions` and
-/// `hostSessionIdleSeconds`; on error, the field and what is wrong with it.
+/// A server's `session` (`"pooled"`, the default, `"per-host"` or `"shared"`),
+/// `maxPooledSessions`, `maxHostSessions` and `hostSessionIdleSeconds`; on error, the
+/// field and what is wrong with it.
 fn session_mode(
     server: &serde_json::Map<String, Value>,
 ) -> Result<SessionMode, (&'static str, String)> {
-    let mut limits = PerHostLimits::default();
-    if let Some(v) = server.get("maxHostSessions") {
-        limits.max_sessions = v
-            .as_u64()
-            .filter(|n| *n >= 1)
-            .and_then(|n| usize::try_from(n).ok())
-            .ok_or(("maxHostSessions", "must be a positive integer".into()))?;
+    let count = |field: &'static str| -> Result<Option<u64>, (&'static str, String)> {
+        server
+            .get(field)
+            .map(|v| {
+                v.as_u64()
+                    .filter(|n| *n >= 1 && usize::try_from(*n).is_ok())
+                    .ok_or((field, "must be a positive integer".to_owned()))
+            })
+            .transpose()
+    };
+    let mut hosts = PerHostLimits::default();
+    let mut pool = PoolLimits::default();
+    if let Some(n) = count("maxHostSessions")? {
+        hosts.max_sessions = n as usize;
     }
-    if let Some(v) = server.get("hostSessionIdleSeconds") {
-        let secs = v.as_u64().filter(|n| *n >= 1).ok_or((
-            "hostSessionIdleSeconds",
-            "must be a positive integer".to_owned(),
-        ))?;
-        limits.idle_timeout = std::time::Duration::from_secs(secs);
+    if let Some(n) = count("maxPooledSessions")? {
+        pool.max_sessions = n as usize;
+    }
+    if let Some(secs) = count("hostSessionIdleSeconds")? {
+        hosts.idle_timeout = std::time::Duration::from_secs(secs);
+        pool.idle_timeout = hosts.idle_timeout;
     }
     match server.get("session").map(Value::as_str) {
-        None | Some(Some("per-host")) => Ok(SessionMode::PerHost(limits)),
+        None | Some(Some("pooled")) => Ok(SessionMode::Pooled(pool.hosts(hosts))),
+        Some(Some("per-host")) => Ok(SessionMode::PerHost(hosts)),
         Some(Some("shared")) => Ok(SessionMode::Shared),
-        Some(_) => Err(("session", "must be \"per-host\" or \"shared\"".into())),
+        Some(_) => Err((
+            "session",
+            "must be \"pooled\", \"per-host\" or \"shared\"".into(),
+        )),
     }
 }
 

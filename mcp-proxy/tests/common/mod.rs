@@ -10,6 +10,7 @@ use mcp_types::protocol::*;
 use mcp_types::ErrorObject;
 use serde_json::{json, Map, Value};
 
+pub mod crowd;
 pub mod python;
 pub mod raw_http;
 pub mod stdio_host;

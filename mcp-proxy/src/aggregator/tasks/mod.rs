@@ -10,6 +10,7 @@
 //! `tasks/update`. A 2026 upstream's task reaches a 2026 host as it is.
 
 use super::id::UpstreamId;
+use super::links::Need;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -82,7 +83,7 @@ impl Aggregator {
         mut params: Value,
     ) -> Result<Value, ClientError> {
         // A task lives in the upstream session that created it: the host's own, if it has one.
-        let client = self.link(i, ctx).await?.client;
+        let client = self.link(i, ctx, Need::State).await?.client;
         if features::per_request_meta(client.revision()) {
             // The host's capabilities; the extension too, which the gateway serves itself
             // (a host that reaches tasks/* declared it already).
@@ -376,7 +377,7 @@ impl Aggregator {
         let mut open = input.requests.subscribe();
         if let Some(answers) = fresh {
             let params = json!({"taskId": route.upstream_id});
-            let link = self.link(route.upstream, ctx).await;
+            let link = self.link(route.upstream, ctx, Need::State).await;
             let launched = self
                 .hop_value_params(route.upstream, method::TASKS_RESULT, params, ctx)
                 .and_then(|p| {

@@ -1,145 +1,16 @@
-//! Upstream sessions per host: how hosts share a legacy upstream.
-//!
-//! Legacy JSON-RPC cannot say which call an upstream's request or log line belongs to;
-//! the protocol's own answer is one session per client. In [`SessionMode::PerHost`] each
-//! host session ([`mcp_server::HostSession`]: a stdio connection, a legacy HTTP session)
-//! has an upstream session to itself. The first host to arrive whose capabilities are
-//! those the connection opened at start declared ([`start_capabilities`]) takes that
-//! connection (which lists the catalog), so a gateway serving one such host, as on stdio,
-//! runs no second copy of each upstream; every other host gets a session of its own
-//! (a process for a stdio upstream, a new `Mcp-Session-Id` for an HTTP one), opened at its
-//! first request there with exactly that host's capabilities, capped, and closed when the
-//! host goes or after it has been idle. The first host's connection is never handed to
-//! another host after it goes: what it left in the upstream's session stays its own. A 2026-07-28 upstream carries everything per request and is always
-//! shared; so is every upstream for a lone 2026-07-28 HTTP request, which has no session.
+//! The upstream sessions of hosts that have one of their own ([`super::SessionMode::PerHost`],
+//! or a pooled host that keeps state upstream): one per host session, opened at its first
+//! request there, capped, and closed when the host goes or after it has been idle.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use mcp_client::Client;
 use mcp_server::{HostSession, HostSessionId};
-use mcp_types::protocol::{ClientCapabilities, ListChangedCapability};
-use serde_json::Map;
 use tokio::sync::OnceCell;
 
-use crate::bridge::Calls;
-
-/// What a legacy upstream hears of a host's capabilities at the handshake of that host's
-/// session: the requests the gateway relays to a host (sampling, elicitation, roots), as
-/// the host declared them. `roots.listChanged` is left out: the gateway does not pass a
-/// host's root changes on.
-pub fn bridged_capabilities(host: &ClientCapabilities) -> ClientCapabilities {
-    ClientCapabilities {
-        sampling: host.sampling.clone(),
-        elicitation: host.elicitation.clone(),
-        roots: host
-            .roots
-            .as_ref()
-            .map(|_| ListChangedCapability::default()),
-        ..Default::default()
-    }
-}
-
-/// What the connection to a legacy upstream opened at start, before any host, declares:
-/// everything the gateway can relay. A request on it reaches a host only if that host
-/// declared the capability. In [`SessionMode::PerHost`] the first host whose
-/// [`bridged_capabilities`] are exactly these takes that connection; any other host has a
-/// session of its own, so the upstream is never told a host can do what it cannot.
-pub fn start_capabilities() -> ClientCapabilities {
-    ClientCapabilities {
-        sampling: Some(Map::new()),
-        elicitation: Some(Map::new()),
-        roots: Some(ListChangedCapability::default()),
-        ..Default::default()
-    }
-}
-
-/// Whether `host`'s [`bridged_capabilities`] are exactly [`start_capabilities`], read
-/// without building either (a relayed call asks).
-pub fn fits_start(host: &ClientCapabilities) -> bool {
-    let empty = |m: &Option<Map<String, serde_json::Value>>| m.as_ref().is_some_and(Map::is_empty);
-    empty(&host.sampling) && empty(&host.elicitation) && host.roots.is_some()
-}
-
-/// How hosts share an upstream.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SessionMode {
-    /// One connection for every host. A legacy upstream's request or log line reaches a
-    /// host only when it can be tied to exactly one call (the task it names, or the only
-    /// call in flight); any other request is refused upstream and any other log line
-    /// stays in the gateway's log. Right for stateless upstreams that never ask or log.
-    Shared,
-    /// Each host session gets an upstream session of its own (the default).
-    PerHost(PerHostLimits),
-}
-
-impl Default for SessionMode {
-    /// Per host: a legacy upstream that asks questions or logs must not leak between hosts,
-    /// and only its own session tells it exactly what its host can do.
-    fn default() -> Self {
-        SessionMode::PerHost(PerHostLimits::default())
-    }
-}
-
-/// Bounds on the upstream sessions opened for hosts.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct PerHostLimits {
-    /// Most host sessions open at once on this upstream besides the first host's; a host
-    /// beyond it is refused with an error that says so.
-    pub max_sessions: usize,
-    /// A host's upstream session closes after this long idle (checked again this long after
-    /// a call that was still in flight, so within twice it).
-    pub idle_timeout: Duration,
-}
-
-impl Default for PerHostLimits {
-    fn default() -> Self {
-        PerHostLimits {
-            max_sessions: 64,
-            idle_timeout: Duration::from_secs(600),
-        }
-    }
-}
-
-impl PerHostLimits {
-    /// Limits of `max_sessions` sessions, each closed after `idle_timeout` idle.
-    pub fn new(max_sessions: usize, idle_timeout: Duration) -> Self {
-        PerHostLimits {
-            max_sessions,
-            idle_timeout,
-        }
-    }
-}
-
-/// One connection to an upstream, and the host calls in flight on it (for routing what
-/// the upstream sends during them).
-#[derive(Clone)]
-pub(crate) struct Link {
-    pub(crate) client: Client,
-    pub(crate) calls: Arc<Calls>,
-}
-
-/// Why a host got no session of its own.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum LinkError {
-    /// The cap is reached.
-    #[error(
-        "upstream `{upstream}` already holds its limit of {max} host sessions; try again later"
-    )]
-    Full {
-        /// The upstream's key.
-        upstream: String,
-        /// The cap.
-        max: usize,
-    },
-    /// Connecting failed.
-    #[error("{0}")]
-    Connect(String),
-}
+use super::{Link, LinkError, PerHostLimits, SHUTTING_DOWN};
 
 struct Entry {
     link: Arc<OnceCell<Link>>,
@@ -394,40 +265,5 @@ impl HostLinks {
             closing.spawn(async move { l.client.close().await });
         }
         while closing.join_next().await.is_some() {}
-    }
-}
-
-/// Why a host gets no session once the gateway is shutting down.
-const SHUTTING_DOWN: &str = "the gateway is shutting down";
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fits_start_is_bridged_equal_to_start() {
-        let caps = |v: serde_json::Value| -> ClientCapabilities {
-            serde_json::from_value(v).expect("capabilities")
-        };
-        for host in [
-            caps(serde_json::json!({})),
-            caps(serde_json::json!({"sampling": {}, "elicitation": {}, "roots": {}})),
-            caps(
-                serde_json::json!({"sampling": {}, "elicitation": {}, "roots": {"listChanged": true}}),
-            ),
-            caps(serde_json::json!({"sampling": {}, "elicitation": {"form": {}}, "roots": {}})),
-            caps(serde_json::json!({"sampling": {}, "roots": {}})),
-            caps(
-                serde_json::json!({"sampling": {}, "elicitation": {}, "roots": {}, "experimental": {"x": {}}}),
-            ),
-        ] {
-            assert_eq!(
-                fits_start(&host),
-                bridged_capabilities(&host) == start_capabilities(),
-                "{host:?}"
-            );
-        }
-        let all = caps(serde_json::json!({"sampling": {}, "elicitation": {}, "roots": {}}));
-        assert!(fits_start(&all));
     }
 }

@@ -1,0 +1,357 @@
+//! The pooled upstream sessions of one upstream ([`super::SessionMode::Pooled`]): at most
+//! [`PoolLimits::max_sessions`], each lent to one call at a time.
+//!
+//! A call takes a [`Lease`] on a session opened with its host's capabilities: an idle one
+//! if there is one, else a new one while the pool has room, else (the pool full of idle
+//! sessions for other capabilities) a new one in place of the longest idle. When every
+//! session is lent out the call waits its turn: a semaphore of `max_sessions` permits,
+//! one per lease, queues callers in order. A session goes back to the pool only when its
+//! call was answered; a call cancelled or timed out may still be running upstream, and
+//! whatever it asked or logged would reach the next call's host, so its session is closed.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use mcp_types::protocol::ClientCapabilities;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::{Link, LinkError, PoolLimits, SHUTTING_DOWN};
+
+/// One session of the pool.
+struct Session {
+    id: u64,
+    /// What it declared at its handshake: the host capabilities it serves.
+    capabilities: ClientCapabilities,
+    link: Link,
+    /// Since when it has had no call; `None` while lent.
+    idle_since: Option<Instant>,
+}
+
+#[derive(Default)]
+struct State {
+    sessions: Vec<Session>,
+    /// Sessions being opened (each by a caller holding a permit).
+    opening: usize,
+}
+
+/// The pooled sessions of one upstream.
+pub(crate) struct SessionPool {
+    limits: PoolLimits,
+    permits: Arc<Semaphore>,
+    state: Mutex<State>,
+    next_id: AtomicU64,
+    /// Set by [`SessionPool::close_all`]: no session opens or goes back after it.
+    closed: AtomicBool,
+    /// Sessions the upstream ended (a crashed process) while in the pool.
+    restarts: AtomicU64,
+    /// Whether the task that closes idle sessions runs.
+    sweeping: AtomicBool,
+}
+
+/// A session lent to one call. Dropped, the session goes back to the pool if the call was
+/// [`Lease::answered`], and is closed otherwise.
+pub(crate) struct Lease {
+    pool: Weak<SessionPool>,
+    id: u64,
+    answered: AtomicBool,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Lease {
+    /// The upstream answered the call (a result or an error): nothing of it runs on there,
+    /// and the session may serve another host.
+    pub(crate) fn answered(&self) {
+        self.answered.store(true, Ordering::Release);
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Some(pool) = self.pool.upgrade() {
+            pool.give_back(self.id, self.answered.load(Ordering::Acquire));
+        }
+        // The permit is released after the session is back: a caller it wakes finds it.
+    }
+}
+
+impl SessionPool {
+    pub(crate) fn new(limits: PoolLimits) -> Self {
+        SessionPool {
+            permits: Arc::new(Semaphore::new(limits.max_sessions.max(1))),
+            limits,
+            state: Mutex::new(State::default()),
+            next_id: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
+            restarts: AtomicU64::new(0),
+            sweeping: AtomicBool::new(false),
+        }
+    }
+
+    /// How many sessions are open (or opening).
+    pub(crate) fn len(&self) -> usize {
+        self.state
+            .lock()
+            .map(|s| s.sessions.len() + s.opening)
+            .unwrap_or(0)
+    }
+
+    /// How many sessions the upstream ended while they were in the pool.
+    pub(crate) fn restarts(&self) -> u64 {
+        self.restarts.load(Ordering::Relaxed)
+    }
+
+    /// How many host calls are in flight on the pool's sessions.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.state
+            .lock()
+            .map(|s| s.sessions.iter().map(|s| s.link.calls.in_flight()).sum())
+            .unwrap_or(0)
+    }
+
+    /// An idle session for `capabilities` if one is there now (no waiting, no opening).
+    pub(crate) fn try_lease(self: &Arc<Self>, capabilities: &ClientCapabilities) -> Option<Link> {
+        if self.closed.load(Ordering::SeqCst) {
+            return None;
+        }
+        let permit = self.permits.clone().try_acquire_owned().ok()?;
+        self.take_idle(capabilities, permit, false).ok()
+    }
+
+    /// A session for a call of a host that declared `capabilities`: an idle one, else one
+    /// opened with `open`, waiting at most `wait` for a session to come free.
+    pub(crate) async fn lease<F, Fut>(
+        self: &Arc<Self>,
+        upstream: &str,
+        capabilities: &ClientCapabilities,
+        wait: Duration,
+        open: F,
+    ) -> Result<Link, LinkError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<Link, String>>,
+    {
+        let busy = || LinkError::Busy {
+            upstream: upstream.into(),
+            max: self.limits.max_sessions,
+        };
+        let permit = match tokio::time::timeout(wait, self.permits.clone().acquire_owned()).await {
+            Ok(Ok(permit)) => permit,
+            Ok(Err(_)) => return Err(LinkError::Connect(SHUTTING_DOWN.into())),
+            Err(_) => {
+                tracing::warn!(
+                    upstream,
+                    max = self.limits.max_sessions,
+                    "a call waited its whole timeout for a pooled upstream session"
+                );
+                return Err(busy());
+            }
+        };
+        let permit = match self.take_idle(capabilities, permit, true) {
+            Ok(link) => return Ok(link),
+            Err(permit) => permit,
+        };
+        let link = open().await.map_err(|e| {
+            self.opened(None);
+            LinkError::Connect(e)
+        })?;
+        tracing::info!(upstream, "pooled upstream session opened");
+        self.sweep_idle();
+        self.opened(Some((capabilities.clone(), link, permit)))
+            .ok_or_else(|| LinkError::Connect(SHUTTING_DOWN.into()))
+    }
+
+    /// With `permit` held: lends the most recently used idle session for `capabilities`;
+    /// otherwise gives the permit back, having made room for the caller to open one more
+    /// if it will (`open`: closing the longest idle session if the pool is full).
+    fn take_idle(
+        self: &Arc<Self>,
+        capabilities: &ClientCapabilities,
+        permit: OwnedSemaphorePermit,
+        open: bool,
+    ) -> Result<Link, OwnedSemaphorePermit> {
+        let mut gone = Vec::new();
+        let result = {
+            let Ok(mut state) = self.state.lock() else {
+                return Err(permit);
+            };
+            // Sessions their upstream ended are dropped from the pool as they are found.
+            state.sessions.retain(|s| {
+                let dead = s.idle_since.is_some() && s.link.client.close_reason().is_some();
+                if dead {
+                    self.restarts.fetch_add(1, Ordering::Relaxed);
+                }
+                !dead
+            });
+            let idle = state
+                .sessions
+                .iter_mut()
+                .filter(|s| s.idle_since.is_some() && s.capabilities == *capabilities)
+                .max_by_key(|s| s.idle_since);
+            match idle {
+                Some(s) => {
+                    s.idle_since = None;
+                    Ok(self.lend(s, permit))
+                }
+                None if !open => Err(permit),
+                None => {
+                    if state.sessions.len() + state.opening >= self.limits.max_sessions {
+                        let oldest = state
+                            .sessions
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(k, s)| s.idle_since.map(|t| (t, k)))
+                            .min();
+                        if let Some((_, k)) = oldest {
+                            gone.push(state.sessions.swap_remove(k).link);
+                        }
+                    }
+                    state.opening += 1;
+                    Err(permit)
+                }
+            }
+        };
+        close_later(gone);
+        result
+    }
+
+    fn lend(self: &Arc<Self>, s: &Session, permit: OwnedSemaphorePermit) -> Link {
+        Link {
+            client: s.link.client.clone(),
+            calls: s.link.calls.clone(),
+            lease: Some(Arc::new(Lease {
+                pool: Arc::downgrade(self),
+                id: s.id,
+                answered: AtomicBool::new(false),
+                _permit: permit,
+            })),
+        }
+    }
+
+    /// A session one caller was opening is open (`Some`, lent to it at once) or failed.
+    fn opened(
+        self: &Arc<Self>,
+        session: Option<(ClientCapabilities, Link, OwnedSemaphorePermit)>,
+    ) -> Option<Link> {
+        let mut state = self.state.lock().ok()?;
+        state.opening = state.opening.saturating_sub(1);
+        let (capabilities, link, permit) = session?;
+        if self.closed.load(Ordering::SeqCst) {
+            drop(state);
+            close_later(vec![link]);
+            return None;
+        }
+        let s = Session {
+            id: self.next_id.fetch_add(1, Ordering::Relaxed),
+            capabilities,
+            link,
+            idle_since: None,
+        };
+        let lent = self.lend(&s, permit);
+        state.sessions.push(s);
+        Some(lent)
+    }
+
+    /// A lease ended: its session is idle again, or closed when its call was not answered,
+    /// its upstream ended it, or the pool is closing.
+    fn give_back(&self, id: u64, answered: bool) {
+        let gone = {
+            let Ok(mut state) = self.state.lock() else {
+                return;
+            };
+            let Some(k) = state.sessions.iter().position(|s| s.id == id) else {
+                return;
+            };
+            let s = &mut state.sessions[k];
+            let ended = s.link.client.close_reason().is_some();
+            if answered && !ended && !self.closed.load(Ordering::SeqCst) {
+                s.idle_since = Some(Instant::now());
+                return;
+            }
+            if ended {
+                self.restarts.fetch_add(1, Ordering::Relaxed);
+            } else if !answered {
+                tracing::debug!("a pooled upstream session whose call was not answered is closed");
+            }
+            state.sessions.swap_remove(k).link
+        };
+        close_later(vec![gone]);
+    }
+
+    /// Starts (once) the task that closes sessions idle longer than the pool keeps them.
+    fn sweep_idle(self: &Arc<Self>) {
+        if self.sweeping.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let pool = Arc::downgrade(self);
+        let idle = self.limits.idle_timeout;
+        let every = (idle / 4).max(Duration::from_millis(50));
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let Some(pool) = pool.upgrade() else { return };
+                if pool.closed.load(Ordering::SeqCst) {
+                    return;
+                }
+                let gone: Vec<Link> = match pool.state.lock() {
+                    Ok(mut state) => {
+                        let (stale, keep) = std::mem::take(&mut state.sessions)
+                            .into_iter()
+                            .partition(|s| s.idle_since.is_some_and(|t| t.elapsed() >= idle));
+                        state.sessions = keep;
+                        stale.into_iter().map(|s: Session| s.link).collect()
+                    }
+                    Err(_) => return,
+                };
+                if !gone.is_empty() {
+                    tracing::info!(
+                        sessions = gone.len(),
+                        "idle pooled upstream sessions closed"
+                    );
+                }
+                close_later(gone);
+            }
+        });
+    }
+
+    /// Closes every session, lent or idle, and opens none after.
+    pub(crate) async fn close_all(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.permits.close();
+        let links: Vec<Link> = self
+            .state
+            .lock()
+            .map(|mut s| s.sessions.drain(..).map(|s| s.link).collect())
+            .unwrap_or_default();
+        let mut closing = tokio::task::JoinSet::new();
+        for l in links {
+            closing.spawn(async move { l.client.close().await });
+        }
+        while closing.join_next().await.is_some() {}
+    }
+}
+
+/// Whether `r` is the upstream's answer to a call (a result, an error, or one it could not
+/// write): nothing of the call runs on upstream after it.
+pub(crate) fn answered<T>(r: &Result<T, mcp_client::ClientError>) -> bool {
+    use mcp_client::ClientError as E;
+    matches!(
+        r,
+        Ok(_) | Err(E::Server(_) | E::BadAnswer(_) | E::InvalidResult { .. })
+    )
+}
+
+/// Closes `links` in the background (a lease ends in synchronous code).
+fn close_later(links: Vec<Link>) {
+    if links.is_empty() {
+        return;
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    runtime.spawn(async move {
+        for l in links {
+            l.client.close().await;
+        }
+    });
+}
