@@ -91,7 +91,7 @@ pub(crate) async fn call(
         LIST_TOOLS => {
             let only = string_arg(p, "namespace");
             let scope = agg.scope(ctx);
-            let tools = agg.namespaced_tools_seen(&scope);
+            let tools = agg.namespaced_tools_seen(ctx, &scope);
             let namespaces: Vec<Value> = agg
                 .upstream_names()
                 .into_iter()
@@ -120,7 +120,7 @@ pub(crate) async fn call(
                 return Some(refused("describe_tool needs `name` (a string).".into()));
             };
             match agg
-                .namespaced_tools_seen(&agg.scope(ctx))
+                .namespaced_tools_seen(ctx, &agg.scope(ctx))
                 .into_iter()
                 .find(|(_, t)| t.name == name)
             {

@@ -209,3 +209,153 @@ send({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text":
     h.close().await;
     agg.shutdown().await;
 }
+
+/// A legacy stdio upstream whose lists differ per session (per process): `grow` adds the
+/// tool `extra` and the prompt `more` to its own lists and says so on its own connection;
+/// every call answers with the tool's name and the process id.
+const GROWING: &str = r#"
+import json, os, sys
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\n"); sys.stdout.flush()
+TOOLS = [{"name": n, "inputSchema": {"type": "object"}} for n in ("grow", "who")]
+PROMPTS = []
+for line in sys.stdin:
+    msg = json.loads(line)
+    i, m = msg.get("id"), msg.get("method")
+    if i is None:
+        continue
+    if m == "initialize":
+        send({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": "2025-06-18",
+              "capabilities": {"tools": {"listChanged": True}, "prompts": {"listChanged": True}},
+              "serverInfo": {"name": "grow", "version": "1"}}})
+    elif m == "tools/list":
+        send({"jsonrpc": "2.0", "id": i, "result": {"tools": TOOLS}})
+    elif m == "prompts/list":
+        send({"jsonrpc": "2.0", "id": i, "result": {"prompts": PROMPTS}})
+    elif m == "tools/call":
+        name = msg["params"]["name"]
+        if name == "grow":
+            TOOLS.append({"name": "extra", "inputSchema": {"type": "object"}})
+            PROMPTS.append({"name": "more"})
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            send({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"})
+        send({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": f"{name} {os.getpid()}"}]}})
+    else:
+        send({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": "Method not found"}})
+"#;
+
+async fn prompt_names(host: &mcp_client::Client) -> Vec<String> {
+    let prompts = host.list_prompts().await.expect("prompts/list");
+    prompts.into_iter().map(|p| p.name).collect()
+}
+
+/// A host of `options` on `server`, in memory.
+async fn host_on(server: &Server, options: mcp_client::ClientOptions) -> mcp_client::Client {
+    let (a, b) = mcp_types::transport::memory_pair(16);
+    let server = server.clone();
+    tokio::spawn(async move { server.serve(b).await });
+    mcp_client::Client::connect(a, NoHandler, options)
+        .await
+        .expect("host connects")
+}
+
+async fn answer(host: &mcp_client::Client, tool: &str) -> Result<String, String> {
+    match host.call_tool(tool, Map::new()).await {
+        Ok(r) if r.result.is_error() => Err(text(&r.result)),
+        Ok(r) => Ok(text(&r.result)),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Waits for a tools list change to reach a host.
+async fn hears_tools_changed(
+    host: &mcp_client::Client,
+    notes: &mut tokio::sync::broadcast::Receiver<TypedNotification>,
+) {
+    let heard = async {
+        loop {
+            match notes.recv().await {
+                Ok(TypedNotification::Bare(_)) if host.take_list_changes().tools => return,
+                Ok(_) => {}
+                Err(e) => panic!("notifications ended: {e}"),
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), heard)
+        .await
+        .expect("a tools list change within 10 s");
+}
+
+#[tokio::test]
+async fn a_host_with_a_session_of_its_own_sees_and_hears_that_sessions_lists() {
+    let grow = UpstreamConfig::new(
+        "grow",
+        UpstreamTransport::Stdio(mcp_client::StdioCommand::new("python3", ["-c", GROWING])),
+    )
+    .session(mcp_proxy::SessionMode::PerHost(Default::default()));
+    let agg = Aggregator::start(vec![grow], AggregatorOptions::default())
+        .await
+        .expect("start");
+    let server = agg.server(Default::default());
+    let legacy = || eliciting(mcp_client::EraChoice::Legacy(Revision::V2025_06_18));
+    // A and B each have a session (a process) of their own; C, declaring everything the
+    // gateway relays, takes the connection opened at start, which lists the catalog.
+    let (a, b) = (
+        host_on(&server, legacy()).await,
+        host_on(&server, legacy()).await,
+    );
+    let c = host_on(
+        &server,
+        answering_all(mcp_client::EraChoice::Legacy(Revision::V2025_06_18)),
+    )
+    .await;
+    let (mut a_notes, mut b_notes, mut c_notes) =
+        (a.notifications(), b.notifications(), c.notifications());
+    let pid = |s: String| s.rsplit(' ').next().map(str::to_owned).unwrap_or_default();
+    let b_pid = pid(answer(&b, "grow__who").await.expect("B's own session"));
+
+    // A's call makes A's session add a tool: A hears of it, lists it and calls it there.
+    let a_pid = pid(answer(&a, "grow__grow").await.expect("A grows"));
+    assert_ne!(a_pid, b_pid, "a process each");
+    hears_tools_changed(&a, &mut a_notes).await;
+    assert!(tool_names(&a).await.contains(&"grow__extra".to_owned()));
+    assert_eq!(prompt_names(&a).await, ["grow__more"], "its prompts too");
+    assert_eq!(
+        answer(&a, "grow__extra").await,
+        Ok(format!("extra {a_pid}"))
+    );
+    // B and C see only what their own sessions offer.
+    assert!(!tool_names(&b).await.contains(&"grow__extra".to_owned()));
+    assert!(!tool_names(&c).await.contains(&"grow__extra".to_owned()));
+    assert!(prompt_names(&b).await.is_empty() && prompt_names(&c).await.is_empty());
+    let unknown = answer(&b, "grow__extra").await;
+    assert!(
+        unknown.as_ref().is_err_and(|e| e.contains("Unknown tool")),
+        "{unknown:?}"
+    );
+
+    // C's call grows the connection the catalog is listed from: C hears of it and lists
+    // `extra`; B, which sees its own session's listing, neither hears of it nor sees it.
+    let c_says = answer(&c, "grow__grow").await.expect("C grows");
+    assert_ne!(pid(c_says), b_pid);
+    hears_tools_changed(&c, &mut c_notes).await;
+    assert!(tool_names(&c).await.contains(&"grow__extra".to_owned()));
+    assert!(!tool_names(&b).await.contains(&"grow__extra".to_owned()));
+    assert_eq!(prompt_names(&c).await, ["grow__more"]);
+    assert!(prompt_names(&b).await.is_empty());
+    assert!(
+        !b.take_list_changes().tools,
+        "B heard of another session's tools"
+    );
+    assert!(
+        matches!(
+            b_notes.try_recv(),
+            Err(tokio::sync::broadcast::error::TryRecvError::Empty)
+        ),
+        "B heard nothing"
+    );
+    for h in [a, b, c] {
+        h.close().await;
+    }
+    agg.shutdown().await;
+}

@@ -4,11 +4,12 @@
 use std::sync::Arc;
 
 use crate::auth::Principal;
-use crate::ListChanged;
+use crate::{HostSessionId, ListChanged};
 
 /// Who may hear of a change: a client whose principal (none for a connection without
-/// credentials) it accepts.
-pub(crate) type ListAudience = Arc<dyn Fn(Option<&Principal>) -> bool + Send + Sync>;
+/// credentials) and host session (none for a lone 2026 HTTP request) it accepts.
+pub(crate) type ListAudience =
+    Arc<dyn Fn(Option<&Principal>, Option<HostSessionId>) -> bool + Send + Sync>;
 
 /// One list change on its way to the sessions.
 #[derive(Clone)]
@@ -18,8 +19,12 @@ pub(crate) struct Change {
 }
 
 impl Change {
-    /// Whether a client of `principal` hears of it.
-    pub(crate) fn reaches(&self, principal: Option<&Principal>) -> bool {
-        self.audience.as_ref().is_none_or(|a| a(principal))
+    /// Whether a client of `principal`, in host session `host`, hears of it.
+    pub(crate) fn reaches(
+        &self,
+        principal: Option<&Principal>,
+        host: Option<HostSessionId>,
+    ) -> bool {
+        self.audience.as_ref().is_none_or(|a| a(principal, host))
     }
 }

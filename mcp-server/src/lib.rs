@@ -255,6 +255,20 @@ impl Server {
         what: ListChanged,
         audience: impl Fn(Option<&auth::Principal>) -> bool + Send + Sync + 'static,
     ) {
+        self.notify_list_changed_among(what, move |principal, _| audience(principal));
+    }
+
+    /// [`Server::notify_list_changed`], heard only by the clients whose principal and host
+    /// session `audience` accepts (a gateway tells a host with an upstream session of its
+    /// own of that session's changes, and no one else).
+    pub fn notify_list_changed_among(
+        &self,
+        what: ListChanged,
+        audience: impl Fn(Option<&auth::Principal>, Option<HostSessionId>) -> bool
+            + Send
+            + Sync
+            + 'static,
+    ) {
         let _ = self.shared.changes.send(change::Change {
             what,
             audience: Some(Arc::new(audience)),

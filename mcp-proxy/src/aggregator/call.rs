@@ -42,7 +42,7 @@ impl Aggregator {
     /// outside its view is refused as one that does not exist.
     fn route_for(&self, ctx: &RequestContext, name: &str) -> Result<Arc<Route>, ErrorObject> {
         let scope = self.scope(ctx);
-        let route = self.inner.catalog.route(name);
+        let route = self.host_route(ctx, name);
         if let Some(route) = route.filter(|r| self.sees_tool(&scope, r.upstream, name)) {
             return Ok(route);
         }

@@ -65,7 +65,7 @@ impl ListsChanged {
 
 impl Listing {
     /// What differs between `self` and `next`, as hosts would see it (pins included).
-    fn changes_to(&self, next: &Listing) -> ListsChanged {
+    pub(super) fn changes_to(&self, next: &Listing) -> ListsChanged {
         ListsChanged {
             tools: self.tools != next.tools
                 || self.pin_hidden != next.pin_hidden
@@ -78,6 +78,10 @@ impl Listing {
 
 /// Exposed tool name → route, for one generation of the catalog.
 pub(super) type Routes = HashMap<String, Arc<Route>, ahash::RandomState>;
+
+/// Listings a host sees in place of the catalog's, by upstream: those of its own upstream
+/// sessions.
+pub(super) type OwnListings = HashMap<UpstreamId, Arc<Listing>>;
 
 /// What the catalog knows of one upstream: how its names are exposed and filtered.
 pub(super) struct Member {
@@ -178,10 +182,8 @@ impl Catalog {
     /// Replaces upstream `i`'s part of the catalog; a new generation of the catalog begins.
     /// Takes `listing` as upstream `i`'s, and says which of its lists it changed (nothing
     /// changed: the catalog's generation, and so its cursors, stay).
-    pub(super) fn set_listing(&self, i: UpstreamId, mut listing: Listing) -> ListsChanged {
-        if let Some(pins) = &self.pins {
-            self.check_pins(pins, i, &mut listing);
-        }
+    pub(super) fn set_listing(&self, i: UpstreamId, listing: Listing) -> ListsChanged {
+        let listing = self.pinned(i, listing);
         let changed = match self.listings.write() {
             Ok(mut l) => {
                 let changed = l[i].changes_to(&listing);
@@ -194,6 +196,27 @@ impl Catalog {
             self.generation.fetch_add(1, Ordering::SeqCst);
         }
         changed
+    }
+
+    /// `listing`, of upstream `i`, with what the pins say of its tools marked.
+    pub(super) fn pinned(&self, i: UpstreamId, mut listing: Listing) -> Listing {
+        if let Some(pins) = &self.pins {
+            self.check_pins(pins, i, &mut listing);
+        }
+        listing
+    }
+
+    /// Which of upstream `i`'s lists read differently in `own` than in the catalog.
+    pub(super) fn differs(&self, i: UpstreamId, own: &Listing) -> ListsChanged {
+        match self.listings.read() {
+            Ok(l) => l[i].changes_to(own),
+            Err(_) => ListsChanged::ALL,
+        }
+    }
+
+    /// The catalog's generation: bumped whenever a listing changes.
+    pub(super) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
     }
 
     /// Marks what `pins` says of upstream `i`'s new listing, and logs every tool that is
@@ -242,19 +265,7 @@ impl Catalog {
         let routes = match cached {
             Some((g, routes)) if g == generation => routes,
             _ => {
-                let asks = self.read_listings(|l| l.pin_ask.clone());
-                let routes: Arc<Routes> = Arc::new(
-                    self.tool_entries()
-                        .into_iter()
-                        .map(|(exposed, i, t)| {
-                            let trusted = self.members[i].hints_trusted(&t);
-                            let ask = asks[i].get(&t.name).cloned();
-                            let mut route = Route::new(i, t, trusted);
-                            route.unapproved = ask;
-                            (exposed, Arc::new(route))
-                        })
-                        .collect(),
-                );
+                let routes = Arc::new(self.routes_with(None));
                 if let Ok(mut r) = self.routes.write() {
                     *r = Some((generation, routes.clone()));
                 }
@@ -262,6 +273,24 @@ impl Catalog {
             }
         };
         routes
+    }
+
+    /// The route index of the catalog with `own`'s listings in place of their upstreams'.
+    pub(super) fn routes_with(&self, own: Option<&OwnListings>) -> Routes {
+        let mut asks = self.read_listings(|l| l.pin_ask.clone());
+        for (i, l) in own.into_iter().flatten() {
+            asks[*i] = l.pin_ask.clone();
+        }
+        self.tool_entries_with(own)
+            .into_iter()
+            .map(|(exposed, i, t)| {
+                let trusted = self.members[i].hints_trusted(&t);
+                let ask = asks[i].get(&t.name).cloned();
+                let mut route = Route::new(i, t, trusted);
+                route.unapproved = ask;
+                (exposed, Arc::new(route))
+            })
+            .collect()
     }
 
     pub(super) fn check_collisions(&self) -> Result<(), StartError> {
@@ -291,9 +320,17 @@ impl Catalog {
     /// catalog order. A name exposed twice (two upstreams, or an override's name that an
     /// upstream's own tool also has) is served by the first only: the later is hidden.
     pub(super) fn tool_entries(&self) -> Vec<(String, UpstreamId, Tool)> {
+        self.tool_entries_with(None)
+    }
+
+    /// [`Catalog::tool_entries`] with `own`'s listings in place of their upstreams'.
+    pub(super) fn tool_entries_with(
+        &self,
+        own: Option<&OwnListings>,
+    ) -> Vec<(String, UpstreamId, Tool)> {
         let mut seen = HashSet::new();
         let mut out = Vec::new();
-        for (exposed, i, t) in self.all_tool_entries() {
+        for (exposed, i, t) in self.all_tool_entries_with(own) {
             if !seen.insert(exposed.clone()) {
                 tracing::warn!(tool = %exposed, upstream = %self.members[i].key, "name clash after a list change; the later tool is hidden");
                 continue;
@@ -305,7 +342,14 @@ impl Catalog {
 
     /// [`Catalog::tool_entries`] with every clash kept.
     fn all_tool_entries(&self) -> Vec<(String, UpstreamId, Tool)> {
-        let listings = self.read_listings(|l| (l.tools.clone(), l.pin_hidden.clone()));
+        self.all_tool_entries_with(None)
+    }
+
+    fn all_tool_entries_with(&self, own: Option<&OwnListings>) -> Vec<(String, UpstreamId, Tool)> {
+        let mut listings = self.read_listings(|l| (l.tools.clone(), l.pin_hidden.clone()));
+        for (i, l) in own.into_iter().flatten() {
+            listings[*i] = (l.tools.clone(), l.pin_hidden.clone());
+        }
         let naming = &self.namespacing;
         let mut out = Vec::new();
         for (i, (tools, hidden)) in listings.into_iter_ids() {
@@ -325,7 +369,14 @@ impl Catalog {
     }
 
     pub(super) fn prompt_entries(&self) -> Vec<(String, UpstreamId, Prompt)> {
-        let listings = self.read_listings(|l| l.prompts.clone());
+        self.prompt_entries_of(self.read_listings(|l| l.prompts.clone()))
+    }
+
+    /// `(exposed name, upstream, prompt)` of each of `listings`' prompts, in catalog order.
+    pub(super) fn prompt_entries_of(
+        &self,
+        listings: PerUpstream<Vec<Prompt>>,
+    ) -> Vec<(String, UpstreamId, Prompt)> {
         let naming = &self.namespacing;
         listings
             .into_iter_ids()
@@ -414,7 +465,7 @@ impl Catalog {
 
 /// Whether `uri` fits an RFC 6570 level-1 template (`{var}` matches one or more characters
 /// other than `/`).
-fn template_matches(template: &str, uri: &str) -> bool {
+pub(super) fn template_matches(template: &str, uri: &str) -> bool {
     let mut rest = uri;
     let mut parts = template.split('{');
     let Some(first) = parts.next() else {

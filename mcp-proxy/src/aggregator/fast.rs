@@ -134,7 +134,7 @@ impl Aggregator {
         if self.surface_for(ctx) == Surface::Dispatcher && crate::dispatcher::is_own_tool(&name) {
             return None;
         }
-        let route = self.inner.catalog.route(&name)?;
+        let route = self.host_route(ctx, &name)?;
         if self.inner.options.views.is_some()
             && !self.sees_tool(&self.scope(ctx), route.upstream, &name)
         {

@@ -99,7 +99,7 @@ impl ServerHandler for Aggregator {
         let scope = self.scope(ctx);
         let tools = match scope.surface(self.inner.options.surface) {
             _ if matches!(scope, Scope::Nothing) => Vec::new(),
-            Surface::Direct => self.tools_seen(&scope),
+            Surface::Direct => self.tools_seen(ctx, &scope),
             Surface::Dispatcher => crate::dispatcher::tools(),
         };
         let (tools, next_cursor) = self.inner.catalog.page(tools, p.cursor.as_deref())?;
@@ -187,9 +187,7 @@ impl ServerHandler for Aggregator {
     ) -> Result<ListPromptsResult, ErrorObject> {
         let scope = self.scope(ctx);
         let prompts = self
-            .inner
-            .catalog
-            .prompt_entries()
+            .prompt_entries_for(ctx)
             .into_iter()
             .filter(|(_, i, _)| self.reaches(&scope, *i))
             .map(|(exposed, _, mut p)| {
@@ -211,9 +209,7 @@ impl ServerHandler for Aggregator {
         p: GetPromptRequestParams,
     ) -> Result<Outcome<GetPromptResult>, ErrorObject> {
         let Some((_, i, prompt)) = self
-            .inner
-            .catalog
-            .prompt_entries()
+            .prompt_entries_for(ctx)
             .into_iter()
             .find(|(e, i, _)| *e == p.name && self.reaches(&self.scope(ctx), *i))
         else {
@@ -246,9 +242,8 @@ impl ServerHandler for Aggregator {
         ctx: &RequestContext,
         p: PaginatedRequestParams,
     ) -> Result<ListResourcesResult, ErrorObject> {
-        let catalog = &self.inner.catalog;
-        let all = self.reached(ctx, catalog.read_listings(|l| l.resources.clone()));
-        let (resources, next_cursor) = catalog.page(all, p.cursor.as_deref())?;
+        let all = self.reached(ctx, self.listings_for(ctx, |l| l.resources.clone()));
+        let (resources, next_cursor) = self.inner.catalog.page(all, p.cursor.as_deref())?;
         Ok(ListResourcesResult {
             resources,
             next_cursor,
@@ -261,9 +256,9 @@ impl ServerHandler for Aggregator {
         ctx: &RequestContext,
         p: PaginatedRequestParams,
     ) -> Result<ListResourceTemplatesResult, ErrorObject> {
-        let catalog = &self.inner.catalog;
-        let all = self.reached(ctx, catalog.read_listings(|l| l.templates.clone()));
-        let (resource_templates, next_cursor) = catalog.page(all, p.cursor.as_deref())?;
+        let all = self.reached(ctx, self.listings_for(ctx, |l| l.templates.clone()));
+        let (resource_templates, next_cursor) =
+            self.inner.catalog.page(all, p.cursor.as_deref())?;
         Ok(ListResourceTemplatesResult {
             resource_templates,
             next_cursor,
@@ -276,7 +271,7 @@ impl ServerHandler for Aggregator {
         ctx: &RequestContext,
         p: ResourceRequestParams,
     ) -> Result<Outcome<ReadResourceResult>, ErrorObject> {
-        let i = self.owner_of_resource(&p.uri)?;
+        let i = self.owner_of_resource(ctx, &p.uri)?;
         if !self.reaches(&self.scope(ctx), i) {
             return Err(self.not_found(&p.uri));
         }
@@ -309,10 +304,9 @@ impl ServerHandler for Aggregator {
         p: ResourceRequestParams,
         subscribe: bool,
     ) -> Result<(), ErrorObject> {
-        let catalog = &self.inner.catalog;
-        let owner = catalog
-            .resource_owner(&p.uri)
-            .or_else(|| catalog.template_owner(&p.uri));
+        let owner = self
+            .resource_owner_for(ctx, &p.uri)
+            .or_else(|| self.inner.catalog.template_owner(&p.uri));
         if owner.is_some_and(|i| !self.reaches(&self.scope(ctx), i)) {
             return Err(self.not_found(&p.uri));
         }
@@ -328,9 +322,7 @@ impl ServerHandler for Aggregator {
             "ref/prompt" => {
                 let name = p.reference.name.clone().unwrap_or_default();
                 let found = self
-                    .inner
-                    .catalog
-                    .prompt_entries()
+                    .prompt_entries_for(ctx)
                     .into_iter()
                     .find(|(e, _, _)| *e == name);
                 found.map(|(_, i, prompt)| {
@@ -339,10 +331,8 @@ impl ServerHandler for Aggregator {
                 })
             }
             _ => p.reference.uri.as_deref().and_then(|u| {
-                let catalog = &self.inner.catalog;
-                catalog
-                    .resource_owner(u)
-                    .or_else(|| catalog.template_owner(u))
+                self.resource_owner_for(ctx, u)
+                    .or_else(|| self.inner.catalog.template_owner(u))
             }),
         };
         let Some(i) = owner.filter(|i| self.reaches(&self.scope(ctx), *i)) else {
@@ -366,10 +356,12 @@ impl ServerHandler for Aggregator {
 
 impl Aggregator {
     /// The upstream that listed resource `uri`, or the error a host gets for an unknown one.
-    pub(super) fn owner_of_resource(&self, uri: &str) -> Result<UpstreamId, ErrorObject> {
-        self.inner
-            .catalog
-            .resource_owner(uri)
+    pub(super) fn owner_of_resource(
+        &self,
+        ctx: &RequestContext,
+        uri: &str,
+    ) -> Result<UpstreamId, ErrorObject> {
+        self.resource_owner_for(ctx, uri)
             .ok_or_else(|| self.not_found(uri))
     }
 

@@ -125,14 +125,14 @@ impl Aggregator {
                     lease: None,
                 })
             }
-            Via::Own(links, host) => return self.own_link(u, links, host, capabilities, era).await,
+            Via::Own(links, host) => return self.own_link(i, links, host, capabilities, era).await,
             Via::Pool(pool, links, host) => (pool, links, host),
         };
         if let Some(own) = links.get(host.id()) {
             return Ok(own);
         }
         if need == Need::State {
-            return self.own_link(u, links, host, capabilities, era).await;
+            return self.own_link(i, links, host, capabilities, era).await;
         }
         let open = || self.open_link(u, capabilities.clone(), era);
         pool.lease(&u.config.key, &capabilities, self.call_timeout(i), open)
@@ -140,17 +140,24 @@ impl Aggregator {
             .map_err(|e| ClientError::Unavailable(e.to_string()))
     }
 
-    /// `host`'s own session on `u`, opened if it has none.
+    /// `host`'s own session on upstream `i`, opened if it has none; what a new one lists
+    /// is what the host sees of that upstream from then on.
     async fn own_link(
         &self,
-        u: &Upstream,
+        i: UpstreamId,
         links: &Arc<HostLinks>,
         host: &HostSession,
         capabilities: ClientCapabilities,
         era: EraChoice,
     ) -> Result<Link, ClientError> {
+        let u = &self.inner.upstreams[i];
+        let open = || async {
+            let link = self.open_link(u, capabilities, era).await?;
+            self.follow_own_session(i, host.clone(), link.client.clone());
+            Ok(link)
+        };
         links
-            .get_or_open(&u.config.key, host, || self.open_link(u, capabilities, era))
+            .get_or_open(&u.config.key, host, open)
             .await
             .map_err(|e| ClientError::Unavailable(e.to_string()))
     }

@@ -38,6 +38,7 @@ mod links;
 mod listing;
 mod metered;
 mod options;
+mod own_lists;
 mod pinning;
 mod pool;
 mod reload;
@@ -53,8 +54,18 @@ pub use options::{
 };
 use pool::Upstream;
 
-/// Called when a merged list changes, with the upstream whose change it was (if one).
-type ChangeListener = Arc<dyn Fn(ListChanged, Option<UpstreamId>) + Send + Sync>;
+/// Called when a merged list changes, with who may hear of it.
+type ChangeListener = Arc<dyn Fn(ListChanged, Heard) + Send + Sync>;
+
+/// Who hears of a list change.
+#[derive(Clone, Copy, Debug)]
+enum Heard {
+    /// The hosts that see this upstream's listing in the catalog (not those that see one of
+    /// their own upstream session's in its place).
+    Upstream(UpstreamId),
+    /// Only this host: its own session of an upstream changed.
+    Host(mcp_server::HostSessionId),
+}
 
 /// The parts of an aggregator: its upstreams (the pool), what they offer merged (the
 /// catalog), and what is in flight between hosts and upstreams (parked calls, tasks).
@@ -70,6 +81,8 @@ struct Inner {
     tasks: tasks::TaskTable,
     /// Which host subscriber subscribed to which resource on which upstream connection.
     subscriptions: Arc<subscriptions::Subscriptions>,
+    /// The listings hosts see of their own upstream sessions.
+    own_lists: own_lists::OwnLists,
     /// What the upstreams were asked and how they answered.
     metrics: Arc<crate::metrics::Metrics>,
     /// This aggregator among those a reload makes (see `Upstream::keeper`).
@@ -211,6 +224,7 @@ impl Aggregator {
             parked: Mutex::new(HashMap::new()),
             tasks: tasks::TaskTable::default(),
             subscriptions,
+            own_lists: Default::default(),
             metrics,
             generation,
         });
@@ -278,8 +292,14 @@ impl Aggregator {
     /// Calls `f` whenever a merged list changes (for everyone: see
     /// [`Aggregator::announce_through`] to tell each host only of what it sees).
     pub fn on_list_changed(&self, f: impl Fn(ListChanged) + Send + Sync + 'static) {
+        // A change only one host's own session made is not the catalog's.
+        let announce = move |what, heard| {
+            if let Heard::Upstream(_) = heard {
+                f(what)
+            }
+        };
         if let Ok(mut g) = self.inner.on_change.lock() {
-            *g = Some(Arc::new(move |what, _| f(what)));
+            *g = Some(Arc::new(announce));
         }
     }
 
@@ -300,16 +320,25 @@ impl Aggregator {
     pub fn announce_through(&self, server: mcp_server::Server) {
         self.inner.metrics.count_hosts_of(server.stats());
         let me = Arc::downgrade(&self.inner);
-        let announce = move |what: ListChanged, upstream: Option<UpstreamId>| {
-            let audience = me.upgrade().and_then(|inner| {
+        let announce = move |what: ListChanged, heard: Heard| {
+            let i = match heard {
+                Heard::Host(host) => {
+                    return server.notify_list_changed_among(what, move |_, h| h == Some(host))
+                }
+                Heard::Upstream(i) => i,
+            };
+            let views = me.upgrade().and_then(|inner| {
                 let views = inner.options.views.clone()?;
-                let key = inner.upstreams.get(upstream?)?.config.key.clone();
+                let key = inner.upstreams.get(i)?.config.key.clone();
                 Some((views, key))
             });
-            match audience {
-                None => server.notify_list_changed(what),
-                Some((views, key)) => server.notify_list_changed_to(what, move |p| {
-                    crate::views::Scope::of(Some(&views), p).sees_upstream(&key)
+            let me = me.clone();
+            // Not a host that sees its own session's lists of this upstream instead.
+            let own = move |h| me.upgrade().is_some_and(|inner| inner.own_lists.has(h, i));
+            match views {
+                None => server.notify_list_changed_among(what, move |_, h| !own(h)),
+                Some((views, key)) => server.notify_list_changed_among(what, move |p, h| {
+                    crate::views::Scope::of(Some(&views), p).sees_upstream(&key) && !own(h)
                 }),
             }
         };
@@ -348,22 +377,31 @@ impl Aggregator {
         &self.inner.upstreams[i].config.key
     }
 
-    fn changed(&self, what: ListChanged, upstream: Option<UpstreamId>) {
+    fn changed(&self, what: ListChanged, heard: Heard) {
         let f = self.inner.on_change.lock().ok().and_then(|g| g.clone());
         if let Some(f) = f {
-            f(what, upstream);
+            f(what, heard);
         }
     }
 
     /// Tells hosts which lists of upstream `i` changed, and only those.
     fn announce(&self, i: UpstreamId, changed: catalog::ListsChanged) {
+        self.announce_as(changed, Heard::Upstream(i));
+    }
+
+    /// Tells `host` alone which lists of its own session of an upstream changed.
+    fn announce_to(&self, host: mcp_server::HostSessionId, changed: catalog::ListsChanged) {
+        self.announce_as(changed, Heard::Host(host));
+    }
+
+    fn announce_as(&self, changed: catalog::ListsChanged, heard: Heard) {
         let lists = [
             (changed.tools, ListChanged::Tools),
             (changed.prompts, ListChanged::Prompts),
             (changed.resources, ListChanged::Resources),
         ];
         for (_, c) in lists.into_iter().filter(|(did, _)| *did) {
-            self.changed(c, Some(i));
+            self.changed(c, heard);
         }
     }
 

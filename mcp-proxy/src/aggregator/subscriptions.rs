@@ -518,7 +518,7 @@ impl Aggregator {
             table.unsubscribe(subscriber.id(), &uri).await;
             return Ok(());
         }
-        let i = self.owner_of_resource(&uri)?;
+        let i = self.owner_of_resource(ctx, &uri)?;
         let key = self.upstream_key(i);
         if !self.subscribes(i) {
             return Err(ErrorObject::new(

@@ -33,11 +33,14 @@ impl Aggregator {
         scope.sees_tool(&self.inner.upstreams[i].config.key, exposed)
     }
 
-    /// `(namespace, tool with its exposed name)` of what `scope` sees, in catalog order.
-    pub(crate) fn namespaced_tools_seen(&self, scope: &Scope) -> Vec<(String, Tool)> {
-        self.inner
-            .catalog
-            .tool_entries()
+    /// `(namespace, tool with its exposed name)` of what `scope` sees, in catalog order, as
+    /// the host of `ctx` sees the catalog (see [`Aggregator::tool_entries_for`]).
+    pub(crate) fn namespaced_tools_seen(
+        &self,
+        ctx: &RequestContext,
+        scope: &Scope,
+    ) -> Vec<(String, Tool)> {
+        self.tool_entries_for(Some(ctx))
             .into_iter()
             .filter(|(exposed, i, _)| self.sees_tool(scope, *i, exposed))
             .map(|(exposed, i, t)| {
@@ -47,12 +50,16 @@ impl Aggregator {
             .collect()
     }
 
-    /// The tools `scope` sees, as hosts see them, in catalog order.
-    pub(crate) fn tools_seen(&self, scope: &Scope) -> Vec<Tool> {
+    /// The tools `scope` sees, as the host of `ctx` sees them, in catalog order.
+    pub(crate) fn tools_seen(&self, ctx: &RequestContext, scope: &Scope) -> Vec<Tool> {
         match scope {
-            Scope::Everything => self.tools(),
+            Scope::Everything => self
+                .tool_entries_for(Some(ctx))
+                .into_iter()
+                .map(|(exposed, _, t)| as_exposed(exposed, t))
+                .collect(),
             _ => self
-                .namespaced_tools_seen(scope)
+                .namespaced_tools_seen(ctx, scope)
                 .into_iter()
                 .map(|(_, t)| t)
                 .collect(),

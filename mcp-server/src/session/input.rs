@@ -153,7 +153,11 @@ impl Session {
                     c = changes.recv() => c,
                 };
                 match change {
-                    Ok(c) if !c.reaches(current_principal(&caller).as_deref()) => {}
+                    Ok(c)
+                        if !c.reaches(
+                            current_principal(&caller).as_deref(),
+                            host.as_ref().map(|h| h.id()),
+                        ) => {}
                     Ok(c) => {
                         if !notifier.notify(c.what.method(), json!({})).await {
                             return;
@@ -302,7 +306,10 @@ async fn relay_changes(
             }
         };
         match change {
-            Ok(c) if wants(c.what) && c.reaches(ctx.principal()) => {
+            Ok(c)
+                if wants(c.what)
+                    && c.reaches(ctx.principal(), ctx.host_session().map(|h| h.id())) =>
+            {
                 if !ctx
                     .notifier
                     .notify(c.what.method(), json!({"_meta": tag}))

@@ -1,0 +1,258 @@
+//! What a host with upstream sessions of its own sees: each such session's lists (tools,
+//! prompts, resources) in place of the catalog's for that upstream (an upstream whose
+//! lists differ per session is exactly why a host would have a session of its own),
+//! followed as the session says they changed, told to that host only, and the routes its
+//! calls take.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use mcp_client::Client;
+use mcp_server::{HostSession, HostSessionId, RequestContext};
+use mcp_types::protocol::{Prompt, Tool, TypedNotification};
+
+use super::catalog::{template_matches, Catalog, Listing, ListsChanged, OwnListings, Routes};
+use super::id::{PerUpstream, UpstreamId};
+use super::route::Route;
+use super::{Aggregator, Inner};
+
+/// Shortest time between two listings of a host's session that keeps saying its lists
+/// changed.
+const RELIST_INTERVAL: Duration = Duration::from_millis(500);
+
+/// The listings of hosts' own upstream sessions, by host.
+#[derive(Default)]
+pub(super) struct OwnLists {
+    hosts: Mutex<HashMap<HostSessionId, HostLists>>,
+    /// How many hosts have any: a call looks here before it takes the lock.
+    count: AtomicUsize,
+}
+
+#[derive(Default)]
+struct HostLists {
+    listings: OwnListings,
+    /// Bumped whenever `listings` changes.
+    generation: u64,
+    /// The routes made for (the catalog's generation, `generation`).
+    routes: Option<(u64, u64, Arc<Routes>)>,
+}
+
+impl OwnLists {
+    /// Takes `listing` as what `host` sees of upstream `i`.
+    fn set(&self, host: HostSessionId, i: UpstreamId, listing: Listing) {
+        let Ok(mut hosts) = self.hosts.lock() else {
+            return;
+        };
+        let lists = hosts.entry(host).or_insert_with(|| {
+            self.count.fetch_add(1, Ordering::SeqCst);
+            HostLists::default()
+        });
+        lists.listings.insert(i, Arc::new(listing));
+        lists.generation += 1;
+    }
+
+    /// `host` sees the catalog's listing of upstream `i` again.
+    fn remove(&self, host: HostSessionId, i: UpstreamId) {
+        let Ok(mut hosts) = self.hosts.lock() else {
+            return;
+        };
+        let Some(lists) = hosts.get_mut(&host) else {
+            return;
+        };
+        lists.listings.remove(&i);
+        lists.generation += 1;
+        if lists.listings.is_empty() {
+            hosts.remove(&host);
+            self.count.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// What `host` sees of upstream `i` in place of the catalog's listing, if anything.
+    fn get(&self, host: HostSessionId, i: UpstreamId) -> Option<Arc<Listing>> {
+        let hosts = self.hosts.lock().ok()?;
+        hosts.get(&host)?.listings.get(&i).cloned()
+    }
+
+    /// Whether `host` sees a listing of its own of upstream `i`.
+    pub(super) fn has(&self, host: Option<HostSessionId>, i: UpstreamId) -> bool {
+        match host {
+            Some(host) if self.count.load(Ordering::SeqCst) > 0 => self.get(host, i).is_some(),
+            _ => false,
+        }
+    }
+
+    /// The listings `host` sees in place of the catalog's, if any.
+    fn listings(&self, host: Option<HostSessionId>) -> Option<OwnListings> {
+        if self.count.load(Ordering::SeqCst) == 0 {
+            return None;
+        }
+        let hosts = self.hosts.lock().ok()?;
+        Some(hosts.get(&host?)?.listings.clone())
+    }
+
+    /// The routes of `host`'s calls, if it sees listings of its own (made again only when
+    /// they or the catalog changed).
+    fn routes(&self, host: Option<HostSessionId>, catalog: &Catalog) -> Option<Arc<Routes>> {
+        if self.count.load(Ordering::SeqCst) == 0 {
+            return None;
+        }
+        let mut hosts = self.hosts.lock().ok()?;
+        let lists = hosts.get_mut(&host?)?;
+        let now = (catalog.generation(), lists.generation);
+        if let Some((c, o, routes)) = &lists.routes {
+            if (*c, *o) == now {
+                return Some(routes.clone());
+            }
+        }
+        let routes = Arc::new(catalog.routes_with(Some(&lists.listings)));
+        lists.routes = Some((now.0, now.1, routes.clone()));
+        Some(routes)
+    }
+}
+
+impl Aggregator {
+    /// The upstream and tool behind `name` for the host of `ctx`.
+    pub(super) fn host_route(&self, ctx: &RequestContext, name: &str) -> Option<Arc<Route>> {
+        let host = ctx.host_session().map(|h| h.id());
+        match self.inner.own_lists.routes(host, &self.inner.catalog) {
+            Some(routes) => routes.get(name).cloned(),
+            None => self.inner.catalog.route(name),
+        }
+    }
+
+    /// One part of each upstream's listing as the host of `ctx` sees it, in upstream order.
+    pub(super) fn listings_for<T>(
+        &self,
+        ctx: &RequestContext,
+        part: impl Fn(&Listing) -> T,
+    ) -> PerUpstream<T> {
+        let mut all = self.inner.catalog.read_listings(&part);
+        let host = ctx.host_session().map(|h| h.id());
+        for (i, l) in self.inner.own_lists.listings(host).into_iter().flatten() {
+            all[i] = part(&l);
+        }
+        all
+    }
+
+    /// `(exposed name, upstream, prompt)` as the host of `ctx` sees them.
+    pub(super) fn prompt_entries_for(
+        &self,
+        ctx: &RequestContext,
+    ) -> Vec<(String, UpstreamId, Prompt)> {
+        let prompts = self.listings_for(ctx, |l| l.prompts.clone());
+        self.inner.catalog.prompt_entries_of(prompts)
+    }
+
+    /// The upstream owning resource `uri` for the host of `ctx`: one of its own sessions
+    /// that lists it (or a template it matches), else the catalog's owner.
+    pub(super) fn resource_owner_for(&self, ctx: &RequestContext, uri: &str) -> Option<UpstreamId> {
+        let host = ctx.host_session().map(|h| h.id());
+        let own = self.inner.own_lists.listings(host).unwrap_or_default();
+        let mine = own.iter().find(|(_, l)| {
+            l.resources.iter().any(|r| r.uri == uri)
+                || l.templates
+                    .iter()
+                    .any(|t| template_matches(&t.uri_template, uri))
+        });
+        match mine {
+            Some((i, _)) => Some(*i),
+            None => self.inner.catalog.resource_owner(uri),
+        }
+    }
+
+    /// The catalog's tool entries as the host of `ctx` sees them.
+    pub(super) fn tool_entries_for(
+        &self,
+        ctx: Option<&RequestContext>,
+    ) -> Vec<(String, UpstreamId, Tool)> {
+        let host = ctx.and_then(|c| c.host_session()).map(|h| h.id());
+        let own = self.inner.own_lists.listings(host);
+        self.inner.catalog.tool_entries_with(own.as_ref())
+    }
+
+    /// Lists `host`'s own session `client` of upstream `i` and follows its list changes,
+    /// telling that host (and no one else) of each, until the session ends; the host then
+    /// sees the catalog's listing again.
+    pub(super) fn follow_own_session(&self, i: UpstreamId, host: HostSession, client: Client) {
+        let me = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            let notes = client.notifications();
+            follow(me.clone(), i, &host, &client, notes).await;
+            let Some(inner) = me.upgrade() else { return };
+            let seen = inner.own_lists.get(host.id(), i);
+            inner.own_lists.remove(host.id(), i);
+            // Back to the catalog's listing: the host hears of it if that reads otherwise.
+            if let Some(seen) = seen.filter(|_| !host.is_ended()) {
+                let changed = inner.catalog.differs(i, &seen);
+                Aggregator { inner }.announce_to(host.id(), changed);
+            }
+        });
+    }
+
+    /// Lists `client` again as `host`'s view of upstream `i`; which lists it changed (from
+    /// what the host saw: its last listing, else the catalog's).
+    async fn relist_own(
+        &self,
+        i: UpstreamId,
+        host: HostSessionId,
+        client: &Client,
+    ) -> ListsChanged {
+        let listing = match self.first_listing(client).await {
+            Ok(l) => self.inner.catalog.pinned(i, l),
+            Err(e) => {
+                let key = self.upstream_key(i);
+                tracing::warn!(upstream = %key, host = %host, "listing a host's own session failed: {e}");
+                return ListsChanged::default();
+            }
+        };
+        let changed = match self.inner.own_lists.get(host, i) {
+            Some(seen) => seen.changes_to(&listing),
+            None => self.inner.catalog.differs(i, &listing),
+        };
+        self.inner.own_lists.set(host, i, listing);
+        changed
+    }
+}
+
+/// The loop of [`Aggregator::follow_own_session`]: the first listing at once, then one
+/// for each list change the session announces, at most once per [`RELIST_INTERVAL`].
+async fn follow(
+    me: Weak<Inner>,
+    i: UpstreamId,
+    host: &HostSession,
+    client: &Client,
+    mut notes: tokio::sync::broadcast::Receiver<TypedNotification>,
+) {
+    let mut due = true;
+    loop {
+        if due {
+            due = false;
+            let Some(inner) = me.upgrade() else { return };
+            let agg = Aggregator { inner };
+            let said = client.take_list_changes();
+            let changed = agg.relist_own(i, host.id(), client).await.or_said(said);
+            agg.announce_to(host.id(), changed);
+            tokio::time::sleep(RELIST_INTERVAL).await;
+        }
+        let note = tokio::select! {
+            n = notes.recv() => n,
+            () = host.ended() => return,
+            () = closed(client) => return,
+        };
+        match note {
+            Ok(TypedNotification::Bare(_)) => due = true,
+            Ok(_) => {}
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => due = true,
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+/// Resolves once `client`'s connection has ended.
+async fn closed(client: &Client) {
+    while client.close_reason().is_none() {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
