@@ -1,10 +1,12 @@
 //! The merged catalog: resources and templates page like tools; an upstream whose tools
-//! cannot be listed is reported as failing, not as one with no tools.
+//! cannot be listed is reported as failing, not as one with no tools; careless tool
+//! definitions reach every host as object schemas (TOOL-08).
 
+use mcp_client::{ClientOptions, EraChoice};
 use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig};
 use mcp_server::{RequestContext, ServerHandler};
 use mcp_types::protocol::*;
-use mcp_types::ErrorObject;
+use mcp_types::{ErrorObject, Revision};
 use serde_json::json;
 
 mod common;
@@ -128,5 +130,87 @@ async fn an_upstream_whose_tools_cannot_be_listed_is_failing_not_empty() {
         why.contains("tools/list failed") && why.contains("the tool index is corrupt"),
         "{why}"
     );
+    agg.shutdown().await;
+}
+
+/// A legacy stdio upstream that lists careless definitions; a call answers with the tool's
+/// name and its arguments as they came.
+fn careless_script() -> String {
+    common::python::python_upstream(
+        "careless",
+        "",
+        json!([
+            {"name": "nul", "inputSchema": null},
+            {"name": "empty", "inputSchema": {}},
+            {"name": "missing"},
+            {"name": "untyped", "inputSchema": {"properties": {"x": {"type": "number"}}}},
+            {"name": "scalar", "inputSchema": {"type": "string"}},
+        ]),
+        r#"p = msg["params"]
+send({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": p["name"] + " " + json.dumps(p.get("arguments"))}]}})"#,
+    )
+}
+
+#[tokio::test]
+async fn careless_input_schemas_reach_every_host_as_object_schemas_and_stay_callable() {
+    let careless = UpstreamConfig::new(
+        "careless",
+        mcp_proxy::UpstreamTransport::Stdio(mcp_client::StdioCommand::new(
+            "python3",
+            ["-c", &careless_script()],
+        )),
+    );
+    let agg = Aggregator::start(vec![careless], AggregatorOptions::default())
+        .await
+        .expect("start");
+    let no_parameters = json!({"type": "object", "additionalProperties": false});
+    let eras = [
+        EraChoice::Legacy(Revision::V2024_11_05),
+        EraChoice::Legacy(Revision::V2025_03_26),
+        EraChoice::Legacy(Revision::V2025_06_18),
+        EraChoice::Legacy(Revision::V2025_11_25),
+        EraChoice::Modern,
+    ];
+    for era in eras {
+        let h = host(
+            &agg,
+            mcp_client::NoHandler,
+            ClientOptions::default().era(era),
+        )
+        .await;
+        let tools = h.list_tools().await.expect("tools/list");
+        let schemas: Vec<(String, serde_json::Value)> = tools
+            .into_iter()
+            .map(|t| (t.name, t.input_schema.unwrap_or_default()))
+            .collect();
+        assert_eq!(
+            schemas,
+            [
+                ("careless__nul".to_owned(), no_parameters.clone()),
+                ("careless__empty".to_owned(), no_parameters.clone()),
+                ("careless__missing".to_owned(), no_parameters.clone()),
+                (
+                    "careless__untyped".to_owned(),
+                    json!({"properties": {"x": {"type": "number"}}, "type": "object"})
+                ),
+            ],
+            "{era:?}: object schemas, and no tool whose arguments cannot be an object"
+        );
+        for name in ["nul", "empty", "missing"] {
+            let r = h
+                .call_tool(&format!("careless__{name}"), serde_json::Map::new())
+                .await
+                .expect("answered");
+            assert_eq!(text(&r.result), format!("{name} {{}}"), "{era:?}");
+        }
+        let mut args = serde_json::Map::new();
+        args.insert("x".into(), json!(1.5));
+        let r = h
+            .call_tool("careless__untyped", args)
+            .await
+            .expect("answered");
+        assert_eq!(text(&r.result), r#"untyped {"x": 1.5}"#, "{era:?}");
+        h.close().await;
+    }
     agg.shutdown().await;
 }

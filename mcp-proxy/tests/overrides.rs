@@ -129,3 +129,73 @@ async fn the_operators_hints_are_relied_on_for_an_untrusted_upstream() {
     assert_eq!(text(&r.result), "deleted");
     assert_eq!(files.calls.lock().map(|c| c.len()).unwrap_or(0), 1);
 }
+
+/// One tool, `peek`, that says it only reads, with a title among its annotations.
+struct Liar;
+
+#[async_trait::async_trait]
+impl ServerHandler for Liar {
+    fn capabilities(&self) -> ServerCapabilities {
+        tools_only()
+    }
+    async fn list_tools(
+        &self,
+        _: &RequestContext,
+        _: PaginatedRequestParams,
+    ) -> Result<ListToolsResult, ErrorObject> {
+        let t = json!({"name": "peek", "inputSchema": {"type": "object"}, "annotations":
+            {"title": "Peek", "readOnlyHint": true, "destructiveHint": false,
+             "idempotentHint": true, "openWorldHint": false}});
+        listing([serde_json::from_value(t).expect("tool")])
+    }
+    async fn call_tool(
+        &self,
+        _: &RequestContext,
+        _: CallToolRequestParams,
+    ) -> Result<Outcome<CallToolResult>, ErrorObject> {
+        text_outcome("peeked")
+    }
+}
+
+/// What a legacy and a 2026 host see of `peek`'s annotations, through a gateway whose
+/// upstream is `trusted` and `withhold`s hints as given.
+async fn annotations_seen(trusted: bool, withhold: bool) -> Vec<Value> {
+    let upstream = in_process("up", Liar)
+        .trusted(trusted)
+        .withhold_hints(withhold);
+    let agg = Aggregator::start(vec![upstream], AggregatorOptions::default())
+        .await
+        .expect("start");
+    let mut seen = Vec::new();
+    for era in [EraChoice::Legacy(Revision::V2025_06_18), EraChoice::Modern] {
+        let host = common::host(&agg, NoHandler, ClientOptions::default().era(era)).await;
+        let tools = host.list_tools().await.expect("list");
+        seen.push(serde_json::to_value(&tools[0].annotations).expect("annotations"));
+        let r = host.call_tool("up__peek", Map::new()).await.expect("call");
+        assert_eq!(text(&r.result), "peeked", "still callable");
+        host.close().await;
+    }
+    agg.shutdown().await;
+    seen
+}
+
+#[tokio::test]
+async fn an_untrusted_upstreams_hints_are_withheld_from_hosts_when_asked() {
+    let all = json!({"title": "Peek", "readOnlyHint": true, "destructiveHint": false,
+        "idempotentHint": true, "openWorldHint": false});
+    assert_eq!(
+        annotations_seen(false, true).await,
+        [json!({"title": "Peek"}), json!({"title": "Peek"})],
+        "withheld: the title stays, no hint"
+    );
+    assert_eq!(
+        annotations_seen(false, false).await,
+        [all.clone(), all.clone()],
+        "by default relayed as sent"
+    );
+    assert_eq!(
+        annotations_seen(true, true).await,
+        [all.clone(), all],
+        "a trusted upstream's hints are its own word"
+    );
+}

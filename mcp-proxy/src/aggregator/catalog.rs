@@ -95,6 +95,9 @@ pub(super) struct Member {
     pub(super) overrides: Arc<BTreeMap<String, ToolOverride>>,
     /// Whether its annotations are trusted.
     pub(super) trusted: bool,
+    /// Whether hosts are shown none of its hints ([`crate::UpstreamConfig::withhold_hints`],
+    /// for an untrusted upstream).
+    pub(super) withhold_hints: bool,
 }
 
 impl Member {
@@ -183,7 +186,7 @@ impl Catalog {
     /// Takes `listing` as upstream `i`'s, and says which of its lists it changed (nothing
     /// changed: the catalog's generation, and so its cursors, stay).
     pub(super) fn set_listing(&self, i: UpstreamId, listing: Listing) -> ListsChanged {
-        let listing = self.pinned(i, listing);
+        let listing = self.admitted(i, listing);
         let changed = match self.listings.write() {
             Ok(mut l) => {
                 let changed = l[i].changes_to(&listing);
@@ -198,8 +201,11 @@ impl Catalog {
         changed
     }
 
-    /// `listing`, of upstream `i`, with what the pins say of its tools marked.
-    pub(super) fn pinned(&self, i: UpstreamId, mut listing: Listing) -> Listing {
+    /// `listing`, of upstream `i`, as hosts may be shown it: its tools' definitions made
+    /// usable ([`super::definitions`]), and what the pins say of each marked.
+    pub(super) fn admitted(&self, i: UpstreamId, mut listing: Listing) -> Listing {
+        let tools = std::mem::take(&mut listing.tools);
+        listing.tools = super::definitions::usable(&self.members[i].key, tools);
         if let Some(pins) = &self.pins {
             self.check_pins(pins, i, &mut listing);
         }
@@ -359,6 +365,9 @@ impl Catalog {
                     continue;
                 }
                 let exposed = naming.expose(&u.namespace, u.shown_name(&t));
+                if u.withhold_hints {
+                    super::definitions::withhold_hints(&mut t);
+                }
                 if let Some(o) = u.overrides.get(&t.name) {
                     o.apply(&mut t, u.trusted);
                 }

@@ -28,6 +28,7 @@ mod call;
 mod catalog;
 mod confirm;
 mod connector;
+mod definitions;
 mod fast;
 mod flights;
 mod handler;
@@ -195,6 +196,7 @@ impl Aggregator {
                 tools: c.tools.clone(),
                 overrides: c.overrides.clone(),
                 trusted: c.trusted,
+                withhold_hints: c.withhold_hints && !c.trusted,
             })
             .collect();
         let catalog = Catalog::new(

@@ -62,6 +62,13 @@ pub struct UpstreamConfig {
     /// Whether its tool annotations are trusted (TOOL-15); untrusted ones are kept raw
     /// but a policy must not rely on them.
     pub trusted: bool,
+    /// For an untrusted upstream: hosts are shown none of its tools' behaviour hints
+    /// (`readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint`), so a host
+    /// that auto-approves "read-only" tools does not take a lying upstream's word; an
+    /// override's annotations are still shown. Default: off, because a host is told by the
+    /// spec to treat an untrusted server's hints as untrusted already, and what a peer
+    /// sends reaches the other side unchanged unless a policy says otherwise.
+    pub withhold_hints: bool,
     /// How to reach it.
     pub transport: UpstreamTransport,
     /// Pins the revision to speak with it; default: detect its era and negotiate.
@@ -101,6 +108,7 @@ impl UpstreamConfig {
             key: key.into(),
             namespace: None,
             trusted: false,
+            withhold_hints: false,
             transport,
             revision: None,
             tools: ToolFilter::default(),
@@ -256,6 +264,8 @@ mcp_types::setters! {
     UpstreamConfig {
         /// Sets [`UpstreamConfig::trusted`].
         trusted: bool;
+        /// Sets [`UpstreamConfig::withhold_hints`].
+        withhold_hints: bool;
         /// Sets [`UpstreamConfig::transport`].
         transport: UpstreamTransport;
         /// Sets [`UpstreamConfig::tools`], which of its tools are exposed.

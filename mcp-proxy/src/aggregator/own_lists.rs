@@ -200,7 +200,7 @@ impl Aggregator {
         client: &Client,
     ) -> ListsChanged {
         let listing = match self.first_listing(client).await {
-            Ok(l) => self.inner.catalog.pinned(i, l),
+            Ok(l) => self.inner.catalog.admitted(i, l),
             Err(e) => {
                 let key = self.upstream_key(i);
                 tracing::warn!(upstream = %key, host = %host, "listing a host's own session failed: {e}");

@@ -54,6 +54,8 @@ pub(super) struct Server {
     namespace: Option<String>,
     /// Trust its tool annotations (hints) as given.
     trusted: Option<bool>,
+    /// Show hosts none of its tools' hints unless it is trusted (default false).
+    withhold_hints: Option<bool>,
     /// The revision spoken with it (default: detect).
     #[serde(default)]
     #[schemars(schema_with = "revision")]

@@ -216,6 +216,7 @@ fn server(key: &str, s: &Value) -> Result<Option<UpstreamConfig>, Problem> {
         key: key.to_owned(),
         namespace: f.string("namespace")?,
         trusted: f.flag("trusted")?,
+        withhold_hints: f.flag("withholdHints")?,
         transport,
         revision,
         tools: ToolFilter {

@@ -1,0 +1,147 @@
+//! Tool definitions hosts can use (TOOL-08). An `inputSchema` MUST be a JSON Schema object
+//! (2025-11-25 tools page), and some hosts refuse a whole `tools/list` when one tool's is
+//! not `{"type": "object", …}`: one careless upstream would hide every tool of the gateway.
+//! So a tool listed with a null, empty or missing schema is shown with the no-parameter
+//! form the spec recommends, one whose object schema leaves out `type` gets
+//! `"type": "object"`, and one whose schema cannot describe an arguments object (another
+//! `type`, or not an object at all) is left out, each with a warning that names it. The
+//! upstream is still called with the host's arguments as written.
+
+use mcp_types::protocol::Tool;
+use serde_json::{json, Value};
+
+/// What an upstream's `inputSchema` needed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fix {
+    /// Usable as listed.
+    None,
+    /// Null, `{}` or missing: the no-parameter form stands in.
+    NoParameters,
+    /// An object schema without `type`: `"type": "object"` added.
+    Typed,
+    /// It cannot describe an arguments object: the tool is left out.
+    Unusable,
+}
+
+/// `tools` of upstream `key` as hosts can use them (see the module docs).
+pub(super) fn usable(key: &str, tools: Vec<Tool>) -> Vec<Tool> {
+    tools
+        .into_iter()
+        .filter_map(|mut tool| {
+            let fix = fix_input_schema(&mut tool);
+            let name = tool.name.as_str();
+            match fix {
+                Fix::None => {}
+                Fix::NoParameters => {
+                    tracing::warn!(
+                        upstream = key,
+                        tool = name,
+                        "inputSchema null, empty or missing; listed as taking no parameters"
+                    )
+                }
+                Fix::Typed => {
+                    tracing::warn!(
+                        upstream = key,
+                        tool = name,
+                        "inputSchema without \"type\"; listed with \"type\": \"object\""
+                    )
+                }
+                Fix::Unusable => {
+                    tracing::warn!(
+                        upstream = key,
+                        tool = name,
+                        "inputSchema does not describe an arguments object; the tool is left out"
+                    )
+                }
+            }
+            (fix != Fix::Unusable).then_some(tool)
+        })
+        .collect()
+}
+
+/// Takes `tool`'s behaviour hints away (TOOL-15, [`crate::UpstreamConfig::withhold_hints`]):
+/// a host that acts on `readOnlyHint` must not act on an untrusted upstream's word. The
+/// title stays (it is not a hint); annotations left empty go.
+pub(super) fn withhold_hints(tool: &mut Tool) {
+    let Some(a) = &mut tool.annotations else {
+        return;
+    };
+    a.read_only_hint = None;
+    a.destructive_hint = None;
+    a.idempotent_hint = None;
+    a.open_world_hint = None;
+    if a == &Default::default() {
+        tool.annotations = None;
+    }
+}
+
+/// The no-parameter schema the 2025-11-25 tools page recommends.
+fn no_parameters() -> Value {
+    json!({"type": "object", "additionalProperties": false})
+}
+
+fn fix_input_schema(tool: &mut Tool) -> Fix {
+    let schema = match &mut tool.input_schema {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(o)) if o.is_empty() => None,
+        Some(Value::Object(o)) => Some(o),
+        Some(_) => return Fix::Unusable,
+    };
+    let Some(schema) = schema else {
+        tool.input_schema = Some(no_parameters());
+        return Fix::NoParameters;
+    };
+    match schema.get("type") {
+        Some(Value::String(t)) if t == "object" => Fix::None,
+        Some(Value::Array(types)) if types.iter().any(|t| t == "object") => Fix::None,
+        Some(_) => Fix::Unusable,
+        None => {
+            schema.insert("type".into(), json!("object"));
+            Fix::Typed
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(schema: Option<Value>) -> Tool {
+        Tool {
+            name: "t".into(),
+            input_schema: schema,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn each_kind_of_schema_is_fixed_or_left_out() {
+        let cases = [
+            (None, Some(no_parameters())),
+            (Some(Value::Null), Some(no_parameters())),
+            (Some(json!({})), Some(no_parameters())),
+            (
+                Some(json!({"properties": {"x": {}}})),
+                Some(json!({"properties": {"x": {}}, "type": "object"})),
+            ),
+            (
+                Some(json!({"type": "object"})),
+                Some(json!({"type": "object"})),
+            ),
+            (
+                Some(json!({"type": ["object", "null"]})),
+                Some(json!({"type": ["object", "null"]})),
+            ),
+            (Some(json!({"type": "string"})), None),
+            (Some(json!(true)), None),
+            (Some(json!([])), None),
+        ];
+        for (given, want) in cases {
+            let out = usable("up", vec![tool(given.clone())]);
+            let got = out
+                .first()
+                .map(|t| t.input_schema.clone().unwrap_or_default());
+            assert_eq!(got, want, "{given:?}");
+        }
+    }
+}
