@@ -44,6 +44,7 @@ impl Client {
             server: Arc::new(server),
             revision,
             output_schemas: self.output_schemas.clone(),
+            task_tools: self.task_tools.clone(),
             next_progress: self.next_progress.clone(),
         })
     }

@@ -18,8 +18,10 @@ mod http_sse_auth;
 mod list_changes;
 mod options;
 mod relay;
+mod tasks;
 pub use list_changes::ListChanges;
 pub use relay::{MetaRewrite, RawRequest};
+pub use tasks::Started;
 pub mod sse;
 
 use std::collections::HashMap;
@@ -312,6 +314,9 @@ pub struct Client {
     /// Output schemas by tool, compiled at the first call of the tool: a compiled validator
     /// costs far more memory than its schema, and a proxy relaying calls never needs one.
     output_schemas: Arc<Mutex<HashMap<String, OutputSchema>>>,
+    /// The tools whose `execution.taskSupport` is `"required"`, from the last listing:
+    /// [`Client::call_tool`] runs them as tasks.
+    task_tools: Arc<Mutex<std::collections::HashSet<String>>>,
     next_progress: Arc<AtomicU64>,
     /// The 2026-07-28 envelope, encoded once for raw requests.
     envelope: Arc<relay::Envelope>,
@@ -477,6 +482,7 @@ impl Client {
             server: Arc::new(server),
             revision,
             output_schemas: Arc::new(Mutex::new(HashMap::new())),
+            task_tools: Arc::default(),
             next_progress: Arc::new(AtomicU64::new(1)),
         })
     }
@@ -871,6 +877,11 @@ impl Client {
             });
             transport.tools_listed(&tools);
         }
+        if let Ok(mut required) = self.task_tools.lock() {
+            required.clear();
+            let must = |t: &&Tool| t.task_support() == TaskSupport::Required;
+            required.extend(tools.iter().filter(must).map(|t| t.name.clone()));
+        }
         if let Ok(mut m) = self.output_schemas.lock() {
             m.clear();
             for t in &tools {
@@ -899,15 +910,21 @@ impl Client {
         arguments: Map<String, Value>,
         opts: &CallOptions,
     ) -> Result<ToolCall, ClientError> {
-        let params = CallToolRequestParams {
-            name: name.into(),
-            arguments: Some(arguments),
-            ..Default::default()
+        let as_task = self.task_tools.lock().is_ok_and(|t| t.contains(name));
+        let result = if as_task {
+            // TOOL-21: a task-required tool is run as a task, never refused by the server.
+            self.run_tool_as_task(name, arguments, opts).await?
+        } else {
+            let params = CallToolRequestParams {
+                name: name.into(),
+                arguments: Some(arguments),
+                ..Default::default()
+            };
+            let v = self
+                .request(method::TOOLS_CALL, to_value(&params), opts)
+                .await?;
+            decode(method::TOOLS_CALL, v)?
         };
-        let v = self
-            .request(method::TOOLS_CALL, to_value(&params), opts)
-            .await?;
-        let result: CallToolResult = decode(method::TOOLS_CALL, v)?;
         let declared = self
             .output_schemas
             .lock()
