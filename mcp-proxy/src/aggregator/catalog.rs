@@ -132,6 +132,8 @@ pub(super) struct Catalog {
     generation: AtomicU64,
     /// The route index of one generation.
     routes: RwLock<Option<(u64, Arc<Routes>)>>,
+    /// The definition fixes already warned of.
+    warned: super::definitions::Warned,
 }
 
 impl Catalog {
@@ -149,6 +151,7 @@ impl Catalog {
             page_size,
             generation: AtomicU64::new(1),
             routes: RwLock::new(None),
+            warned: Default::default(),
         }
     }
 
@@ -205,7 +208,7 @@ impl Catalog {
     /// usable ([`super::definitions`]), and what the pins say of each marked.
     pub(super) fn admitted(&self, i: UpstreamId, mut listing: Listing) -> Listing {
         let tools = std::mem::take(&mut listing.tools);
-        listing.tools = super::definitions::usable(&self.members[i].key, tools);
+        listing.tools = super::definitions::usable(&self.members[i].key, tools, &self.warned);
         if let Some(pins) = &self.pins {
             self.check_pins(pins, i, &mut listing);
         }

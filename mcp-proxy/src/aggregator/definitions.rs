@@ -7,8 +7,32 @@
 //! `type`, or not an object at all) is left out, each with a warning that names it. The
 //! upstream is still called with the host's arguments as written.
 
+use std::collections::HashSet;
+use std::sync::Mutex;
+
 use mcp_types::protocol::Tool;
 use serde_json::{json, Value};
+
+/// Which fixes were warned of, as `upstream/tool/fix`: each is logged once, not at every
+/// listing of a careless upstream. Forgotten past this many (an upstream that renames its
+/// tools endlessly), and then warned of again.
+#[derive(Default)]
+pub(super) struct Warned(Mutex<HashSet<String>>);
+
+const MAX_WARNED: usize = 4096;
+
+impl Warned {
+    /// Whether `what` is news (and notes it).
+    fn first(&self, what: String) -> bool {
+        let Ok(mut seen) = self.0.lock() else {
+            return true;
+        };
+        if seen.len() >= MAX_WARNED {
+            seen.clear();
+        }
+        seen.insert(what)
+    }
+}
 
 /// What an upstream's `inputSchema` needed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,15 +47,18 @@ enum Fix {
     Unusable,
 }
 
-/// `tools` of upstream `key` as hosts can use them (see the module docs).
-pub(super) fn usable(key: &str, tools: Vec<Tool>) -> Vec<Tool> {
+/// `tools` of upstream `key` as hosts can use them (see the module docs); each fix is
+/// warned of once (`warned`).
+pub(super) fn usable(key: &str, tools: Vec<Tool>, warned: &Warned) -> Vec<Tool> {
     tools
         .into_iter()
         .filter_map(|mut tool| {
             let fix = fix_input_schema(&mut tool);
             let name = tool.name.as_str();
+            let news = || warned.first(format!("{key}/{name}/{fix:?}"));
             match fix {
                 Fix::None => {}
+                _ if !news() => {}
                 Fix::NoParameters => {
                     tracing::warn!(
                         upstream = key,
@@ -115,6 +142,14 @@ mod tests {
     }
 
     #[test]
+    fn each_fix_is_news_once() {
+        let warned = Warned::default();
+        assert!(warned.first("up/t/NoParameters".into()));
+        assert!(!warned.first("up/t/NoParameters".into()));
+        assert!(warned.first("up/t/Typed".into()));
+    }
+
+    #[test]
     fn each_kind_of_schema_is_fixed_or_left_out() {
         let cases = [
             (None, Some(no_parameters())),
@@ -137,7 +172,7 @@ mod tests {
             (Some(json!([])), None),
         ];
         for (given, want) in cases {
-            let out = usable("up", vec![tool(given.clone())]);
+            let out = usable("up", vec![tool(given.clone())], &Warned::default());
             let got = out
                 .first()
                 .map(|t| t.input_schema.clone().unwrap_or_default());
