@@ -109,7 +109,8 @@ fn session_mode(
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct Gateway {
-    /// The servers of `mcpServers` (those not disabled), in file order.
+    /// The servers of `mcpServers` (those not disabled), in key order: the order the
+    /// catalog merges them in (TOOL-23).
     pub upstreams: Vec<UpstreamConfig>,
     /// The aggregator's options (`gateway`, views included).
     pub options: AggregatorOptions,
