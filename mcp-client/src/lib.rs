@@ -25,7 +25,7 @@ pub use tasks::Started;
 pub mod sse;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -301,6 +301,20 @@ struct Shared {
     notifications: broadcast::Sender<TypedNotification>,
     /// The lists the server said changed, until taken.
     list_changes: list_changes::Announced,
+    /// The server's requests being served now ([`Client::requests_being_served`]).
+    serving: AtomicUsize,
+}
+
+/// One of the server's requests being served: counted out when it is answered.
+struct Serving<'a>(&'a AtomicUsize);
+
+impl Drop for Serving<'_> {
+    fn drop(&mut self) {
+        // A request of a batch was never counted in (see `request_now`): never below 0.
+        let _ = self
+            .0
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+    }
 }
 
 /// A connected MCP client. Cheap to clone; all clones share the connection.
@@ -328,7 +342,15 @@ struct ClientInbound {
 
 #[async_trait]
 impl Inbound for ClientInbound {
+    /// Counts the request in on the read loop, before anything the server sent after it is
+    /// read (its answer to a call, say), and gives it back to be served on a task.
+    fn request_now(&self, _peer: &Peer, request: Request) -> Option<Request> {
+        self.shared.serving.fetch_add(1, Ordering::SeqCst);
+        Some(request)
+    }
+
     async fn request(&self, _peer: &Peer, r: Request) -> Message {
+        let _serving = Serving(&self.shared.serving);
         let revision = self
             .shared
             .revision
@@ -430,6 +452,7 @@ impl Client {
             progress: Mutex::new(HashMap::new()),
             notifications: tx,
             list_changes: Default::default(),
+            serving: AtomicUsize::new(0),
         });
         let (peer, _reader) = Peer::start(
             Arc::new(transport),
@@ -955,6 +978,14 @@ impl Client {
             },
         };
         Ok(ToolCall { result, output })
+    }
+
+    /// How many of the server's requests (sampling, elicitation, roots) are being served
+    /// now: counted from the moment the read loop takes one, so a request the server sent
+    /// before answering a call is counted by the time that answer is seen. A relay that
+    /// lends a connection to one call at a time lends it again only when this is 0.
+    pub fn requests_being_served(&self) -> usize {
+        self.shared.serving.load(Ordering::SeqCst)
     }
 
     /// Every prompt.

@@ -156,9 +156,14 @@ impl Aggregator {
         // A host's first call to an upstream it gets a session of its own on opens that
         // session, which takes waiting: the task path does it.
         let link = self.link_now(i, ctx)?;
-        let up = self
-            .hop_params(ctx, &route, params, &plan, false, Some(&link.client))
-            .ok()?;
+        let up = self.hop_params(ctx, &route, params, &plan, false, Some(&link.client));
+        let Ok(up) = up else {
+            // Nothing was sent: a pooled session may serve the next call as it is.
+            if let Some(lease) = &link.lease {
+                lease.answered();
+            }
+            return None;
+        };
         let request = link
             .client
             .prepare_raw(method::TOOLS_CALL, up, &CallOptions::default());

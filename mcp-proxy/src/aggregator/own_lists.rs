@@ -28,11 +28,16 @@ pub(super) struct OwnLists {
     hosts: Mutex<HashMap<HostSessionId, HostLists>>,
     /// How many hosts have any: a call looks here before it takes the lock.
     count: AtomicUsize,
+    /// Gives each session followed a token of its own.
+    next_token: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Default)]
 struct HostLists {
     listings: OwnListings,
+    /// Which session's follower set each listing: a follower whose session was replaced
+    /// must not remove (or overwrite) its successor's.
+    tokens: HashMap<UpstreamId, u64>,
     /// Bumped whenever `listings` changes.
     generation: u64,
     /// The routes made for (the catalog's generation, `generation`).
@@ -40,8 +45,14 @@ struct HostLists {
 }
 
 impl OwnLists {
-    /// Takes `listing` as what `host` sees of upstream `i`.
-    fn set(&self, host: HostSessionId, i: UpstreamId, listing: Listing) {
+    /// A token for the follower of a newly opened session.
+    fn token(&self) -> u64 {
+        self.next_token.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Takes `listing`, by the follower holding `token`, as what `host` sees of upstream
+    /// `i`; the newest session's follower wins.
+    fn set(&self, host: HostSessionId, i: UpstreamId, token: u64, listing: Listing) {
         let Ok(mut hosts) = self.hosts.lock() else {
             return;
         };
@@ -49,18 +60,27 @@ impl OwnLists {
             self.count.fetch_add(1, Ordering::SeqCst);
             HostLists::default()
         });
+        if lists.tokens.get(&i).is_some_and(|t| *t > token) {
+            return;
+        }
+        lists.tokens.insert(i, token);
         lists.listings.insert(i, Arc::new(listing));
         lists.generation += 1;
     }
 
-    /// `host` sees the catalog's listing of upstream `i` again.
-    fn remove(&self, host: HostSessionId, i: UpstreamId) {
+    /// `host` sees the catalog's listing of upstream `i` again, unless a newer session's
+    /// follower than `token`'s set it.
+    fn remove(&self, host: HostSessionId, i: UpstreamId, token: u64) {
         let Ok(mut hosts) = self.hosts.lock() else {
             return;
         };
         let Some(lists) = hosts.get_mut(&host) else {
             return;
         };
+        if lists.tokens.get(&i) != Some(&token) {
+            return;
+        }
+        lists.tokens.remove(&i);
         lists.listings.remove(&i);
         lists.generation += 1;
         if lists.listings.is_empty() {
@@ -177,12 +197,17 @@ impl Aggregator {
     /// sees the catalog's listing again.
     pub(super) fn follow_own_session(&self, i: UpstreamId, host: HostSession, client: Client) {
         let me = Arc::downgrade(&self.inner);
+        let token = self.inner.own_lists.token();
         tokio::spawn(async move {
             let notes = client.notifications();
-            follow(me.clone(), i, &host, &client, notes).await;
+            follow(me.clone(), i, &host, &client, token, notes).await;
             let Some(inner) = me.upgrade() else { return };
             let seen = inner.own_lists.get(host.id(), i);
-            inner.own_lists.remove(host.id(), i);
+            inner.own_lists.remove(host.id(), i, token);
+            // A newer session's follower has taken over: it tells the host what it sees.
+            if inner.own_lists.get(host.id(), i).is_some() {
+                return;
+            }
             // Back to the catalog's listing: the host hears of it if that reads otherwise.
             if let Some(seen) = seen.filter(|_| !host.is_ended()) {
                 let changed = inner.catalog.differs(i, &seen);
@@ -198,6 +223,7 @@ impl Aggregator {
         i: UpstreamId,
         host: HostSessionId,
         client: &Client,
+        token: u64,
     ) -> ListsChanged {
         let listing = match self.first_listing(client).await {
             Ok(l) => self.inner.catalog.admitted(i, l),
@@ -211,7 +237,7 @@ impl Aggregator {
             Some(seen) => seen.changes_to(&listing),
             None => self.inner.catalog.differs(i, &listing),
         };
-        self.inner.own_lists.set(host, i, listing);
+        self.inner.own_lists.set(host, i, token, listing);
         changed
     }
 }
@@ -223,6 +249,7 @@ async fn follow(
     i: UpstreamId,
     host: &HostSession,
     client: &Client,
+    token: u64,
     mut notes: tokio::sync::broadcast::Receiver<TypedNotification>,
 ) {
     let mut due = true;
@@ -232,7 +259,10 @@ async fn follow(
             let Some(inner) = me.upgrade() else { return };
             let agg = Aggregator { inner };
             let said = client.take_list_changes();
-            let changed = agg.relist_own(i, host.id(), client).await.or_said(said);
+            let changed = agg
+                .relist_own(i, host.id(), client, token)
+                .await
+                .or_said(said);
             agg.announce_to(host.id(), changed);
             tokio::time::sleep(RELIST_INTERVAL).await;
         }

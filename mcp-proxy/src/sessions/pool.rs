@@ -8,6 +8,14 @@
 //! one per lease, queues callers in order. A session goes back to the pool only when its
 //! call was answered; a call cancelled or timed out may still be running upstream, and
 //! whatever it asked or logged would reach the next call's host, so its session is closed.
+//! So is one whose upstream sent a request that is still being routed or answered when
+//! the call's answer came (the request was read first; it is the call's host's, or no
+//! one's, never the next host's). What remains: a log line the upstream writes after its
+//! answer reaches the next call on that session, if one is in flight by then.
+//!
+//! A call parked for its host's answers (an upstream's question relayed as an
+//! `InputRequiredResult`) keeps its session until it is resumed or `input_timeout` ends
+//! it: hosts that never answer hold sessions that long.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -151,13 +159,13 @@ impl SessionPool {
             Ok(link) => return Ok(link),
             Err(permit) => permit,
         };
-        let link = open().await.map_err(|e| {
-            self.opened(None);
-            LinkError::Connect(e)
-        })?;
+        // Counted as opening until this is done, however it ends (a caller that goes away
+        // drops this future in the middle).
+        let _opening = Opening(self);
+        let link = open().await.map_err(LinkError::Connect)?;
         tracing::info!(upstream, "pooled upstream session opened");
         self.sweep_idle();
-        self.opened(Some((capabilities.clone(), link, permit)))
+        self.opened(capabilities.clone(), link, permit)
             .ok_or_else(|| LinkError::Connect(SHUTTING_DOWN.into()))
     }
 
@@ -228,14 +236,14 @@ impl SessionPool {
         }
     }
 
-    /// A session one caller was opening is open (`Some`, lent to it at once) or failed.
+    /// A session one caller opened: in the pool, and lent to that caller at once.
     fn opened(
         self: &Arc<Self>,
-        session: Option<(ClientCapabilities, Link, OwnedSemaphorePermit)>,
+        capabilities: ClientCapabilities,
+        link: Link,
+        permit: OwnedSemaphorePermit,
     ) -> Option<Link> {
         let mut state = self.state.lock().ok()?;
-        state.opening = state.opening.saturating_sub(1);
-        let (capabilities, link, permit) = session?;
         if self.closed.load(Ordering::SeqCst) {
             drop(state);
             close_later(vec![link]);
@@ -264,14 +272,19 @@ impl SessionPool {
             };
             let s = &mut state.sessions[k];
             let ended = s.link.client.close_reason().is_some();
-            if answered && !ended && !self.closed.load(Ordering::SeqCst) {
+            let asking = s.link.client.requests_being_served() > 0;
+            if answered && !ended && !asking && !self.closed.load(Ordering::SeqCst) {
                 s.idle_since = Some(Instant::now());
                 return;
             }
             if ended {
                 self.restarts.fetch_add(1, Ordering::Relaxed);
-            } else if !answered {
-                tracing::debug!("a pooled upstream session whose call was not answered is closed");
+            } else if !answered || asking {
+                tracing::debug!(
+                    answered,
+                    asking,
+                    "a pooled upstream session whose call may still run there is closed"
+                );
             }
             state.sessions.swap_remove(k).link
         };
@@ -328,6 +341,17 @@ impl SessionPool {
             closing.spawn(async move { l.client.close().await });
         }
         while closing.join_next().await.is_some() {}
+    }
+}
+
+/// A session being opened, counted in [`State::opening`] until this drops.
+struct Opening<'a>(&'a SessionPool);
+
+impl Drop for Opening<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut state) = self.0.state.lock() {
+            state.opening = state.opening.saturating_sub(1);
+        }
     }
 }
 

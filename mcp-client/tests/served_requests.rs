@@ -1,0 +1,78 @@
+//! `Client::requests_being_served`: a server's request is counted from the moment the read
+//! loop takes it, so a request the server sent just before answering a call is counted by
+//! the time that answer is seen (a relay lending the connection to one call at a time
+//! relies on it), and counted out once it is answered.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mcp_client::{ChildTransport, Client, ClientHandler, ClientOptions, StdioCommand};
+use mcp_types::protocol::*;
+use mcp_types::ErrorObject;
+use serde_json::Map;
+use tokio::sync::Notify;
+
+/// A 2025-06-18 server whose one tool sends `roots/list` and answers the call at once,
+/// without waiting for the roots.
+const SERVER: &str = r#"
+import json, sys
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\n"); sys.stdout.flush()
+for line in sys.stdin:
+    msg = json.loads(line)
+    i, m = msg.get("id"), msg.get("method")
+    if i is None or "result" in msg or "error" in msg:
+        continue
+    if m == "initialize":
+        send({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": "2025-06-18",
+              "capabilities": {"tools": {}}, "serverInfo": {"name": "asker", "version": "1"}}})
+    elif m == "tools/call":
+        send({"jsonrpc": "2.0", "id": "roots-1", "method": "roots/list"})
+        send({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": "done"}]}})
+    else:
+        send({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": "Method not found"}})
+"#;
+
+/// Answers `roots/list` only when released.
+struct Slow(Arc<Notify>);
+
+#[async_trait]
+impl ClientHandler for Slow {
+    async fn list_roots(&self) -> Result<ListRootsResult, ErrorObject> {
+        self.0.notified().await;
+        Ok(ListRootsResult::default())
+    }
+}
+
+#[tokio::test]
+async fn a_request_read_before_an_answer_is_counted_until_it_is_answered() {
+    let release = Arc::new(Notify::new());
+    let transport = ChildTransport::spawn(&StdioCommand::new("python3", ["-c", SERVER]))
+        .expect("python3 runs");
+    let options = ClientOptions::default().capabilities(ClientCapabilities {
+        roots: Some(Default::default()),
+        ..Default::default()
+    });
+    let client = Client::connect(transport, Slow(release.clone()), options)
+        .await
+        .expect("connects");
+    assert_eq!(client.requests_being_served(), 0);
+    let call = client.call_tool("ask", Map::new()).await.expect("answered");
+    assert!(!call.result.is_error());
+    assert_eq!(
+        client.requests_being_served(),
+        1,
+        "the roots/list read before the answer is being served"
+    );
+    release.notify_one();
+    let counted_out = async {
+        while client.requests_being_served() > 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), counted_out)
+        .await
+        .expect("counted out once answered");
+    client.close().await;
+}
