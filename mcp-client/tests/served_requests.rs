@@ -48,8 +48,8 @@ impl ClientHandler for Slow {
 #[tokio::test]
 async fn a_request_read_before_an_answer_is_counted_until_it_is_answered() {
     let release = Arc::new(Notify::new());
-    let transport = ChildTransport::spawn(&StdioCommand::new("python3", ["-c", SERVER]))
-        .expect("python3 runs");
+    let transport =
+        ChildTransport::spawn(&StdioCommand::new("python3", ["-c", SERVER])).expect("python3 runs");
     let options = ClientOptions::default().capabilities(ClientCapabilities {
         roots: Some(Default::default()),
         ..Default::default()
