@@ -24,9 +24,10 @@ const MAX_WARNED: usize = 4096;
 impl Warned {
     /// Whether `what` is news (and notes it).
     fn first(&self, what: String) -> bool {
-        let Ok(mut seen) = self.0.lock() else {
-            return true;
-        };
+        let mut seen = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if seen.len() >= MAX_WARNED {
             seen.clear();
         }

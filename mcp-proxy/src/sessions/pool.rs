@@ -18,7 +18,7 @@
 //! it: hosts that never answer hold sessions that long.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use mcp_types::protocol::ClientCapabilities;
@@ -96,12 +96,16 @@ impl SessionPool {
         }
     }
 
+    /// The pool's state. A panic elsewhere while it was held leaves it consistent (each
+    /// change is one push, removal or count), so it is taken back rather than skipped.
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// How many sessions are open (or opening).
     pub(crate) fn len(&self) -> usize {
-        self.state
-            .lock()
-            .map(|s| s.sessions.len() + s.opening)
-            .unwrap_or(0)
+        let state = self.state();
+        state.sessions.len() + state.opening
     }
 
     /// How many sessions the upstream ended while they were in the pool.
@@ -111,10 +115,12 @@ impl SessionPool {
 
     /// How many host calls are in flight on the pool's sessions.
     pub(crate) fn in_flight(&self) -> usize {
-        self.state
-            .lock()
-            .map(|s| s.sessions.iter().map(|s| s.link.calls.in_flight()).sum())
-            .unwrap_or(0)
+        let state = self.state();
+        state
+            .sessions
+            .iter()
+            .map(|s| s.link.calls.in_flight())
+            .sum()
     }
 
     /// An idle session for `capabilities` if one is there now (no waiting, no opening).
@@ -180,9 +186,7 @@ impl SessionPool {
     ) -> Result<Link, OwnedSemaphorePermit> {
         let mut gone = Vec::new();
         let result = {
-            let Ok(mut state) = self.state.lock() else {
-                return Err(permit);
-            };
+            let mut state = self.state();
             // Sessions their upstream ended are dropped from the pool as they are found.
             state.sessions.retain(|s| {
                 let dead = s.idle_since.is_some() && s.link.client.close_reason().is_some();
@@ -243,7 +247,7 @@ impl SessionPool {
         link: Link,
         permit: OwnedSemaphorePermit,
     ) -> Option<Link> {
-        let mut state = self.state.lock().ok()?;
+        let mut state = self.state();
         if self.closed.load(Ordering::SeqCst) {
             drop(state);
             close_later(vec![link]);
@@ -264,9 +268,7 @@ impl SessionPool {
     /// its upstream ended it, or the pool is closing.
     fn give_back(&self, id: u64, answered: bool) {
         let gone = {
-            let Ok(mut state) = self.state.lock() else {
-                return;
-            };
+            let mut state = self.state();
             let Some(k) = state.sessions.iter().position(|s| s.id == id) else {
                 return;
             };
@@ -306,15 +308,13 @@ impl SessionPool {
                 if pool.closed.load(Ordering::SeqCst) {
                     return;
                 }
-                let gone: Vec<Link> = match pool.state.lock() {
-                    Ok(mut state) => {
-                        let (stale, keep) = std::mem::take(&mut state.sessions)
-                            .into_iter()
-                            .partition(|s| s.idle_since.is_some_and(|t| t.elapsed() >= idle));
-                        state.sessions = keep;
-                        stale.into_iter().map(|s: Session| s.link).collect()
-                    }
-                    Err(_) => return,
+                let gone: Vec<Link> = {
+                    let mut state = pool.state();
+                    let (stale, keep) = std::mem::take(&mut state.sessions)
+                        .into_iter()
+                        .partition(|s| s.idle_since.is_some_and(|t| t.elapsed() >= idle));
+                    state.sessions = keep;
+                    stale.into_iter().map(|s: Session| s.link).collect()
                 };
                 if !gone.is_empty() {
                     tracing::info!(
@@ -331,11 +331,7 @@ impl SessionPool {
     pub(crate) async fn close_all(&self) {
         self.closed.store(true, Ordering::SeqCst);
         self.permits.close();
-        let links: Vec<Link> = self
-            .state
-            .lock()
-            .map(|mut s| s.sessions.drain(..).map(|s| s.link).collect())
-            .unwrap_or_default();
+        let links: Vec<Link> = self.state().sessions.drain(..).map(|s| s.link).collect();
         let mut closing = tokio::task::JoinSet::new();
         for l in links {
             closing.spawn(async move { l.client.close().await });
@@ -349,9 +345,8 @@ struct Opening<'a>(&'a SessionPool);
 
 impl Drop for Opening<'_> {
     fn drop(&mut self) {
-        if let Ok(mut state) = self.0.state.lock() {
-            state.opening = state.opening.saturating_sub(1);
-        }
+        let mut state = self.0.state();
+        state.opening = state.opening.saturating_sub(1);
     }
 }
 
