@@ -115,8 +115,6 @@ impl Aggregator {
         let shared = u
             .client()
             .ok_or_else(|| ClientError::Unavailable(u.unavailable()))?;
-        let era = EraChoice::Legacy(shared.revision());
-        let capabilities = bridged_capabilities(ctx.client_capabilities());
         let (pool, links, host) = match self.via(i, ctx) {
             Via::Shared => {
                 return Ok(Link {
@@ -125,19 +123,24 @@ impl Aggregator {
                     lease: None,
                 })
             }
-            Via::Own(links, host) => return self.own_link(i, links, host, capabilities, era).await,
-            Via::Pool(pool, links, host) => (pool, links, host),
+            Via::Own(links, host) => (None, links, host),
+            Via::Pool(pool, links, host) => (Some(pool), links, host),
         };
-        if let Some(own) = links.get(host.id()) {
-            return Ok(own);
+        let era = EraChoice::Legacy(shared.revision());
+        let capabilities = bridged_capabilities(ctx.client_capabilities());
+        if let Some(pool) = pool {
+            if let Some(own) = links.get(host.id()) {
+                return Ok(own);
+            }
+            if need == Need::Call {
+                let open = || self.open_link(u, capabilities.clone(), era);
+                return pool
+                    .lease(&u.config.key, &capabilities, self.call_timeout(i), open)
+                    .await
+                    .map_err(|e| ClientError::Unavailable(e.to_string()));
+            }
         }
-        if need == Need::State {
-            return self.own_link(i, links, host, capabilities, era).await;
-        }
-        let open = || self.open_link(u, capabilities.clone(), era);
-        pool.lease(&u.config.key, &capabilities, self.call_timeout(i), open)
-            .await
-            .map_err(|e| ClientError::Unavailable(e.to_string()))
+        self.own_link(i, links, host, capabilities, era).await
     }
 
     /// `host`'s own session on upstream `i`, opened if it has none; what a new one lists

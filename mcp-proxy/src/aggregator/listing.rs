@@ -13,11 +13,13 @@ use super::id::UpstreamId;
 use super::pool::Upstream;
 use super::Aggregator;
 
-/// Shortest time between two listings of an upstream that keeps saying its lists changed.
-const RELIST_INTERVAL: Duration = Duration::from_millis(500);
+/// Shortest time between two listings of an upstream (or of a host's own session of one)
+/// that keeps saying its lists changed.
+pub(super) const RELIST_INTERVAL: Duration = Duration::from_millis(500);
 
-/// How often a supervisor with nothing to do looks whether its connection ended.
-const CLOSE_POLL: Duration = Duration::from_millis(500);
+/// How often a supervisor (or follower) with nothing to do looks whether its connection
+/// ended.
+pub(super) const CLOSE_POLL: Duration = Duration::from_millis(500);
 
 impl Aggregator {
     /// What a connection just opened offers, bounded like its handshake by the connect

@@ -7,7 +7,6 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
-use std::time::Duration;
 
 use mcp_client::Client;
 use mcp_server::{HostSession, HostSessionId, RequestContext};
@@ -15,12 +14,9 @@ use mcp_types::protocol::{Prompt, Tool, TypedNotification};
 
 use super::catalog::{template_matches, Catalog, Listing, ListsChanged, OwnListings, Routes};
 use super::id::{PerUpstream, UpstreamId};
+use super::listing::{CLOSE_POLL, RELIST_INTERVAL};
 use super::route::Route;
 use super::{Aggregator, Inner};
-
-/// Shortest time between two listings of a host's session that keeps saying its lists
-/// changed.
-const RELIST_INTERVAL: Duration = Duration::from_millis(500);
 
 /// The listings of hosts' own upstream sessions, by host.
 #[derive(Default)]
@@ -285,6 +281,6 @@ async fn follow(
 /// Resolves once `client`'s connection has ended.
 async fn closed(client: &Client) {
     while client.close_reason().is_none() {
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::time::sleep(CLOSE_POLL).await;
     }
 }
