@@ -13,26 +13,20 @@ use mcp_types::ErrorObject;
 use serde_json::Map;
 use tokio::sync::Notify;
 
+#[path = "../../mcp-proxy/tests/common/python.rs"]
+mod python;
+
 /// A 2025-06-18 server whose one tool sends `roots/list` and answers the call at once,
 /// without waiting for the roots.
-const SERVER: &str = r#"
-import json, sys
-def send(obj):
-    sys.stdout.write(json.dumps(obj) + "\n"); sys.stdout.flush()
-for line in sys.stdin:
-    msg = json.loads(line)
-    i, m = msg.get("id"), msg.get("method")
-    if i is None or "result" in msg or "error" in msg:
-        continue
-    if m == "initialize":
-        send({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": "2025-06-18",
-              "capabilities": {"tools": {}}, "serverInfo": {"name": "asker", "version": "1"}}})
-    elif m == "tools/call":
-        send({"jsonrpc": "2.0", "id": "roots-1", "method": "roots/list"})
-        send({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": "done"}]}})
-    else:
-        send({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": "Method not found"}})
-"#;
+fn server() -> String {
+    python::python_upstream(
+        "asker",
+        "",
+        serde_json::json!([{"name": "ask", "inputSchema": {"type": "object"}}]),
+        r#"send({"jsonrpc": "2.0", "id": "roots-1", "method": "roots/list"})
+send({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": "done"}]}})"#,
+    )
+}
 
 /// Answers `roots/list` only when released.
 struct Slow(Arc<Notify>);
@@ -48,8 +42,8 @@ impl ClientHandler for Slow {
 #[tokio::test]
 async fn a_request_read_before_an_answer_is_counted_until_it_is_answered() {
     let release = Arc::new(Notify::new());
-    let transport =
-        ChildTransport::spawn(&StdioCommand::new("python3", ["-c", SERVER])).expect("python3 runs");
+    let transport = ChildTransport::spawn(&StdioCommand::new("python3", ["-c", &server()]))
+        .expect("python3 runs");
     let options = ClientOptions::default().capabilities(ClientCapabilities {
         roots: Some(Default::default()),
         ..Default::default()

@@ -83,32 +83,11 @@ async fn per_host_sessions_deliver_every_log_line_to_its_own_host() {
 async fn per_host_sessions_hear_each_hosts_own_capabilities_and_roots() {
     let agg = gateway(per_host()).await;
     let (a, b) = (Recorder::new("A"), Recorder::new("B"));
-    let host_a = host(
-        &agg,
-        a.clone(),
-        eliciting(EraChoice::Legacy(Revision::V2025_06_18)),
-    )
-    .await;
-    let mut with_roots = eliciting(EraChoice::Legacy(Revision::V2025_11_25));
-    with_roots.capabilities.roots = Some(Default::default());
-    let host_b = host(&agg, b.clone(), with_roots).await;
-    assert_eq!(
-        call(&host_a, "caps", json!({})).await.as_deref(),
-        Ok("elicitation=true sampling=false roots=false")
-    );
-    assert_eq!(
-        call(&host_b, "caps", json!({})).await.as_deref(),
-        Ok("elicitation=true sampling=false roots=true")
-    );
+    let (host_a, host_b) = hosts_declaring_differently(&agg, &a, &b).await;
+    each_heard_with_its_own_capabilities(&host_a, &host_b, 1).await;
     // The first host declared less than the connection opened at start: it has a session
     // of its own, as B does.
     assert_eq!(agg.status()[0].host_sessions, 2);
-    // The upstream's roots/list during B's call is answered by B, and by nobody for A.
-    assert_eq!(
-        call(&host_b, "roots", json!({"who": "B"})).await.as_deref(),
-        Ok("file:///B")
-    );
-    assert!(call(&host_a, "roots", json!({"who": "A"})).await.is_err());
     // A host that declares everything the gateway relays takes that connection.
     let c = Recorder::new("C");
     let host_c = host(
@@ -348,31 +327,9 @@ async fn two_pooled_sessions_keep_each_hosts_traffic_its_own() {
 async fn a_pooled_session_is_opened_with_each_hosts_own_capabilities() {
     let agg = gateway(pooled(2)).await;
     let (a, b) = (Recorder::new("A"), Recorder::new("B"));
-    let host_a = host(
-        &agg,
-        a.clone(),
-        eliciting(EraChoice::Legacy(Revision::V2025_06_18)),
-    )
-    .await;
-    let mut with_roots = eliciting(EraChoice::Legacy(Revision::V2025_11_25));
-    with_roots.capabilities.roots = Some(Default::default());
-    let host_b = host(&agg, b.clone(), with_roots).await;
-    for _ in 0..3 {
-        assert_eq!(
-            call(&host_a, "caps", json!({})).await.as_deref(),
-            Ok("elicitation=true sampling=false roots=false")
-        );
-        assert_eq!(
-            call(&host_b, "caps", json!({})).await.as_deref(),
-            Ok("elicitation=true sampling=false roots=true")
-        );
-    }
-    // B's roots/list reaches B; A declared no roots, and its session says so.
-    assert_eq!(
-        call(&host_b, "roots", json!({"who": "B"})).await.as_deref(),
-        Ok("file:///B")
-    );
-    assert!(call(&host_a, "roots", json!({"who": "A"})).await.is_err());
+    let (host_a, host_b) = hosts_declaring_differently(&agg, &a, &b).await;
+    // Turns on the pool's sessions; A declared no roots, and its session says so.
+    each_heard_with_its_own_capabilities(&host_a, &host_b, 3).await;
     assert_eq!(
         agg.status()[0].pooled_sessions,
         2,

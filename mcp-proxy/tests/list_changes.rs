@@ -213,36 +213,22 @@ send({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text":
 /// A legacy stdio upstream whose lists differ per session (per process): `grow` adds the
 /// tool `extra` and the prompt `more` to its own lists and says so on its own connection;
 /// every call answers with the tool's name and the process id.
-const GROWING: &str = r#"
-import json, os, sys
-def send(obj):
-    sys.stdout.write(json.dumps(obj) + "\n"); sys.stdout.flush()
-TOOLS = [{"name": n, "inputSchema": {"type": "object"}} for n in ("grow", "who")]
-PROMPTS = []
-for line in sys.stdin:
-    msg = json.loads(line)
-    i, m = msg.get("id"), msg.get("method")
-    if i is None:
-        continue
-    if m == "initialize":
-        send({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": "2025-06-18",
-              "capabilities": {"tools": {"listChanged": True}, "prompts": {"listChanged": True}},
-              "serverInfo": {"name": "grow", "version": "1"}}})
-    elif m == "tools/list":
-        send({"jsonrpc": "2.0", "id": i, "result": {"tools": TOOLS}})
-    elif m == "prompts/list":
-        send({"jsonrpc": "2.0", "id": i, "result": {"prompts": PROMPTS}})
-    elif m == "tools/call":
-        name = msg["params"]["name"]
-        if name == "grow":
-            TOOLS.append({"name": "extra", "inputSchema": {"type": "object"}})
-            PROMPTS.append({"name": "more"})
-            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
-            send({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"})
-        send({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": f"{name} {os.getpid()}"}]}})
-    else:
-        send({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": "Method not found"}})
-"#;
+fn growing_script() -> String {
+    common::python::python_upstream(
+        "grow",
+        r#"import os
+CAPS = {"tools": {"listChanged": True}, "prompts": {"listChanged": True}}
+PROMPTS = []"#,
+        serde_json::json!([object_tool("grow"), object_tool("who")]),
+        r#"name = msg["params"]["name"]
+if name == "grow":
+    TOOLS.append({"name": "extra", "inputSchema": {"type": "object"}})
+    PROMPTS.append({"name": "more"})
+    send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    send({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"})
+send({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": f"{name} {os.getpid()}"}]}})"#,
+    )
+}
 
 async fn prompt_names(host: &mcp_client::Client) -> Vec<String> {
     let prompts = host.list_prompts().await.expect("prompts/list");
@@ -290,7 +276,10 @@ async fn hears_tools_changed(
 async fn a_host_with_a_session_of_its_own_sees_and_hears_that_sessions_lists() {
     let grow = UpstreamConfig::new(
         "grow",
-        UpstreamTransport::Stdio(mcp_client::StdioCommand::new("python3", ["-c", GROWING])),
+        UpstreamTransport::Stdio(mcp_client::StdioCommand::new(
+            "python3",
+            ["-c", &growing_script()],
+        )),
     )
     .session(mcp_proxy::SessionMode::PerHost(Default::default()));
     let agg = Aggregator::start(vec![grow], AggregatorOptions::default())

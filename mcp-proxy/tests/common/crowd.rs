@@ -276,3 +276,39 @@ pub fn each_heard_only_its_own(a: &Recorder, b: &Recorder) {
 pub fn delay(round: u64, salt: u64) -> u64 {
     (round.wrapping_mul(2_654_435_761).wrapping_add(salt * 97)) % 7
 }
+
+/// Hosts A (elicitation, 2025-06-18) and B (elicitation and roots, 2025-11-25) on `agg`,
+/// recording into `a` and `b`.
+pub async fn hosts_declaring_differently(
+    agg: &Aggregator,
+    a: &Recorder,
+    b: &Recorder,
+) -> (Client, Client) {
+    let legacy = |r| eliciting(mcp_client::EraChoice::Legacy(r));
+    let host_a = host(agg, a.clone(), legacy(Revision::V2025_06_18)).await;
+    let mut with_roots = legacy(Revision::V2025_11_25);
+    with_roots.capabilities.roots = Some(Default::default());
+    let host_b = host(agg, b.clone(), with_roots).await;
+    (host_a, host_b)
+}
+
+/// `rounds` times, the upstream hears each of [`hosts_declaring_differently`]'s calls
+/// with that host's own capabilities; then its `roots/list` during B's call is answered
+/// by B, and by nobody for A, which declared no roots.
+pub async fn each_heard_with_its_own_capabilities(a: &Client, b: &Client, rounds: usize) {
+    for _ in 0..rounds {
+        assert_eq!(
+            call(a, "caps", json!({})).await.as_deref(),
+            Ok("elicitation=true sampling=false roots=false")
+        );
+        assert_eq!(
+            call(b, "caps", json!({})).await.as_deref(),
+            Ok("elicitation=true sampling=false roots=true")
+        );
+    }
+    assert_eq!(
+        call(b, "roots", json!({"who": "B"})).await.as_deref(),
+        Ok("file:///B")
+    );
+    assert!(call(a, "roots", json!({"who": "A"})).await.is_err());
+}
