@@ -64,6 +64,18 @@ impl ListsChanged {
 }
 
 impl Listing {
+    /// Whether it lists resource `uri`.
+    pub(super) fn lists_resource(&self, uri: &str) -> bool {
+        self.resources.iter().any(|r| r.uri == uri)
+    }
+
+    /// Whether one of its resource templates matches `uri`.
+    pub(super) fn has_template_for(&self, uri: &str) -> bool {
+        self.templates
+            .iter()
+            .any(|t| template_matches(&t.uri_template, uri))
+    }
+
     /// What differs between `self` and `next`, as hosts would see it (pins included).
     pub(super) fn changes_to(&self, next: &Listing) -> ListsChanged {
         ListsChanged {
@@ -407,13 +419,7 @@ impl Catalog {
         let owner = |has: &dyn Fn(&Listing) -> bool| {
             listings.iter_ids().find(|(_, l)| has(l)).map(|(i, _)| i)
         };
-        owner(&|l| l.resources.iter().any(|r| r.uri == uri)).or_else(|| {
-            owner(&|l| {
-                l.templates
-                    .iter()
-                    .any(|t| template_matches(&t.uri_template, uri))
-            })
-        })
+        owner(&|l| l.lists_resource(uri)).or_else(|| owner(&|l| l.has_template_for(uri)))
     }
 
     /// One page of a merged list. The cursor is `<generation>.<offset>`; a cursor from
@@ -477,7 +483,7 @@ impl Catalog {
 
 /// Whether `uri` fits an RFC 6570 level-1 template (`{var}` matches one or more characters
 /// other than `/`).
-pub(super) fn template_matches(template: &str, uri: &str) -> bool {
+fn template_matches(template: &str, uri: &str) -> bool {
     let mut rest = uri;
     let mut parts = template.split('{');
     let Some(first) = parts.next() else {

@@ -12,7 +12,7 @@ use mcp_client::Client;
 use mcp_server::{HostSession, HostSessionId, RequestContext};
 use mcp_types::protocol::{Prompt, Tool, TypedNotification};
 
-use super::catalog::{template_matches, Catalog, Listing, ListsChanged, OwnListings, Routes};
+use super::catalog::{Catalog, Listing, ListsChanged, OwnListings, Routes};
 use super::id::{PerUpstream, UpstreamId};
 use super::listing::{CLOSE_POLL, RELIST_INTERVAL};
 use super::route::Route;
@@ -168,12 +168,9 @@ impl Aggregator {
     pub(super) fn resource_owner_for(&self, ctx: &RequestContext, uri: &str) -> Option<UpstreamId> {
         let host = ctx.host_session().map(|h| h.id());
         let own = self.inner.own_lists.listings(host).unwrap_or_default();
-        let mine = own.iter().find(|(_, l)| {
-            l.resources.iter().any(|r| r.uri == uri)
-                || l.templates
-                    .iter()
-                    .any(|t| template_matches(&t.uri_template, uri))
-        });
+        let mine = own
+            .iter()
+            .find(|(_, l)| l.lists_resource(uri) || l.has_template_for(uri));
         match mine {
             Some((i, _)) => Some(*i),
             None => self.inner.catalog.resource_owner(uri),

@@ -260,10 +260,6 @@ impl HostLinks {
                     .collect()
             })
             .unwrap_or_default();
-        let mut closing = tokio::task::JoinSet::new();
-        for l in links {
-            closing.spawn(async move { l.client.close().await });
-        }
-        while closing.join_next().await.is_some() {}
+        super::close_at_once(links).await;
     }
 }

@@ -208,6 +208,16 @@ pub(crate) enum LinkError {
     Connect(String),
 }
 
+/// Closes `links` all at once (a slow upstream does not hold the others' turn), and
+/// returns when every one is closed.
+pub(crate) async fn close_at_once(links: Vec<Link>) {
+    let mut closing = tokio::task::JoinSet::new();
+    for l in links {
+        closing.spawn(async move { l.client.close().await });
+    }
+    while closing.join_next().await.is_some() {}
+}
+
 /// Why a host gets no session once the gateway is shutting down.
 pub(crate) const SHUTTING_DOWN: &str = "the gateway is shutting down";
 

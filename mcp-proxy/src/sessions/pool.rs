@@ -332,11 +332,7 @@ impl SessionPool {
         self.closed.store(true, Ordering::SeqCst);
         self.permits.close();
         let links: Vec<Link> = self.state().sessions.drain(..).map(|s| s.link).collect();
-        let mut closing = tokio::task::JoinSet::new();
-        for l in links {
-            closing.spawn(async move { l.client.close().await });
-        }
-        while closing.join_next().await.is_some() {}
+        super::close_at_once(links).await;
     }
 }
 
