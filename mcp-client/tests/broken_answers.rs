@@ -9,40 +9,27 @@ use mcp_client::{
 };
 use serde_json::{json, Map, Value};
 
+#[path = "../../mcp-proxy/tests/common/python.rs"]
+mod python;
+
 /// A 2025-06-18 server with one tool, `answer`, whose `how` argument says how to break
 /// the answer; any other `how` is answered right.
-const SERVER: &str = r#"
-import json, sys
-def send(obj):
-    sys.stdout.write(json.dumps(obj) + "\n"); sys.stdout.flush()
-def send_bytes(b):
-    sys.stdout.buffer.write(b + b"\n"); sys.stdout.buffer.flush()
-for line in sys.stdin:
-    msg = json.loads(line)
-    i, m = msg.get("id"), msg.get("method")
-    if i is None:
-        continue
-    if m == "initialize":
-        send({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": "2025-06-18",
-              "capabilities": {"tools": {}}, "serverInfo": {"name": "broken", "version": "1"}}})
-    elif m == "tools/list":
-        send({"jsonrpc": "2.0", "id": i, "result": {"tools": [
-              {"name": "answer", "inputSchema": {"type": "object"}}]}})
-    elif m == "tools/call":
-        how = msg["params"]["arguments"].get("how")
-        ok = {"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": "fine"}]}}
-        if how == "cut":
-            send_bytes(json.dumps(ok).encode()[:48])
-        elif how == "utf8":
-            send_bytes(json.dumps(ok).encode().replace(b"fine", b"f\xffne"))
-        elif how == "wrong-id":
-            ok["id"] = "nobody"
-            send(ok)
-        else:
-            send(ok)
-    else:
-        send({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": "Method not found"}})
-"#;
+fn server() -> String {
+    let on_call = r#"how = msg["params"]["arguments"].get("how")
+ok = {"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": "fine"}]}}
+raw = json.dumps(ok).encode()
+if how == "cut":
+    raw = raw[:48]
+elif how == "utf8":
+    raw = raw.replace(b"fine", b"f\xffne")
+elif how == "wrong-id":
+    ok["id"] = "nobody"
+    raw = json.dumps(ok).encode()
+sys.stdout.buffer.write(raw + b"\n")
+sys.stdout.buffer.flush()"#;
+    let tools = json!([{"name": "answer", "inputSchema": {"type": "object"}}]);
+    python::python_upstream("broken", "", tools, on_call)
+}
 
 fn how(how: &str) -> Map<String, Value> {
     match json!({ "how": how }) {
@@ -53,7 +40,7 @@ fn how(how: &str) -> Map<String, Value> {
 
 #[tokio::test]
 async fn a_broken_answer_fails_its_call_at_once_and_the_next_call_is_served() {
-    let command = StdioCommand::new("python3", ["-c", SERVER]);
+    let command = StdioCommand::new("python3", ["-c", &server()]);
     let transport = ChildTransport::spawn(&command).expect("python3 runs");
     let client = Client::connect(transport, NoHandler, ClientOptions::default())
         .await
