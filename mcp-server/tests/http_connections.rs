@@ -433,3 +433,51 @@ async fn out_of_descriptors_every_client_of_a_burst_is_answered() {
         "the child never ran out of descriptors: {log}"
     );
 }
+
+#[tokio::test]
+async fn a_thousand_clients_at_once_past_the_default_cap_are_all_answered() {
+    // The numbers: 1,000 clients against the default cap of 512 connections, each
+    // keeping its connection after its answer.
+    let addr = start(HttpOptions::default()).await;
+    let (endings, open) = tokio::time::timeout(Duration::from_secs(30), burst(addr, 1000))
+        .await
+        .expect("every client answered within 30 s");
+    assert_eq!(not_answered_right(&endings), Vec::new());
+    assert_eq!(open.len(), 1000);
+}
+
+#[tokio::test]
+async fn five_thousand_clients_at_once_past_the_descriptor_limit_are_none_closed_silently() {
+    // Fewer descriptors than clients, and than the connection cap (512): it runs out.
+    let (mut child, addr) = serve_in_child(300);
+    let (endings, open) = tokio::time::timeout(Duration::from_secs(60), burst(addr, 5000))
+        .await
+        .expect("every client's call ended within 60 s");
+    let silent: Vec<_> = endings
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(e, Ending::Closed | Ending::Reset | Ending::Refused))
+        .collect();
+    assert!(
+        child.try_wait().expect("wait").is_none(),
+        "the server exited"
+    );
+    drop(open);
+    child.kill().expect("kill the child");
+    let _ = child.wait();
+    let mut log = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut log)
+        .expect("read stderr");
+    let tail = &log[log.len().saturating_sub(2000)..];
+    assert_eq!(silent, Vec::new(), "{tail}");
+    // Each client has an HTTP answer: its call's, or a status saying why not.
+    let unanswered: Vec<_> = endings
+        .iter()
+        .filter(|e| !matches!(e, Ending::Answered(status, _) if status.starts_with("HTTP/1.1 ")))
+        .collect();
+    assert_eq!(unanswered, Vec::<&Ending>::new());
+    assert!(
+        log.contains("Too many open files"),
+        "the child never ran out of descriptors: {tail}"
+    );
+}
