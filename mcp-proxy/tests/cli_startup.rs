@@ -14,8 +14,8 @@ use common::python::python_upstream;
 use common::raw_http::exchange;
 use common::stdio_host::StdioHost;
 
-/// Seconds the slow upstream sleeps before it reads its first line.
-const SLOW_START_SECONDS: u64 = 8;
+/// Seconds the slow upstream sleeps before it reads its first line (the 15).
+const SLOW_START_SECONDS: u64 = 15;
 
 fn upstream(name: &str, head: &str) -> Value {
     let tools = json!([{"name": "hello", "inputSchema": {"type": "object"}}]);
@@ -70,14 +70,27 @@ fn tool_names(host: &mut StdioHost, id: i64) -> Vec<String> {
 fn a_host_is_served_before_the_slow_upstreams_and_hears_of_the_late_one() {
     // Two seconds for `ready` (a Python process) to come on a loaded machine; the default
     // is 500 ms.
+    let started = std::time::Instant::now();
     let (mut gw, _stderr) = gateway("startup", json!({"startupWaitMillis": 2000}), false);
     // The host's initialize is read once the start is over: it does not wait for `slow`
-    // (eight seconds) nor for `mute` (never): `ready`'s tools are there, `slow`'s not yet.
+    // (fifteen seconds) nor for `mute` (never): `ready`'s tools are there, `slow`'s not yet.
     let mut host = StdioHost::initialize(&mut gw);
     assert_eq!(tool_names(&mut host, 1), ["ready__hello"]);
+    // The bound is the start's wait (2 s here, for a loaded machine) with room to spare,
+    // and far below what `slow` and `mute` would have held it for.
+    let served = started.elapsed();
+    assert!(
+        served < std::time::Duration::from_secs(5),
+        "initialize answered after {served:?}"
+    );
     // `slow` comes later, and the host is told.
     let changed = host.notification("notifications/tools/list_changed");
     assert_eq!(changed["method"], "notifications/tools/list_changed");
+    let late = started.elapsed();
+    assert!(
+        late >= std::time::Duration::from_secs(SLOW_START_SECONDS),
+        "its tools came once it started, after {late:?}"
+    );
     assert_eq!(tool_names(&mut host, 2), ["ready__hello", "slow__hello"]);
     host.close();
     let _ = gw.wait();
@@ -86,6 +99,7 @@ fn a_host_is_served_before_the_slow_upstreams_and_hears_of_the_late_one() {
 #[test]
 fn admin_answers_probes_while_the_gateway_starts() {
     // A start that waits a minute for its upstreams: the probes are answered meanwhile.
+    let started = std::time::Instant::now();
     let (mut gw, mut stderr) = gateway("admin-start", json!({"startupWaitMillis": 60000}), true);
     let mut addr = None;
     for _ in 0..50 {
@@ -103,6 +117,13 @@ fn admin_answers_probes_while_the_gateway_starts() {
         .to_string();
     let (live, _) = exchange(&addr, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1", "");
     assert_eq!(live, 200, "alive while starting");
+    // From the first moment: well within the start's wait (the 100 ms is a
+    // process start on an idle machine; a loaded CI machine gets a second).
+    let alive = started.elapsed();
+    assert!(
+        alive < std::time::Duration::from_secs(1),
+        "/healthz answered {alive:?} after the gateway was started"
+    );
     let (ready, details) = exchange(&addr, "GET /readyz HTTP/1.1\r\nHost: 127.0.0.1", "");
     assert_eq!(ready, 503, "not ready while starting: {details}");
     assert_eq!(
