@@ -30,10 +30,12 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
+mod exact;
 mod layout;
 pub(crate) mod scan;
 mod text;
 mod valid;
+pub use exact::Exact;
 pub(crate) use layout::read as read_laid_out;
 pub use layout::{BoundLayout, ParamsLayout};
 pub use text::*;
