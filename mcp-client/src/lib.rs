@@ -16,6 +16,7 @@ pub mod http;
 pub mod http_sse;
 mod http_sse_auth;
 mod list_changes;
+mod listing;
 mod options;
 mod relay;
 mod tasks;
@@ -91,13 +92,6 @@ pub struct Listed<T> {
     pub items: Vec<T>,
     /// How long the list may be kept.
     pub ttl: Option<Duration>,
-}
-
-/// One page of a list, as [`Client::paginate`] reads it.
-struct Page<T> {
-    items: Vec<T>,
-    next: Option<String>,
-    ttl_ms: Option<serde_json::Number>,
 }
 
 /// Why a client operation failed.
@@ -817,105 +811,6 @@ impl Client {
         decode(method_name, v)
     }
 
-    async fn paginate<R, T>(
-        &self,
-        method_name: &str,
-        items: impl Fn(R) -> Page<T>,
-    ) -> Result<Listed<T>, ClientError>
-    where
-        R: DeserializeOwned,
-    {
-        let mut all = Vec::new();
-        let mut ttl = None;
-        let mut cursor: Option<String> = None;
-        let mut seen = std::collections::HashSet::new();
-        loop {
-            let page: R = self
-                .typed(
-                    method_name,
-                    &PaginatedRequestParams {
-                        cursor: cursor.clone(),
-                        ..Default::default()
-                    },
-                )
-                .await?;
-            let Page {
-                items: mut got,
-                next,
-                ttl_ms,
-            } = items(page);
-            if cursor.is_none() {
-                // The first page's hint stands for the list.
-                ttl = ttl_ms
-                    .and_then(|t| t.as_u64())
-                    .filter(|t| *t > 0)
-                    .map(Duration::from_millis);
-            }
-            all.append(&mut got);
-            match next {
-                // A cursor seen before would loop forever.
-                Some(c) if seen.insert(c.clone()) => cursor = Some(c),
-                Some(c) => {
-                    return Err(ClientError::InvalidResult {
-                        method: method_name.into(),
-                        reason: format!("the server repeated cursor {c:?}"),
-                    })
-                }
-                None => return Ok(Listed { items: all, ttl }),
-            }
-        }
-    }
-
-    /// Every tool, following `nextCursor` to the end. Output schemas are remembered to check
-    /// later results.
-    pub async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
-        Ok(self.list_tools_listed().await?.items)
-    }
-
-    /// [`Client::list_tools`], with how long the server said the list stays valid (2026
-    /// `ttlMs`), from the same requests.
-    pub async fn list_tools_listed(&self) -> Result<Listed<Tool>, ClientError> {
-        let Listed {
-            items: mut tools,
-            ttl,
-        } = self
-            .paginate(method::TOOLS_LIST, |r: ListToolsResult| Page {
-                items: r.tools,
-                next: r.next_cursor,
-                ttl_ms: r.ttl_ms,
-            })
-            .await?;
-        let transport = self.peer.transport();
-        if transport.mirrors_tool_headers() {
-            // TOOL-09: over HTTP, a tool whose x-mcp-header annotations are invalid is dropped.
-            tools.retain(|t| {
-                let schema = t.input_schema.clone().unwrap_or(Value::Null);
-                match mcp_types::headers::header_params(&schema) {
-                    Ok(_) => true,
-                    Err(why) => {
-                        tracing::warn!(tool = %t.name, "dropping tool with invalid x-mcp-header: {why}");
-                        false
-                    }
-                }
-            });
-            transport.tools_listed(&tools);
-        }
-        if let Ok(mut required) = self.task_tools.lock() {
-            required.clear();
-            let must = |t: &&Tool| t.task_support() == TaskSupport::Required;
-            required.extend(tools.iter().filter(must).map(|t| t.name.clone()));
-        }
-        if let Ok(mut m) = self.output_schemas.lock() {
-            m.clear();
-            for t in &tools {
-                if let Some(s) = &t.output_schema {
-                    m.insert(t.name.clone(), OutputSchema::Declared(Arc::new(s.clone())));
-                }
-            }
-        }
-        Ok(Listed { items: tools, ttl })
-    }
-
     /// Calls a tool.
     pub async fn call_tool(
         &self,
@@ -988,17 +883,6 @@ impl Client {
         self.shared.serving.load(Ordering::SeqCst)
     }
 
-    /// Every prompt.
-    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, ClientError> {
-        self.paginate(method::PROMPTS_LIST, |r: ListPromptsResult| Page {
-            items: r.prompts,
-            next: r.next_cursor,
-            ttl_ms: r.ttl_ms,
-        })
-        .await
-        .map(|l| l.items)
-    }
-
     /// Gets a prompt.
     pub async fn get_prompt(
         &self,
@@ -1011,31 +895,6 @@ impl Client {
             ..Default::default()
         };
         self.typed(method::PROMPTS_GET, &p).await
-    }
-
-    /// Every resource.
-    pub async fn list_resources(&self) -> Result<Vec<Resource>, ClientError> {
-        self.paginate(method::RESOURCES_LIST, |r: ListResourcesResult| Page {
-            items: r.resources,
-            next: r.next_cursor,
-            ttl_ms: r.ttl_ms,
-        })
-        .await
-        .map(|l| l.items)
-    }
-
-    /// Every resource template.
-    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, ClientError> {
-        self.paginate(
-            method::RESOURCES_TEMPLATES_LIST,
-            |r: ListResourceTemplatesResult| Page {
-                items: r.resource_templates,
-                next: r.next_cursor,
-                ttl_ms: r.ttl_ms,
-            },
-        )
-        .await
-        .map(|l| l.items)
     }
 
     /// Reads a resource.

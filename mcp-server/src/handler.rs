@@ -65,6 +65,43 @@ impl RawResult {
     }
 }
 
+/// Which list a `*/list` request asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ListKind {
+    /// `tools/list`.
+    Tools,
+    /// `prompts/list`.
+    Prompts,
+    /// `resources/list`.
+    Resources,
+    /// `resources/templates/list`.
+    ResourceTemplates,
+}
+
+impl ListKind {
+    /// The list a method asks for, if it is one of the four.
+    pub fn of_method(name: &str) -> Option<Self> {
+        Some(match name {
+            method::TOOLS_LIST => ListKind::Tools,
+            method::PROMPTS_LIST => ListKind::Prompts,
+            method::RESOURCES_LIST => ListKind::Resources,
+            method::RESOURCES_TEMPLATES_LIST => ListKind::ResourceTemplates,
+            _ => return None,
+        })
+    }
+
+    /// The result member that holds its items (`tools`, `prompts`, …).
+    pub fn items_key(self) -> &'static str {
+        match self {
+            ListKind::Tools => "tools",
+            ListKind::Prompts => "prompts",
+            ListKind::Resources => "resources",
+            ListKind::ResourceTemplates => "resourceTemplates",
+        }
+    }
+}
+
 /// The error for a method the handler does not implement.
 pub fn method_not_found(method_name: &str) -> ErrorObject {
     ErrorObject::new(
@@ -87,6 +124,26 @@ pub trait ServerHandler: Send + Sync + 'static {
         _params: PaginatedRequestParams,
     ) -> Result<ListToolsResult, ErrorObject> {
         Ok(ListToolsResult::default())
+    }
+
+    /// One page of a list as raw JSON: what a relay overrides to pass on its upstreams'
+    /// definitions exactly (each item as it was listed, in the union model; the session
+    /// translates the page to the client's revision, changing only what that revision
+    /// needs). Default: the typed method for `kind`, encoded.
+    async fn list_raw(
+        &self,
+        ctx: &RequestContext,
+        kind: ListKind,
+        params: PaginatedRequestParams,
+    ) -> Result<RawResult, ErrorObject> {
+        match kind {
+            ListKind::Tools => RawResult::canonical(&self.list_tools(ctx, params).await?),
+            ListKind::Prompts => RawResult::canonical(&self.list_prompts(ctx, params).await?),
+            ListKind::Resources => RawResult::canonical(&self.list_resources(ctx, params).await?),
+            ListKind::ResourceTemplates => {
+                RawResult::canonical(&self.list_resource_templates(ctx, params).await?)
+            }
+        }
     }
 
     /// `tools/call`. An unknown tool is a `-32602` error; a tool that fails is a result

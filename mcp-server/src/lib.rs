@@ -29,7 +29,7 @@ use std::time::Duration;
 
 pub use call::Call;
 pub use context::RequestContext;
-pub use handler::{method_not_found, Outcome, RawResult, ServerHandler};
+pub use handler::{method_not_found, ListKind, Outcome, RawResult, ServerHandler};
 pub use host::{HostSession, HostSessionId};
 use mcp_types::protocol::{CacheScope, Implementation};
 use mcp_types::rpc::Peer;

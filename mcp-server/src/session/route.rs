@@ -61,14 +61,13 @@ impl Session {
                 self.set_level(decode::<SetLevelRequestParams>(m, raw)?.level);
                 self.done(m, &ctx, &json!({}))
             }
-            method::TOOLS_LIST => self.done(m, &ctx, &h.list_tools(&ctx, list(raw)?).await?),
-            method::PROMPTS_LIST => self.done(m, &ctx, &h.list_prompts(&ctx, list(raw)?).await?),
-            method::RESOURCES_LIST => {
-                self.done(m, &ctx, &h.list_resources(&ctx, list(raw)?).await?)
-            }
-            method::RESOURCES_TEMPLATES_LIST => {
-                let r = h.list_resource_templates(&ctx, list(raw)?).await?;
-                self.done(m, &ctx, &r)
+            method::TOOLS_LIST
+            | method::PROMPTS_LIST
+            | method::RESOURCES_LIST
+            | method::RESOURCES_TEMPLATES_LIST => {
+                let kind = crate::ListKind::of_method(m).ok_or_else(|| internal(m))?;
+                let page = h.list_raw(&ctx, kind, list(raw)?).await?;
+                self.finish(m, ctx.revision, page)
             }
             method::RESOURCES_SUBSCRIBE | method::RESOURCES_UNSUBSCRIBE => {
                 let p: ResourceRequestParams = decode(m, raw)?;
