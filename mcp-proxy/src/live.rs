@@ -229,6 +229,14 @@ impl ServerHandler for Live {
     ) -> Result<ListToolsResult, ErrorObject> {
         self.current().list_tools(ctx, p).await
     }
+    async fn list_raw(
+        &self,
+        ctx: &RequestContext,
+        kind: mcp_server::ListKind,
+        p: PaginatedRequestParams,
+    ) -> Result<RawResult, ErrorObject> {
+        self.current().list_raw(ctx, kind, p).await
+    }
     async fn call_tool(
         &self,
         ctx: &RequestContext,

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use mcp_types::protocol::*;
+use mcp_types::raw::Exact;
 use mcp_types::{codes, ErrorObject};
 
 use super::id::PerUpstream;
@@ -18,13 +19,14 @@ use crate::overrides::ToolOverride;
 use crate::pins::{PinAction, PinCheck, Pins};
 use crate::policy::ToolFilter;
 
-/// One upstream's part of the catalog.
+/// One upstream's part of the catalog: each item as the upstream wrote it (TOOL-07), but
+/// for a tool definition's fixes ([`super::definitions`]).
 #[derive(Default, Clone)]
 pub(super) struct Listing {
-    pub(super) tools: Vec<Tool>,
-    pub(super) prompts: Vec<Prompt>,
-    pub(super) resources: Vec<Resource>,
-    pub(super) templates: Vec<ResourceTemplate>,
+    pub(super) tools: Vec<Exact<Tool>>,
+    pub(super) prompts: Vec<Exact<Prompt>>,
+    pub(super) resources: Vec<Exact<Resource>>,
+    pub(super) templates: Vec<Exact<ResourceTemplate>>,
     /// When a 2026 upstream's `ttlMs` (if it gave a positive one) says to list again.
     pub(super) stale_at: Option<std::time::Instant>,
     /// Its tools the pins hide, by real name.
@@ -119,6 +121,27 @@ impl Member {
             .get(&tool.name)
             .and_then(|o| o.name.as_deref())
             .unwrap_or(&tool.name)
+    }
+
+    /// `tool` as hosts are shown it (its real name kept): hints withheld, overrides
+    /// applied, each in its own members only, the rest as the upstream wrote it.
+    fn as_shown(&self, tool: Exact<Tool>) -> Exact<Tool> {
+        let overridden = self.overrides.get(&tool.name);
+        if !self.withhold_hints && overridden.is_none() {
+            return tool;
+        }
+        let shown = tool.edit_typed(|t| {
+            if self.withhold_hints {
+                super::definitions::withhold_hints(t);
+            }
+            if let Some(o) = overridden {
+                o.apply(t, self.trusted);
+            }
+        });
+        shown.unwrap_or_else(|e| {
+            tracing::warn!(upstream = %self.key, tool = %tool.name, "overrides not applied: {e}");
+            tool
+        })
     }
 
     /// Whether a policy may rely on `tool`'s hints.
@@ -340,7 +363,7 @@ impl Catalog {
     /// `(exposed name, upstream, tool as the upstream sent it, overrides applied)`, in
     /// catalog order. A name exposed twice (two upstreams, or an override's name that an
     /// upstream's own tool also has) is served by the first only: the later is hidden.
-    pub(super) fn tool_entries(&self) -> Vec<(String, UpstreamId, Tool)> {
+    pub(super) fn tool_entries(&self) -> Vec<(String, UpstreamId, Exact<Tool>)> {
         self.tool_entries_with(None)
     }
 
@@ -348,7 +371,7 @@ impl Catalog {
     pub(super) fn tool_entries_with(
         &self,
         own: Option<&OwnListings>,
-    ) -> Vec<(String, UpstreamId, Tool)> {
+    ) -> Vec<(String, UpstreamId, Exact<Tool>)> {
         let mut seen = HashSet::new();
         let mut out = Vec::new();
         for (exposed, i, t) in self.all_tool_entries_with(own) {
@@ -362,11 +385,14 @@ impl Catalog {
     }
 
     /// [`Catalog::tool_entries`] with every clash kept.
-    fn all_tool_entries(&self) -> Vec<(String, UpstreamId, Tool)> {
+    fn all_tool_entries(&self) -> Vec<(String, UpstreamId, Exact<Tool>)> {
         self.all_tool_entries_with(None)
     }
 
-    fn all_tool_entries_with(&self, own: Option<&OwnListings>) -> Vec<(String, UpstreamId, Tool)> {
+    fn all_tool_entries_with(
+        &self,
+        own: Option<&OwnListings>,
+    ) -> Vec<(String, UpstreamId, Exact<Tool>)> {
         let mut listings = self.read_listings(|l| (l.tools.clone(), l.pin_hidden.clone()));
         for (i, l) in own.into_iter().flatten() {
             listings[*i] = (l.tools.clone(), l.pin_hidden.clone());
@@ -375,32 +401,26 @@ impl Catalog {
         let mut out = Vec::new();
         for (i, (tools, hidden)) in listings.into_iter_ids() {
             let u = &self.members[i];
-            for mut t in tools {
+            for t in tools {
                 if !u.tools.permits(&t.name) || hidden.contains(&t.name) {
                     continue;
                 }
                 let exposed = naming.expose(&u.namespace, u.shown_name(&t));
-                if u.withhold_hints {
-                    super::definitions::withhold_hints(&mut t);
-                }
-                if let Some(o) = u.overrides.get(&t.name) {
-                    o.apply(&mut t, u.trusted);
-                }
-                out.push((exposed, i, t));
+                out.push((exposed, i, u.as_shown(t)));
             }
         }
         out
     }
 
-    pub(super) fn prompt_entries(&self) -> Vec<(String, UpstreamId, Prompt)> {
+    pub(super) fn prompt_entries(&self) -> Vec<(String, UpstreamId, Exact<Prompt>)> {
         self.prompt_entries_of(self.read_listings(|l| l.prompts.clone()))
     }
 
     /// `(exposed name, upstream, prompt)` of each of `listings`' prompts, in catalog order.
     pub(super) fn prompt_entries_of(
         &self,
-        listings: PerUpstream<Vec<Prompt>>,
-    ) -> Vec<(String, UpstreamId, Prompt)> {
+        listings: PerUpstream<Vec<Exact<Prompt>>>,
+    ) -> Vec<(String, UpstreamId, Exact<Prompt>)> {
         let naming = &self.namespacing;
         listings
             .into_iter_ids()

@@ -11,7 +11,9 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 
 use mcp_types::protocol::Tool;
-use serde_json::{json, Value};
+use mcp_types::raw::Exact;
+use serde_json::value::RawValue;
+use serde_json::Value;
 
 /// Which fixes were warned of, as `upstream/tool/fix`: each is logged once, not at every
 /// listing of a careless upstream. Forgotten past this many (an upstream that renames its
@@ -49,12 +51,13 @@ enum Fix {
 }
 
 /// `tools` of upstream `key` as hosts can use them (see the module docs); each fix is
-/// warned of once (`warned`).
-pub(super) fn usable(key: &str, tools: Vec<Tool>, warned: &Warned) -> Vec<Tool> {
+/// warned of once (`warned`). A fixed schema is edited in place: what is not fixed keeps
+/// its bytes.
+pub(super) fn usable(key: &str, tools: Vec<Exact<Tool>>, warned: &Warned) -> Vec<Exact<Tool>> {
     tools
         .into_iter()
-        .filter_map(|mut tool| {
-            let fix = fix_input_schema(&mut tool);
+        .filter_map(|tool| {
+            let fix = input_schema_fix(&tool);
             let name = tool.name.as_str();
             let news = || warned.first(format!("{key}/{name}/{fix:?}"));
             match fix {
@@ -82,7 +85,23 @@ pub(super) fn usable(key: &str, tools: Vec<Tool>, warned: &Warned) -> Vec<Tool> 
                     )
                 }
             }
-            (fix != Fix::Unusable).then_some(tool)
+            let fixed = match fix {
+                Fix::None => return Some(tool),
+                Fix::Unusable => return None,
+                Fix::NoParameters => tool.edit(|o| {
+                    o.insert("inputSchema", serde_json::from_str::<Box<RawValue>>(NO_PARAMETERS)?);
+                    Ok(true)
+                }),
+                Fix::Typed => tool.edit(|o| {
+                    o.edit_object("inputSchema", |s| {
+                        s.insert_str("type", "object");
+                        Ok(true)
+                    })
+                }),
+            };
+            fixed
+                .inspect_err(|e| tracing::warn!(upstream = key, tool = %tool.name, "inputSchema not fixed ({e}); the tool is left out"))
+                .ok()
         })
         .collect()
 }
@@ -103,43 +122,40 @@ pub(super) fn withhold_hints(tool: &mut Tool) {
     }
 }
 
-/// The no-parameter schema the 2025-11-25 tools page recommends.
-fn no_parameters() -> Value {
-    json!({"type": "object", "additionalProperties": false})
-}
+/// The no-parameter schema the 2025-11-25 tools page recommends, as it writes it.
+const NO_PARAMETERS: &str = r#"{"type":"object","additionalProperties":false}"#;
 
-fn fix_input_schema(tool: &mut Tool) -> Fix {
-    let schema = match &mut tool.input_schema {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(o)) if o.is_empty() => None,
-        Some(Value::Object(o)) => Some(o),
+fn input_schema_fix(tool: &Tool) -> Fix {
+    let schema = match &tool.input_schema {
+        None | Some(Value::Null) => return Fix::NoParameters,
+        Some(Value::Object(o)) if o.is_empty() => return Fix::NoParameters,
+        Some(Value::Object(o)) => o,
         Some(_) => return Fix::Unusable,
-    };
-    let Some(schema) = schema else {
-        tool.input_schema = Some(no_parameters());
-        return Fix::NoParameters;
     };
     match schema.get("type") {
         Some(Value::String(t)) if t == "object" => Fix::None,
         Some(Value::Array(types)) if types.iter().any(|t| t == "object") => Fix::None,
         Some(_) => Fix::Unusable,
-        None => {
-            schema.insert("type".into(), json!("object"));
-            Fix::Typed
-        }
+        None => Fix::Typed,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
-    fn tool(schema: Option<Value>) -> Tool {
-        Tool {
+    fn no_parameters() -> Value {
+        json!({"type": "object", "additionalProperties": false})
+    }
+
+    fn tool(schema: Option<Value>) -> Exact<Tool> {
+        Exact::encode(Tool {
             name: "t".into(),
             input_schema: schema,
             ..Default::default()
-        }
+        })
+        .expect("encoded")
     }
 
     #[test]
@@ -148,6 +164,29 @@ mod tests {
         assert!(warned.first("up/t/NoParameters".into()));
         assert!(!warned.first("up/t/NoParameters".into()));
         assert!(warned.first("up/t/Typed".into()));
+    }
+
+    #[test]
+    fn a_fixed_schema_keeps_the_rest_of_its_text() {
+        let text = r#"{"inputSchema":{"properties":{"z":{"maximum":123456789012345678901234567890},"a":{}}},"name":"t","x":1.10000000000000000000001}"#;
+        let listed = Exact::parse(text).expect("a tool");
+        let out = usable("up", vec![listed], &Warned::default());
+        assert_eq!(
+            out.first().map(|t| t.raw().get().to_owned()).as_deref(),
+            Some(
+                text.replacen(r#"{}}}"#, r#"{}},"type":"object"}"#, 1)
+                    .as_str()
+            )
+        );
+        let missing =
+            Exact::parse(r#"{"name":"t","x":1.10000000000000000000001}"#).expect("a tool");
+        let out = usable("up", vec![missing], &Warned::default());
+        assert_eq!(
+            out.first().map(|t| t.raw().get().to_owned()).as_deref(),
+            Some(
+                r#"{"name":"t","x":1.10000000000000000000001,"inputSchema":{"type":"object","additionalProperties":false}}"#
+            )
+        );
     }
 
     #[test]

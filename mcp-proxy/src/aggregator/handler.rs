@@ -3,9 +3,9 @@
 
 use super::id::{PerUpstream, UpstreamId};
 use async_trait::async_trait;
-use mcp_server::{Outcome, RawResult, RequestContext, ServerHandler};
+use mcp_server::{ListKind, Outcome, RawResult, RequestContext, ServerHandler};
 use mcp_types::protocol::*;
-use mcp_types::raw::RawObject;
+use mcp_types::raw::{Exact, RawObject};
 use mcp_types::{codes, ErrorObject};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
@@ -13,6 +13,7 @@ use serde_json::{json, Map, Value};
 use crate::policy::Surface;
 use crate::views::Scope;
 
+use super::pages::{page_result, renamed, typed_page};
 use super::{decode, forward_meta, input_required, strip_hop_meta, upstream_error, Aggregator};
 
 #[async_trait]
@@ -90,24 +91,44 @@ impl ServerHandler for Aggregator {
             .await
     }
 
+    /// Every list is written from the items as their upstreams listed them (TOOL-07).
+    async fn list_raw(
+        &self,
+        ctx: &RequestContext,
+        kind: ListKind,
+        p: PaginatedRequestParams,
+    ) -> Result<RawResult, ErrorObject> {
+        let cursor = p.cursor.as_deref();
+        let catalog = &self.inner.catalog;
+        match kind {
+            ListKind::Tools => {
+                let (tools, next) = catalog.page(self.tools_listed(ctx).await, cursor)?;
+                page_result(kind, &tools, next.as_deref())
+            }
+            ListKind::Prompts => {
+                let (prompts, next) = catalog.page(self.prompts_listed(ctx), cursor)?;
+                page_result(kind, &prompts, next.as_deref())
+            }
+            ListKind::Resources => {
+                let all = self.reached(ctx, self.listings_for(ctx, |l| l.resources.clone()));
+                let (resources, next) = catalog.page(all, cursor)?;
+                page_result(kind, &resources, next.as_deref())
+            }
+            ListKind::ResourceTemplates => {
+                let all = self.reached(ctx, self.listings_for(ctx, |l| l.templates.clone()));
+                let (templates, next) = catalog.page(all, cursor)?;
+                page_result(kind, &templates, next.as_deref())
+            }
+            _ => Err(mcp_server::method_not_found("this list")),
+        }
+    }
+
     async fn list_tools(
         &self,
         ctx: &RequestContext,
         p: PaginatedRequestParams,
     ) -> Result<ListToolsResult, ErrorObject> {
-        self.refresh_stale().await;
-        let scope = self.scope(ctx);
-        let tools = match scope.surface(self.inner.options.surface) {
-            _ if matches!(scope, Scope::Nothing) => Vec::new(),
-            Surface::Direct => self.tools_seen(ctx, &scope),
-            Surface::Dispatcher => crate::dispatcher::tools(),
-        };
-        let (tools, next_cursor) = self.inner.catalog.page(tools, p.cursor.as_deref())?;
-        Ok(ListToolsResult {
-            tools,
-            next_cursor,
-            ..Default::default()
-        })
+        typed_page(self.list_raw(ctx, ListKind::Tools, p).await?)
     }
 
     async fn call_tool(
@@ -185,22 +206,7 @@ impl ServerHandler for Aggregator {
         ctx: &RequestContext,
         p: PaginatedRequestParams,
     ) -> Result<ListPromptsResult, ErrorObject> {
-        let scope = self.scope(ctx);
-        let prompts = self
-            .prompt_entries_for(ctx)
-            .into_iter()
-            .filter(|(_, i, _)| self.reaches(&scope, *i))
-            .map(|(exposed, _, mut p)| {
-                p.name = exposed;
-                p
-            })
-            .collect();
-        let (prompts, next_cursor) = self.inner.catalog.page(prompts, p.cursor.as_deref())?;
-        Ok(ListPromptsResult {
-            prompts,
-            next_cursor,
-            ..Default::default()
-        })
+        typed_page(self.list_raw(ctx, ListKind::Prompts, p).await?)
     }
 
     async fn get_prompt(
@@ -219,7 +225,7 @@ impl ServerHandler for Aggregator {
             ));
         };
         let params = GetPromptRequestParams {
-            name: prompt.name,
+            name: prompt.name.clone(),
             arguments: p.arguments,
             meta: forward_meta(p.meta),
             ..Default::default()
@@ -242,13 +248,7 @@ impl ServerHandler for Aggregator {
         ctx: &RequestContext,
         p: PaginatedRequestParams,
     ) -> Result<ListResourcesResult, ErrorObject> {
-        let all = self.reached(ctx, self.listings_for(ctx, |l| l.resources.clone()));
-        let (resources, next_cursor) = self.inner.catalog.page(all, p.cursor.as_deref())?;
-        Ok(ListResourcesResult {
-            resources,
-            next_cursor,
-            ..Default::default()
-        })
+        typed_page(self.list_raw(ctx, ListKind::Resources, p).await?)
     }
 
     async fn list_resource_templates(
@@ -256,14 +256,7 @@ impl ServerHandler for Aggregator {
         ctx: &RequestContext,
         p: PaginatedRequestParams,
     ) -> Result<ListResourceTemplatesResult, ErrorObject> {
-        let all = self.reached(ctx, self.listings_for(ctx, |l| l.templates.clone()));
-        let (resource_templates, next_cursor) =
-            self.inner.catalog.page(all, p.cursor.as_deref())?;
-        Ok(ListResourceTemplatesResult {
-            resource_templates,
-            next_cursor,
-            ..Default::default()
-        })
+        typed_page(self.list_raw(ctx, ListKind::ResourceTemplates, p).await?)
     }
 
     async fn read_resource(
@@ -326,7 +319,7 @@ impl ServerHandler for Aggregator {
                     .into_iter()
                     .find(|(e, _, _)| *e == name);
                 found.map(|(_, i, prompt)| {
-                    p.reference.name = Some(prompt.name);
+                    p.reference.name = Some(prompt.name.clone());
                     i
                 })
             }
@@ -371,6 +364,30 @@ impl Aggregator {
             format!("Resource not found: {uri}"),
         )
         .with_data(json!({"uri": uri}))
+    }
+
+    /// The tools the host of `ctx` is listed, as it sees them (its view, its surface).
+    async fn tools_listed(&self, ctx: &RequestContext) -> Vec<Exact<Tool>> {
+        self.refresh_stale().await;
+        let scope = self.scope(ctx);
+        match scope.surface(self.inner.options.surface) {
+            _ if matches!(scope, Scope::Nothing) => Vec::new(),
+            Surface::Direct => self.tools_seen(ctx, &scope),
+            Surface::Dispatcher => crate::dispatcher::tools()
+                .into_iter()
+                .filter_map(|t| Exact::encode(t).ok())
+                .collect(),
+        }
+    }
+
+    /// The prompts the host of `ctx` is listed, under their exposed names.
+    fn prompts_listed(&self, ctx: &RequestContext) -> Vec<Exact<Prompt>> {
+        let scope = self.scope(ctx);
+        self.prompt_entries_for(ctx)
+            .into_iter()
+            .filter(|(_, i, _)| self.reaches(&scope, *i))
+            .map(|(exposed, _, p)| renamed(p, &exposed, |p| p.name = exposed.clone()))
+            .collect()
     }
 
     /// The items of the upstreams the request's principal reaches, in catalog order.

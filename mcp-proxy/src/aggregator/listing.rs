@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use mcp_client::{Client, ClientError};
+use mcp_client::{Client, ClientError, Listed};
 use mcp_types::protocol::*;
 
 use super::catalog::{Listing, ListsChanged};
@@ -112,7 +112,7 @@ impl Aggregator {
     }
 }
 
-/// Everything `client`'s upstream offers. A failed `tools/list` fails the listing (an
+/// Everything `client`'s upstream offers, each item as it was written (TOOL-07). A failed `tools/list` fails the listing (an
 /// upstream whose tools cannot be listed is failing, not empty); a failed prompts or
 /// resources list is logged and left empty. A 2026 upstream's `ttlMs` comes from the same
 /// `tools/list` requests.
@@ -121,27 +121,27 @@ async fn list_all(client: &Client) -> Result<Listing, String> {
     let mut l = Listing::default();
     if caps.tools.is_some() {
         let listed = client
-            .list_tools_listed()
+            .list_tools_exact()
             .await
             .map_err(|e| format!("tools/list failed: {e}"))?;
         l.tools = listed.items;
         l.stale_at = listed.ttl.map(|t| std::time::Instant::now() + t);
     }
     if caps.prompts.is_some() {
-        l.prompts = or_empty("prompts/list", client.list_prompts().await);
+        l.prompts = or_empty("prompts/list", client.list_prompts_exact().await);
     }
     if caps.resources.is_some() {
-        l.resources = or_empty("resources/list", client.list_resources().await);
+        l.resources = or_empty("resources/list", client.list_resources_exact().await);
         l.templates = or_empty(
             "resources/templates/list",
-            client.list_resource_templates().await,
+            client.list_resource_templates_exact().await,
         );
     }
     Ok(l)
 }
 
-fn or_empty<T>(what: &str, listed: Result<Vec<T>, ClientError>) -> Vec<T> {
-    listed.unwrap_or_else(|e| {
+fn or_empty<T>(what: &str, listed: Result<Listed<T>, ClientError>) -> Vec<T> {
+    listed.map(|l| l.items).unwrap_or_else(|e| {
         tracing::warn!("{what} failed: {e}; listed as empty");
         Vec::new()
     })

@@ -40,6 +40,7 @@ mod listing;
 mod metered;
 mod options;
 mod own_lists;
+mod pages;
 mod pinning;
 mod pool;
 mod reload;
@@ -53,6 +54,7 @@ pub use connector::UpstreamConnector;
 pub use options::{
     AggregatorOptions, StartError, UpstreamConfig, UpstreamStatus, UpstreamTransport,
 };
+use pages::as_exposed;
 use pool::Upstream;
 
 /// Called when a merged list changes, with who may hear of it.
@@ -125,19 +127,6 @@ fn namespaces(
         out.push(namespace);
     }
     Ok(out)
-}
-
-/// A tool as hosts see it: its exposed name, and `taskSupport: "optional"` where the
-/// upstream says `"required"` (the gateway runs such a tool as a task itself for a host
-/// that calls it plainly, and relays the task to a host that asks for one).
-fn as_exposed(exposed: String, mut t: Tool) -> Tool {
-    t.name = exposed;
-    if t.task_support() == TaskSupport::Required {
-        if let Some(e) = &mut t.execution {
-            e.task_support = Some(TaskSupport::Optional);
-        }
-    }
-    t
 }
 
 /// The key of the gateway's own confirmation request among a round's input requests.
@@ -355,7 +344,7 @@ impl Aggregator {
             .catalog
             .tool_entries()
             .into_iter()
-            .map(|(exposed, _, t)| as_exposed(exposed, t))
+            .map(|(exposed, _, t)| as_exposed(exposed, t).into_value())
             .collect()
     }
 

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use mcp_client::Client;
 use mcp_server::{HostSession, HostSessionId, RequestContext};
 use mcp_types::protocol::{Prompt, Tool, TypedNotification};
+use mcp_types::raw::Exact;
 
 use super::catalog::{Catalog, Listing, ListsChanged, OwnListings, Routes};
 use super::id::{PerUpstream, UpstreamId};
@@ -158,7 +159,7 @@ impl Aggregator {
     pub(super) fn prompt_entries_for(
         &self,
         ctx: &RequestContext,
-    ) -> Vec<(String, UpstreamId, Prompt)> {
+    ) -> Vec<(String, UpstreamId, Exact<Prompt>)> {
         let prompts = self.listings_for(ctx, |l| l.prompts.clone());
         self.inner.catalog.prompt_entries_of(prompts)
     }
@@ -181,7 +182,7 @@ impl Aggregator {
     pub(super) fn tool_entries_for(
         &self,
         ctx: Option<&RequestContext>,
-    ) -> Vec<(String, UpstreamId, Tool)> {
+    ) -> Vec<(String, UpstreamId, Exact<Tool>)> {
         let host = ctx.and_then(|c| c.host_session()).map(|h| h.id());
         let own = self.inner.own_lists.listings(host);
         self.inner.catalog.tool_entries_with(own.as_ref())

@@ -3,7 +3,7 @@
 use super::id::UpstreamId;
 use mcp_types::headers::HeaderParam;
 use mcp_types::protocol::Tool;
-use mcp_types::raw;
+use mcp_types::raw::{self, Exact};
 use serde_json::value::RawValue;
 
 /// Where an exposed tool name leads: the upstream that owns the tool, the tool as that
@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 /// the tool's real name as JSON text (each call's params get it).
 pub(crate) struct Route {
     pub(crate) upstream: UpstreamId,
-    pub(crate) tool: Tool,
+    pub(crate) tool: Exact<Tool>,
     pub(super) name: Box<RawValue>,
     /// Its `x-mcp-header` arguments (none when the annotations are invalid).
     pub(crate) header_params: Vec<HeaderParam>,
@@ -26,7 +26,7 @@ pub(crate) struct Route {
 }
 
 impl Route {
-    pub(super) fn new(upstream: UpstreamId, tool: Tool, hints_trusted: bool) -> Self {
+    pub(super) fn new(upstream: UpstreamId, tool: Exact<Tool>, hints_trusted: bool) -> Self {
         let header_params = tool
             .input_schema
             .as_ref()

@@ -4,6 +4,7 @@
 use super::id::UpstreamId;
 use mcp_server::RequestContext;
 use mcp_types::protocol::Tool;
+use mcp_types::raw::Exact;
 
 use super::{as_exposed, Aggregator};
 use crate::policy::Surface;
@@ -39,7 +40,7 @@ impl Aggregator {
         &self,
         ctx: &RequestContext,
         scope: &Scope,
-    ) -> Vec<(String, Tool)> {
+    ) -> Vec<(String, Exact<Tool>)> {
         self.tool_entries_for(Some(ctx))
             .into_iter()
             .filter(|(exposed, i, _)| self.sees_tool(scope, *i, exposed))
@@ -51,7 +52,7 @@ impl Aggregator {
     }
 
     /// The tools `scope` sees, as the host of `ctx` sees them, in catalog order.
-    pub(crate) fn tools_seen(&self, ctx: &RequestContext, scope: &Scope) -> Vec<Tool> {
+    pub(crate) fn tools_seen(&self, ctx: &RequestContext, scope: &Scope) -> Vec<Exact<Tool>> {
         match scope {
             Scope::Everything => self
                 .tool_entries_for(Some(ctx))

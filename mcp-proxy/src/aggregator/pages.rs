@@ -1,0 +1,99 @@
+//! The merged lists as hosts get them (TOOL-07): each item as its upstream listed it,
+//! renamed in place where it is exposed under another name, written into one page of
+//! the union model, which each host's session translates to its revision.
+
+use mcp_server::{ListKind, RawResult};
+use mcp_types::protocol::{TaskSupport, Tool};
+use mcp_types::raw::Exact;
+use mcp_types::{codes, ErrorObject};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+/// `item` shown under `name`: its `name` member rewritten in its place (`set` makes the
+/// same change to the decoded value), every other member as listed.
+pub(super) fn renamed<T: Serialize + Clone>(
+    item: Exact<T>,
+    name: &str,
+    set: impl FnOnce(&mut T),
+) -> Exact<T> {
+    match item.with_member("name", name, set) {
+        Ok(shown) => shown,
+        Err(e) => {
+            // Not reached for an item read as an object; kept under its own name.
+            tracing::warn!("an item could not be renamed to {name:?}: {e}");
+            item
+        }
+    }
+}
+
+/// A tool as hosts see it: its exposed name, and `taskSupport: "optional"` where the
+/// upstream says `"required"` (the gateway runs such a tool as a task itself for a host
+/// that calls it plainly, and relays the task to a host that asks for one).
+pub(super) fn as_exposed(exposed: String, t: Exact<Tool>) -> Exact<Tool> {
+    if t.task_support() == TaskSupport::Required {
+        let shown = t.edit_typed(|t| {
+            t.name = exposed.clone();
+            if let Some(e) = &mut t.execution {
+                e.task_support = Some(TaskSupport::Optional);
+            }
+        });
+        return shown.unwrap_or(t);
+    }
+    if t.name == exposed {
+        return t;
+    }
+    renamed(t, &exposed, |t| t.name = exposed.clone())
+}
+
+/// One page of list `kind`: its items as they are, and the cursor of the next page.
+pub(super) fn page_result<T>(
+    kind: ListKind,
+    items: &[Exact<T>],
+    next_cursor: Option<&str>,
+) -> Result<RawResult, ErrorObject> {
+    let page = Page {
+        key: kind.items_key(),
+        items,
+        next_cursor,
+    };
+    // Written once, as the items' texts and the cursor's literal: nothing is read again.
+    let body = serde_json::value::to_raw_value(&page).map_err(|e| {
+        ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!("Internal error: a list page: {e}"),
+        )
+    })?;
+    Ok(RawResult {
+        revision: None,
+        body,
+    })
+}
+
+/// A page of a list, for writing.
+struct Page<'a, T> {
+    key: &'static str,
+    items: &'a [Exact<T>],
+    next_cursor: Option<&'a str>,
+}
+
+impl<T> Serialize for Page<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(1 + usize::from(self.next_cursor.is_some())))?;
+        m.serialize_entry(self.key, self.items)?;
+        if let Some(c) = self.next_cursor {
+            m.serialize_entry("nextCursor", c)?;
+        }
+        m.end()
+    }
+}
+
+/// A page decoded, for the typed list methods.
+pub(super) fn typed_page<R: DeserializeOwned>(page: RawResult) -> Result<R, ErrorObject> {
+    serde_json::from_str(page.body.get()).map_err(|e| {
+        ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!("Internal error: a list page: {e}"),
+        )
+    })
+}
