@@ -98,7 +98,9 @@ pub struct Listed<T> {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClientError {
-    /// The server answered with a JSON-RPC error.
+    /// The server answered with a JSON-RPC error. One the HTTP transport made of a
+    /// request the server refused at the HTTP level carries the status as
+    /// `data.httpStatus` (a `401` or `403`: the credentials were refused).
     #[error("server error {}: {}", .0.code, .0.message)]
     Server(ErrorObject),
     /// The connection closed (the server exited, the stream ended).

@@ -41,6 +41,7 @@ pub mod overrides;
 pub mod pins;
 pub mod policy;
 pub mod sessions;
+mod upstream_error;
 pub mod views;
 
 pub use aggregator::{
@@ -50,3 +51,4 @@ pub use aggregator::{
 pub use sessions::{
     bridged_capabilities, start_capabilities, PerHostLimits, PoolLimits, SessionMode,
 };
+pub use upstream_error::UpstreamError;

@@ -97,6 +97,12 @@ struct UpstreamLabels {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct FailureLabels {
+    upstream: String,
+    kind: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct RevisionLabels {
     revision: String,
 }
@@ -153,6 +159,7 @@ pub struct Metrics {
     up: Family<UpstreamLabels, Gauge>,
     restarts: Family<UpstreamLabels, Counter>,
     renewals: Family<UpstreamLabels, Counter>,
+    failures: Family<FailureLabels, Counter>,
     hosts: Family<RevisionLabels, Gauge>,
     refusals: Counter,
     session_evictions: Family<ReasonLabels, Counter>,
@@ -191,6 +198,7 @@ impl Metrics {
         let up = Family::<UpstreamLabels, Gauge>::default();
         let restarts = Family::<UpstreamLabels, Counter>::default();
         let renewals = Family::<UpstreamLabels, Counter>::default();
+        let failures = Family::<FailureLabels, Counter>::default();
         let hosts = Family::<RevisionLabels, Gauge>::default();
         let refusals = Counter::default();
         let (session_evictions, session_refusals) = (Family::default(), Family::default());
@@ -230,6 +238,12 @@ impl Metrics {
             renewals.clone(),
         );
         registry.register(
+            "upstream_failures",
+            "Connections and listings of an upstream that failed, by kind: unauthorized, \
+             unavailable, transport, protocol, timeout, too_large",
+            failures.clone(),
+        );
+        registry.register(
             "hosts",
             "Hosts connected (stdio connections, legacy HTTP sessions), by the revision they speak",
             hosts.clone(),
@@ -260,6 +274,7 @@ impl Metrics {
             up,
             restarts,
             renewals,
+            failures,
             hosts,
             refusals,
             session_evictions,
@@ -285,6 +300,16 @@ impl Metrics {
         self.renewals
             .get_or_create(&UpstreamLabels {
                 upstream: key.to_owned(),
+            })
+            .inc();
+    }
+
+    /// Connecting to or listing upstream `key` failed this way.
+    pub(crate) fn upstream_failed(&self, key: &str, error: &crate::UpstreamError) {
+        self.failures
+            .get_or_create(&FailureLabels {
+                upstream: key.to_owned(),
+                kind: error.kind(),
             })
             .inc();
     }

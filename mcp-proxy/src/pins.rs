@@ -54,10 +54,26 @@ pub enum PinCheck {
     Unpinned,
 }
 
-/// A pin file that cannot be used.
+/// Why a pin file cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unusable pin file: {0}")]
-pub struct PinError(String);
+#[non_exhaustive]
+pub enum PinError {
+    /// It is not JSON (the reader's words).
+    #[error("unusable pin file: not JSON: {0}")]
+    NotJson(String),
+    /// It is not a version this gateway reads.
+    #[error("unusable pin file: not version 1")]
+    Version,
+    /// It has no `tools` object.
+    #[error("unusable pin file: no `tools` object")]
+    NoTools,
+    /// A tool's entry is not an object of digests.
+    #[error("unusable pin file: `{0}` is not an object of digests")]
+    NotDigests(String),
+    /// A tool's entry has a digest that is not a string.
+    #[error("unusable pin file: `{0}` has a digest that is not a string")]
+    DigestNotString(String),
+}
 
 /// The approved tools and what to do with the others.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -112,24 +128,25 @@ impl Pins {
 
     /// Reads a pin file.
     pub fn parse(text: &str) -> Result<Pins, PinError> {
-        let doc: Value = serde_json::from_str(text).map_err(|e| PinError(e.to_string()))?;
+        let doc: Value =
+            serde_json::from_str(text).map_err(|e| PinError::NotJson(e.to_string()))?;
         if doc.get("version").and_then(Value::as_u64) != Some(1) {
-            return Err(PinError("not version 1".into()));
+            return Err(PinError::Version);
         }
         let tools = doc
             .get("tools")
             .and_then(Value::as_object)
-            .ok_or_else(|| PinError("no `tools` object".into()))?;
+            .ok_or(PinError::NoTools)?;
         let mut out = Pins::new();
         for (key, parts) in tools {
             let parts = parts
                 .as_object()
-                .ok_or_else(|| PinError(format!("`{key}` is not an object of digests")))?;
+                .ok_or_else(|| PinError::NotDigests(key.clone()))?;
             let parts = parts
                 .iter()
                 .map(|(p, d)| d.as_str().map(|d| (p.clone(), d.to_owned())))
                 .collect::<Option<BTreeMap<_, _>>>()
-                .ok_or_else(|| PinError(format!("`{key}` has a digest that is not a string")))?;
+                .ok_or_else(|| PinError::DigestNotString(key.clone()))?;
             out.tools.insert(key.clone(), parts);
         }
         Ok(out)

@@ -125,7 +125,9 @@ async fn an_upstream_whose_tools_cannot_be_listed_is_failing_not_empty() {
         .expect("a failing upstream does not stop the aggregator");
     let status = &agg.status()[0];
     assert!(!status.connected, "{status:?}");
-    let why = status.last_error.as_deref().unwrap_or_default();
+    let error = status.last_error.as_ref().expect("why it failed");
+    assert_eq!(error.kind(), "protocol", "{error}");
+    let why = error.to_string();
     assert!(
         why.contains("tools/list failed") && why.contains("the tool index is corrupt"),
         "{why}"

@@ -53,7 +53,7 @@ struct Pairs {
 
 #[async_trait::async_trait]
 impl UpstreamConnector for Pairs {
-    async fn connect(&self) -> Result<Box<dyn Transport>, String> {
+    async fn connect(&self) -> Result<Box<dyn Transport>, mcp_proxy::UpstreamError> {
         let n = self.opened.fetch_add(1, Ordering::SeqCst) + 1;
         let (ours, theirs) = memory_pair(16);
         let theirs: Arc<dyn Transport> = Arc::new(theirs);

@@ -96,14 +96,11 @@ async fn faulty_upstreams_fail_clearly_and_alone() {
         !ghost.connected,
         "the upstream that never starts is reported"
     );
+    let error = ghost.last_error.as_ref().expect("why it failed");
+    assert_eq!(error.kind(), "unavailable", "{error}");
     assert!(
-        ghost
-            .last_error
-            .as_deref()
-            .unwrap_or_default()
-            .contains("/nonexistent/mcp-server"),
-        "{:?}",
-        ghost.last_error
+        error.to_string().contains("/nonexistent/mcp-server"),
+        "{error}"
     );
 
     let (dies, hangs, babbles, echo) = tokio::join!(

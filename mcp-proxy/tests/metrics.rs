@@ -171,6 +171,12 @@ async fn metrics_count_the_calls_a_host_made_by_upstream_tool_and_outcome() {
         Some(&1.0),
         "{text}"
     );
+    // The connection the upstream's exit ended is one failure, of the transport.
+    assert_eq!(
+        m.get("mcp_gateway_upstream_failures_total{kind=\"transport\",upstream=\"up\"}"),
+        Some(&1.0),
+        "{text}"
+    );
     assert_eq!(
         m.get(&format!("mcp_gateway_upstream_calls_in_flight{h}")),
         Some(&0.0),

@@ -121,7 +121,8 @@ impl Shared {
                 return Err(ErrorObject::new(
                     codes::INTERNAL_ERROR,
                     format!("HTTP {}: authorization failed: {e}", resp.status()),
-                ));
+                )
+                .with_data(super::status_data(resp.status())));
             }
         }
     }

@@ -94,6 +94,24 @@ struct Shared {
     streams: Mutex<HashMap<RequestId, Arc<tokio::sync::Notify>>>,
 }
 
+/// The `data` of an error made of a request the server refused at the HTTP level: its
+/// status, for a caller to tell a refused credential (`401`, `403`) from a failure.
+pub(crate) fn status_data(status: StatusCode) -> serde_json::Value {
+    serde_json::json!({ "httpStatus": status.as_u16() })
+}
+
+/// Adds the HTTP status to an error answer that came with a failure status (a `401`
+/// with a JSON-RPC body says who refused, and the status says it was the credentials).
+fn mark_status(error: &mut ErrorObject, status: StatusCode) {
+    match &mut error.data {
+        None => error.data = Some(status_data(status)),
+        Some(serde_json::Value::Object(o)) if !o.contains_key("httpStatus") => {
+            o.insert("httpStatus".into(), status.as_u16().into());
+        }
+        Some(_) => {}
+    }
+}
+
 /// A Streamable HTTP connection to one server endpoint.
 pub struct HttpTransport {
     shared: Arc<Shared>,
@@ -357,6 +375,9 @@ impl Shared {
                     if let (Message::Error(e), [only]) = (&mut m, ids) {
                         e.id.get_or_insert_with(|| only.clone());
                     }
+                    if let (Message::Error(e), false) = (&mut m, status.is_success()) {
+                        mark_status(&mut e.error, status);
+                    }
                     self.take(m).await;
                 }
             }
@@ -368,7 +389,8 @@ impl Shared {
                         "HTTP {status}: {}",
                         text.chars().take(200).collect::<String>()
                     ),
-                );
+                )
+                .with_data(status_data(status));
                 self.fail(ids, error).await;
             }
             Err(_) => {

@@ -171,7 +171,7 @@ impl Aggregator {
         u: &Upstream,
         capabilities: ClientCapabilities,
         era: EraChoice,
-    ) -> Result<Link, String> {
+    ) -> Result<Link, crate::UpstreamError> {
         let calls = Arc::new(Calls::default());
         let client = self.open(u, calls.clone(), capabilities, era).await?;
         Ok(Link {

@@ -12,6 +12,7 @@ use super::catalog::{Listing, ListsChanged};
 use super::id::UpstreamId;
 use super::pool::Upstream;
 use super::Aggregator;
+use crate::UpstreamError;
 
 /// Shortest time between two listings of an upstream (or of a host's own session of one)
 /// that keeps saying its lists changed.
@@ -24,11 +25,11 @@ pub(super) const CLOSE_POLL: Duration = Duration::from_millis(500);
 impl Aggregator {
     /// What a connection just opened offers, bounded like its handshake by the connect
     /// timeout (a listing that hangs must not hold a start any longer than one).
-    pub(super) async fn first_listing(&self, client: &Client) -> Result<Listing, String> {
+    pub(super) async fn first_listing(&self, client: &Client) -> Result<Listing, UpstreamError> {
         let limit = self.inner.options.connect_timeout;
         match tokio::time::timeout(limit, list_all(client)).await {
             Ok(listed) => listed,
-            Err(_) => Err(format!("not listed within {limit:?}")),
+            Err(_) => Err(UpstreamError::Timeout(limit)),
         }
     }
 
@@ -102,10 +103,8 @@ impl Aggregator {
                 self.inner.catalog.set_listing(i, listing)
             }
             Err(e) => {
-                tracing::warn!(upstream = %u.config.key, "relisting failed: {e}");
-                if let Ok(mut le) = u.last_error.lock() {
-                    *le = Some(e);
-                }
+                tracing::warn!(upstream = %u.config.key, kind = e.kind(), "relisting failed: {e}");
+                self.failed(u, e);
                 ListsChanged::default()
             }
         }
@@ -116,14 +115,14 @@ impl Aggregator {
 /// upstream whose tools cannot be listed is failing, not empty); a failed prompts or
 /// resources list is logged and left empty. A 2026 upstream's `ttlMs` comes from the same
 /// `tools/list` requests.
-async fn list_all(client: &Client) -> Result<Listing, String> {
+async fn list_all(client: &Client) -> Result<Listing, UpstreamError> {
     let caps = client.server().capabilities.clone();
     let mut l = Listing::default();
     if caps.tools.is_some() {
         let listed = client
             .list_tools_exact()
             .await
-            .map_err(|e| format!("tools/list failed: {e}"))?;
+            .map_err(|e| UpstreamError::from_client(&e).during("tools/list"))?;
         l.tools = listed.items;
         l.stale_at = listed.ttl.map(|t| std::time::Instant::now() + t);
     }

@@ -22,6 +22,7 @@ use serde_json::{Map, Value};
 
 use crate::bridge::Flight;
 use crate::policy::Surface;
+use crate::UpstreamError;
 use id::{PerUpstream, UpstreamId};
 
 mod call;
@@ -464,10 +465,11 @@ fn created_task_id(v: &Value) -> Option<String> {
 fn call_failure(upstream: &str, e: ClientError) -> Result<Outcome<CallToolResult>, ErrorObject> {
     match e {
         // The upstream's own protocol answer (an unknown tool, bad params) goes through.
-        ClientError::Server(e) => Err(e),
+        ClientError::Server(e) if !UpstreamError::is_refusal(&e) => Err(e),
         ClientError::Timeout(t) => Ok(Outcome::Complete(tool_error(format!(
             "upstream `{upstream}` did not answer within {t:?}; the call was cancelled"
         )))),
+        // The client's own words: they say what broke, which is what a model can act on.
         other => Ok(Outcome::Complete(tool_error(format!(
             "upstream `{upstream}` failed: {other}"
         )))),
@@ -475,14 +477,12 @@ fn call_failure(upstream: &str, e: ClientError) -> Result<Outcome<CallToolResult
 }
 
 /// A failed request other than a tool call, as the host's error: the upstream's own
-/// protocol error as it is, anything else an internal error naming the upstream.
+/// protocol error as it is, anything else the gateway's error naming the upstream
+/// ([`UpstreamError::to_error_object`]).
 fn upstream_error(upstream: &str, e: ClientError) -> ErrorObject {
     match e {
-        ClientError::Server(e) => e,
-        other => ErrorObject::new(
-            codes::INTERNAL_ERROR,
-            format!("upstream `{upstream}` failed: {other}"),
-        ),
+        ClientError::Server(e) if !UpstreamError::is_refusal(&e) => e,
+        other => UpstreamError::from_client(&other).to_error_object(upstream),
     }
 }
 

@@ -335,7 +335,7 @@ pub struct UpstreamStatus {
     /// Whether its shared connection is up.
     pub connected: bool,
     /// Why it last failed, until it connects again.
-    pub last_error: Option<String>,
+    pub last_error: Option<crate::UpstreamError>,
     /// Upstream sessions open (or opening) for hosts of their own ([`SessionMode::PerHost`],
     /// or hosts that keep state upstream under [`SessionMode::Pooled`]).
     pub host_sessions: usize,

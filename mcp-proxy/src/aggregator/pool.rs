@@ -18,6 +18,7 @@ use crate::bridge::{Bridge, Calls};
 use crate::sessions::host::HostLinks;
 use crate::sessions::pool::SessionPool;
 use crate::sessions::{start_capabilities, SessionMode};
+use crate::UpstreamError;
 
 pub(super) struct Upstream {
     pub(super) config: UpstreamConfig,
@@ -25,7 +26,7 @@ pub(super) struct Upstream {
     pub(super) client: RwLock<Option<Client>>,
     /// The legacy session opened on `client`'s connection ([`UpstreamConfig::legacy_session`]).
     legacy: RwLock<Option<Client>>,
-    pub(super) last_error: Mutex<Option<String>>,
+    pub(super) last_error: Mutex<Option<UpstreamError>>,
     /// Host calls in flight on the shared connection, for routing a legacy upstream's
     /// requests.
     pub(super) calls: Arc<Calls>,
@@ -89,7 +90,7 @@ impl Upstream {
             .last_error
             .lock()
             .ok()
-            .and_then(|e| e.clone())
+            .and_then(|e| e.as_ref().map(ToString::to_string))
             .unwrap_or_else(|| "not connected".into());
         format!("upstream `{}` is unavailable: {why}", self.config.key)
     }
@@ -157,7 +158,7 @@ impl Aggregator {
     }
 
     /// The shared connection to `u`.
-    pub(super) async fn open_shared(&self, u: &Upstream) -> Result<Client, String> {
+    pub(super) async fn open_shared(&self, u: &Upstream) -> Result<Client, UpstreamError> {
         let era = match u.config.revision {
             None => EraChoice::Detect,
             Some(r) if r.era() == mcp_types::Era::Modern => EraChoice::Modern,
@@ -220,7 +221,7 @@ impl Aggregator {
         calls: Arc<Calls>,
         capabilities: ClientCapabilities,
         era: EraChoice,
-    ) -> Result<Client, String> {
+    ) -> Result<Client, UpstreamError> {
         let config = &u.config;
         let bridge = || Bridge {
             calls: calls.clone(),
@@ -238,14 +239,15 @@ impl Aggregator {
         let connect = async {
             match &config.transport {
                 UpstreamTransport::Stdio(cmd) => {
-                    let mut t = ChildTransport::spawn(cmd)
-                        .map_err(|e| format!("cannot start `{}`: {e}", cmd.command))?;
+                    let mut t = ChildTransport::spawn(cmd).map_err(|e| {
+                        UpstreamError::Unavailable(format!("cannot start `{}`: {e}", cmd.command))
+                    })?;
                     if let Some(limit) = config.max_message_bytes {
                         t = t.with_max_message_bytes(limit);
                     }
                     Client::connect(t, bridge(), options)
                         .await
-                        .map_err(|e| e.to_string())
+                        .map_err(UpstreamError::from)
                 }
                 UpstreamTransport::Http(h) => {
                     let mut h = self.counting_renewals(u, h.clone());
@@ -254,16 +256,15 @@ impl Aggregator {
                     }
                     mcp_client::connect_http(h, bridge(), options)
                         .await
-                        .map_err(|e| e.to_string())
+                        .map_err(UpstreamError::from)
                 }
                 UpstreamTransport::Custom(connector) => {
-                    let t = connector
-                        .connect()
-                        .await
-                        .map_err(|e| format!("cannot connect to {}: {e}", connector.describe()))?;
+                    let t = connector.connect().await.inspect_err(
+                        |e| tracing::debug!(to = %connector.describe(), "no connection: {e}"),
+                    )?;
                     Client::connect(t, bridge(), options)
                         .await
-                        .map_err(|e| e.to_string())
+                        .map_err(UpstreamError::from)
                 }
                 UpstreamTransport::InProcess(server) => {
                     let (a, b) = memory_pair(64);
@@ -271,16 +272,13 @@ impl Aggregator {
                     tokio::spawn(async move { server.serve(b).await });
                     Client::connect(a, bridge(), options)
                         .await
-                        .map_err(|e| e.to_string())
+                        .map_err(UpstreamError::from)
                 }
             }
         };
         match tokio::time::timeout(self.inner.options.connect_timeout, connect).await {
             Ok(r) => r,
-            Err(_) => Err(format!(
-                "no handshake within {:?}",
-                self.inner.options.connect_timeout
-            )),
+            Err(_) => Err(UpstreamError::Timeout(self.inner.options.connect_timeout)),
         }
     }
 
@@ -361,12 +359,19 @@ impl Aggregator {
                 true
             }
             Err(e) => {
-                tracing::warn!(upstream = %u.config.key, "upstream failed: {e}");
-                if let Ok(mut le) = u.last_error.lock() {
-                    *le = Some(e);
-                }
+                tracing::warn!(upstream = %u.config.key, kind = e.kind(), "upstream failed: {e}");
+                self.failed(&u, e);
                 false
             }
+        }
+    }
+
+    /// Notes why `u` could not be used: in its status until it is used again, and in the
+    /// metrics by kind.
+    pub(super) fn failed(&self, u: &Upstream, e: UpstreamError) {
+        self.inner.metrics.upstream_failed(&u.config.key, &e);
+        if let Ok(mut le) = u.last_error.lock() {
+            *le = Some(e);
         }
     }
 
@@ -425,9 +430,8 @@ impl Aggregator {
             // Its listing stays while it restarts: a call to one of its tools is told the
             // upstream is restarting (never `Unknown tool`), and hosts hear of no change
             // unless the restart fails or brings other lists.
-            if let Ok(mut e) = u.last_error.lock() {
-                *e = Some(format!("restarting: its connection ended ({reason})"));
-            }
+            let ended = format!("restarting: its connection ended ({reason})");
+            self.failed(&u, UpstreamError::Transport(ended));
         }
     }
 

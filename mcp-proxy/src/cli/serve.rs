@@ -81,7 +81,7 @@ pub(super) fn gateway_server(live: &Live, local_principal: Option<Principal>) ->
             false => eprintln!(
                 "gateway: upstream `{}` unavailable: {}",
                 s.key,
-                s.last_error.unwrap_or_default()
+                s.last_error.map(|e| e.to_string()).unwrap_or_default()
             ),
         }
     }

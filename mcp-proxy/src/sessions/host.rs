@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use mcp_server::{HostSession, HostSessionId};
 use tokio::sync::OnceCell;
 
-use super::{Link, LinkError, PerHostLimits, SHUTTING_DOWN};
+use super::{shutting_down, Link, LinkError, PerHostLimits};
 
 struct Entry {
     link: Arc<OnceCell<Link>>,
@@ -74,7 +74,7 @@ impl HostLinks {
     ) -> Result<Link, LinkError>
     where
         F: FnOnce() -> Fut,
-        Fut: std::future::Future<Output = Result<Link, String>>,
+        Fut: std::future::Future<Output = Result<Link, crate::UpstreamError>>,
     {
         let (cell, fresh) = self.cell(upstream, host.id())?;
         let link = cell
@@ -89,7 +89,7 @@ impl HostLinks {
                 // Opened while the gateway shut down: closed, not kept.
                 self.forget(host.id(), &cell);
                 link.client.close().await;
-                Err(LinkError::Connect(SHUTTING_DOWN.into()))
+                Err(shutting_down())
             }
             Ok(link) => {
                 if fresh {
@@ -110,12 +110,13 @@ impl HostLinks {
         upstream: &str,
         host: HostSessionId,
     ) -> Result<(Arc<OnceCell<Link>>, bool), LinkError> {
-        let mut entries = self
-            .entries
-            .lock()
-            .map_err(|_| LinkError::Connect("host sessions unavailable".into()))?;
+        let mut entries = self.entries.lock().map_err(|_| {
+            LinkError::Connect(crate::UpstreamError::Unavailable(
+                "host sessions unavailable".into(),
+            ))
+        })?;
         if self.closed.load(Ordering::SeqCst) {
-            return Err(LinkError::Connect(SHUTTING_DOWN.into()));
+            return Err(shutting_down());
         }
         if let Some(e) = entries.get_mut(&host) {
             let gone = e

@@ -205,7 +205,7 @@ pub(crate) enum LinkError {
     },
     /// Connecting failed.
     #[error("{0}")]
-    Connect(String),
+    Connect(crate::UpstreamError),
 }
 
 /// Closes `links` all at once (a slow upstream does not hold the others' turn), and
@@ -220,6 +220,11 @@ pub(crate) async fn close_at_once(links: Vec<Link>) {
 
 /// Why a host gets no session once the gateway is shutting down.
 pub(crate) const SHUTTING_DOWN: &str = "the gateway is shutting down";
+
+/// Why no session is opened once the gateway stops.
+pub(crate) fn shutting_down() -> LinkError {
+    LinkError::Connect(crate::UpstreamError::Unavailable(SHUTTING_DOWN.into()))
+}
 
 #[cfg(test)]
 mod tests {

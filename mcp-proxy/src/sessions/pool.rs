@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use mcp_types::protocol::ClientCapabilities;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::{Link, LinkError, PoolLimits, SHUTTING_DOWN};
+use super::{shutting_down, Link, LinkError, PoolLimits};
 
 /// One session of the pool.
 struct Session {
@@ -143,7 +143,7 @@ impl SessionPool {
     ) -> Result<Link, LinkError>
     where
         F: FnOnce() -> Fut,
-        Fut: std::future::Future<Output = Result<Link, String>>,
+        Fut: std::future::Future<Output = Result<Link, crate::UpstreamError>>,
     {
         let busy = || LinkError::Busy {
             upstream: upstream.into(),
@@ -151,7 +151,7 @@ impl SessionPool {
         };
         let permit = match tokio::time::timeout(wait, self.permits.clone().acquire_owned()).await {
             Ok(Ok(permit)) => permit,
-            Ok(Err(_)) => return Err(LinkError::Connect(SHUTTING_DOWN.into())),
+            Ok(Err(_)) => return Err(shutting_down()),
             Err(_) => {
                 tracing::warn!(
                     upstream,
@@ -172,7 +172,7 @@ impl SessionPool {
         tracing::info!(upstream, "pooled upstream session opened");
         self.sweep_idle();
         self.opened(capabilities.clone(), link, permit)
-            .ok_or_else(|| LinkError::Connect(SHUTTING_DOWN.into()))
+            .ok_or_else(shutting_down)
     }
 
     /// With `permit` held: lends the most recently used idle session for `capabilities`;
