@@ -1,7 +1,8 @@
 //! The Streamable HTTP endpoint's memory under a long session and under abandoned ones,
 //! in-process (no sockets): 100,000 `tools/call` in one legacy session, then 20,000
 //! sessions opened (`initialize`, one call) and never closed, then the idle timeout.
-//! Prints the process's resident memory at each step. The bound it shows (README.md):
+//! Prints the process's resident memory at each step. The bound it shows
+//! (`docs/operations.md`, "Soak"):
 //! a long session keeps nothing per call, and abandoned sessions are capped and expire.
 //!
 //! `cargo bench -p mcp-benches --bench soak_http` (Linux: reads `/proc/self/status`).

@@ -6,7 +6,8 @@
 //! ```
 //! `--help` says the rest. It runs on one thread unless `--threads N` asks for more: a
 //! relay spends its time moving small messages between sockets and pipes, where handing
-//! work between threads costs more CPU than it saves (measured in README.md).
+//! work between threads costs more CPU than it saves (measured side by side; see
+//! `benches/RESULTS.md` and its history in git).
 
 use mcp_proxy::{AggregatorOptions, UpstreamConfig, UpstreamTransport};
 use mcp_server::Server;
