@@ -8,7 +8,7 @@ mod notes_tools;
 pub mod oauth_server;
 pub use conformance_fixtures::Conformance;
 pub use echo_tools::*;
-pub use embed::{embedded_app, GATEWAY_CONCURRENCY};
+pub use embed::{embedded_app, guarded_app, GATEWAY_CONCURRENCY};
 pub use notes_tools::*;
 
 /// Logs to stderr (stdout may carry the protocol), filtered by `RUST_LOG`.

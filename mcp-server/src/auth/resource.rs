@@ -89,6 +89,12 @@ impl ProtectedResource {
         }
     }
 
+    /// The path of the metadata (the well-known path followed by the resource's), for
+    /// an embedder that routes it ([`crate::http::layers::ResourceMetadataService`]).
+    pub fn metadata_path(&self) -> String {
+        format!("{METADATA_PATH}{}", self.path)
+    }
+
     /// Where clients fetch the metadata: the path-suffixed well-known URL.
     pub fn metadata_url(&self) -> String {
         format!("{}{METADATA_PATH}{}", self.origin, self.path)

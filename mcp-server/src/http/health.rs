@@ -55,8 +55,18 @@ pub(super) fn probe(
         return Some(respond(StatusCode::METHOD_NOT_ALLOWED, empty(), None));
     }
     if path == LIVE_PATH {
-        return Some(text(StatusCode::OK, "ok\n"));
+        return Some(live());
     }
+    Some(ready(health, trusted))
+}
+
+/// The liveness answer: the process serves.
+pub(super) fn live() -> Response<HttpBody> {
+    text(StatusCode::OK, "ok\n")
+}
+
+/// The readiness answer of `health`, with its details if `trusted`.
+pub(super) fn ready(health: &dyn Health, trusted: bool) -> Response<HttpBody> {
     let r = health.readiness();
     let status = if r.ready {
         StatusCode::OK
@@ -64,14 +74,11 @@ pub(super) fn probe(
         StatusCode::SERVICE_UNAVAILABLE
     };
     if !trusted {
-        return Some(text(
-            status,
-            if r.ready { "ready\n" } else { "not ready\n" },
-        ));
+        return text(status, if r.ready { "ready\n" } else { "not ready\n" });
     }
     let body = serde_json::json!({"ready": r.ready, "detail": r.detail}).to_string();
     let body = Full::new(Bytes::from(body)).boxed_unsync();
-    Some(respond(status, body, Some("application/json")))
+    respond(status, body, Some("application/json"))
 }
 
 fn text(status: StatusCode, s: &'static str) -> Response<HttpBody> {

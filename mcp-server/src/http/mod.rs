@@ -39,6 +39,7 @@ mod exchange;
 pub mod fuzzing;
 mod guard;
 mod health;
+pub mod layers;
 mod legacy;
 mod metrics;
 mod modern;
@@ -207,7 +208,11 @@ impl StreamableHttp {
             return metadata;
         }
         let principal = match &o.authorization {
-            None => None,
+            // Checked in front of the endpoint, by an `AuthorizationLayer`, if at all.
+            None => parts
+                .extensions
+                .get::<layers::Authenticated>()
+                .map(|a| a.0.clone()),
             Some(auth) => match guard::check(auth, &parts).await {
                 guard::Verdict::Serve(principal) => principal,
                 guard::Verdict::Answer(refused) => return refused,
