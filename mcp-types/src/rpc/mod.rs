@@ -22,10 +22,11 @@ pub use pending::{Answer, Then};
 pub use reclaimed::Reclaimed;
 
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use parking_lot::Mutex;
 use serde_json::json;
 use serde_json::value::RawValue;
 
@@ -171,9 +172,7 @@ impl Peer {
 
     /// Ends a detached peer: `inbound` hears it, and requests still waiting fail.
     pub async fn shut(&self, reason: CloseReason, inbound: &Arc<dyn Inbound>) {
-        if let Ok(mut c) = self.shared.closed.lock() {
-            c.get_or_insert(reason.clone());
-        }
+        self.shared.closed.lock().get_or_insert(reason.clone());
         inbound.closed(&reason).await;
         for waiter in self.shared.pending.drain() {
             waiter.fail(pending::closed(Some(reason.clone())));
@@ -187,7 +186,7 @@ impl Peer {
 
     /// Why the connection closed, once it has.
     pub fn close_reason(&self) -> Option<CloseReason> {
-        self.shared.closed.lock().ok().and_then(|g| g.clone())
+        self.shared.closed.lock().clone()
     }
 
     /// A fresh request id.
@@ -407,9 +406,7 @@ mod tests {
         }
         async fn notification(&self, _peer: &Peer, n: Notification) {
             let params = n.params.map(|p| p.get().to_owned()).unwrap_or_default();
-            if let Ok(mut v) = self.notified.lock() {
-                v.push(format!("{} {params}", n.method));
-            }
+            self.notified.lock().push(format!("{} {params}", n.method));
         }
     }
 
@@ -438,7 +435,7 @@ mod tests {
             RpcError::Timeout(t)
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let notified = server_side.notified.lock().expect("lock").clone();
+        let notified = server_side.notified.lock().clone();
         assert_eq!(
             notified,
             [r#"notifications/cancelled {"reason":"timed out","requestId":4}"#],
@@ -491,7 +488,7 @@ mod tests {
             ]
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let notified = server_side.notified.lock().expect("lock").clone();
+        let notified = server_side.notified.lock().clone();
         assert_eq!(
             notified,
             [format!(

@@ -4,9 +4,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -111,17 +112,13 @@ impl Pending {
     /// Registers a task waiting for `id`.
     pub(crate) fn wait(&self, id: RequestId) -> AnswerReceiver {
         let (tx, rx) = oneshot::channel();
-        if let Ok(mut t) = self.0.lock() {
-            t.waiters.insert(id, Waiter::Task(tx));
-        }
+        self.0.lock().waiters.insert(id, Waiter::Task(tx));
         rx
     }
 
     /// Registers a callback for `id`; true when a sweeper must be started for its deadline.
     pub(crate) fn then(&self, id: RequestId, then: Then, timeout: Option<Duration>) -> bool {
-        let Ok(mut t) = self.0.lock() else {
-            return false;
-        };
+        let mut t = self.0.lock();
         let deadline = timeout.map(|d| {
             t.next_seq += 1;
             (Instant::now() + d, t.next_seq, d)
@@ -139,7 +136,7 @@ impl Pending {
 
     /// The id of the one request waiting, when exactly one is.
     pub(crate) fn sole(&self) -> Option<RequestId> {
-        let t = self.0.lock().ok()?;
+        let t = self.0.lock();
         match t.waiters.len() {
             1 => t.waiters.keys().next().cloned(),
             _ => None,
@@ -148,17 +145,17 @@ impl Pending {
 
     /// Whether no request is waiting.
     pub(crate) fn is_empty(&self) -> bool {
-        self.0.lock().is_ok_and(|t| t.waiters.is_empty())
+        self.0.lock().waiters.is_empty()
     }
 
     /// Whether a request `id` is waiting.
     pub(crate) fn contains(&self, id: &RequestId) -> bool {
-        self.0.lock().is_ok_and(|t| t.waiters.contains_key(id))
+        self.0.lock().waiters.contains_key(id)
     }
 
     /// Takes the waiter of `id`, if any.
     pub(crate) fn take(&self, id: &RequestId) -> Option<Taken> {
-        let mut t = self.0.lock().ok()?;
+        let mut t = self.0.lock();
         let w = t.waiters.remove(id)?;
         if let Waiter::Then {
             deadline: Some((at, seq, _)),
@@ -176,7 +173,7 @@ impl Pending {
         &self,
         id: &RequestId,
     ) -> Option<(AnswerReceiver, Option<(Instant, Duration)>)> {
-        let mut t = self.0.lock().ok()?;
+        let mut t = self.0.lock();
         let Some(Waiter::Then { deadline, .. }) = t.waiters.get(id) else {
             return None;
         };
@@ -192,9 +189,7 @@ impl Pending {
 
     /// Takes every callback whose deadline has passed, with its timeout.
     fn expired(&self, now: Instant) -> (Vec<(RequestId, Duration, Taken)>, bool) {
-        let Ok(mut t) = self.0.lock() else {
-            return (Vec::new(), false);
-        };
+        let mut t = self.0.lock();
         let mut out = Vec::new();
         while let Some((&(at, seq), _)) = t.deadlines.first_key_value() {
             if at > now {
@@ -223,9 +218,7 @@ impl Pending {
 
     /// Takes every waiter (the connection closed).
     pub(crate) fn drain(&self) -> Vec<Taken> {
-        let Ok(mut t) = self.0.lock() else {
-            return Vec::new();
-        };
+        let mut t = self.0.lock();
         t.deadlines.clear();
         t.waiters.drain().map(|(_, w)| Taken(w)).collect()
     }

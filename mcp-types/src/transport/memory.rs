@@ -1,8 +1,7 @@
 //! An in-memory duplex pair: frames moved, never encoded.
 
-use std::sync::Mutex;
-
 use async_trait::async_trait;
+use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
 use super::stop::Stop;
@@ -34,7 +33,7 @@ pub fn memory_pair(capacity: usize) -> (MemoryTransport, MemoryTransport) {
 #[async_trait]
 impl Transport for MemoryTransport {
     async fn send(&self, frame: Frame) -> Result<(), Closed> {
-        let tx = self.tx.lock().ok().and_then(|g| g.clone());
+        let tx = self.tx.lock().clone();
         let Some(tx) = tx else {
             return Err(Closed(self.close_reason().unwrap_or(CloseReason::Closed)));
         };
@@ -44,7 +43,7 @@ impl Transport for MemoryTransport {
     }
 
     fn try_send(&self, frame: Frame) -> Result<(), TrySendError> {
-        let tx = self.tx.lock().ok().and_then(|g| g.clone());
+        let tx = self.tx.lock().clone();
         let Some(tx) = tx else {
             let reason = self.close_reason().unwrap_or(CloseReason::Closed);
             return Err(TrySendError::Closed(Closed(reason)));
@@ -74,9 +73,7 @@ impl Transport for MemoryTransport {
 
     async fn close(&self) {
         self.closed.record(CloseReason::Closed);
-        if let Ok(mut g) = self.tx.lock() {
-            g.take();
-        }
+        self.tx.lock().take();
         self.shutdown.set();
     }
 

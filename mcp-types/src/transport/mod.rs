@@ -11,9 +11,10 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use async_trait::async_trait;
+use parking_lot::Mutex;
 use serde_json::Value;
 
 use crate::jsonrpc::{EnvelopeError, Frame};
@@ -260,32 +261,26 @@ pub(crate) struct CloseSlot {
 
 impl CloseSlot {
     pub(crate) fn record(&self, reason: CloseReason) -> CloseReason {
-        match self.reason.lock() {
-            Ok(mut g) => {
-                self.recorded.store(true, Ordering::Release);
-                g.get_or_insert(reason).clone()
-            }
-            Err(_) => reason,
-        }
+        let mut g = self.reason.lock();
+        self.recorded.store(true, Ordering::Release);
+        g.get_or_insert(reason).clone()
     }
 
     pub(crate) fn refine(&self, reason: CloseReason) -> CloseReason {
-        match self.reason.lock() {
-            Ok(g) if *g == Some(CloseReason::Closed) => CloseReason::Closed,
-            Ok(mut g) => {
-                self.recorded.store(true, Ordering::Release);
-                *g = Some(reason.clone());
-                reason
-            }
-            Err(_) => reason,
+        let mut g = self.reason.lock();
+        if *g == Some(CloseReason::Closed) {
+            return CloseReason::Closed;
         }
+        self.recorded.store(true, Ordering::Release);
+        *g = Some(reason.clone());
+        reason
     }
 
     pub(crate) fn get(&self) -> Option<CloseReason> {
         if !self.recorded.load(Ordering::Acquire) {
             return None;
         }
-        self.reason.lock().ok().and_then(|g| g.clone())
+        self.reason.lock().clone()
     }
 }
 

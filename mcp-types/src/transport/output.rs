@@ -12,10 +12,11 @@
 use std::cell::Cell;
 use std::io;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use tokio::io::AsyncWrite;
 use tokio::sync::Notify;
 
@@ -92,9 +93,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Output<W> {
     /// Takes one frame's bytes, appended by `encode`. Never waits; `Err` once the stream
     /// is closed or failed (the reason is recorded).
     pub(super) fn push(self: &Arc<Self>, encode: impl FnOnce(&mut Vec<u8>)) -> Result<(), ()> {
-        let Ok(mut st) = self.state.lock() else {
-            return Err(());
-        };
+        let mut st = self.state.lock();
         if st.closing {
             return Err(());
         }
@@ -126,13 +125,11 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Output<W> {
     /// Writes what is buffered (waiting at most [`CLOSE_FLUSH`] for a peer that stopped
     /// reading) and shuts the stream.
     pub(super) async fn close(self: &Arc<Self>) {
-        let task = match self.state.lock() {
-            Ok(mut st) => {
-                st.closing = true;
-                st.gathering = true;
-                st.task.take()
-            }
-            Err(_) => return,
+        let task = {
+            let mut st = self.state.lock();
+            st.closing = true;
+            st.gathering = true;
+            st.task.take()
         };
         let mut task = task.unwrap_or_else(|| tokio::spawn(flush(self.clone())));
         self.kick.notify_one();
@@ -140,9 +137,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Output<W> {
             task.abort();
         }
         // A peer that stopped reading still sees the stream close.
-        if let Ok(mut st) = self.state.lock() {
-            st.w = None;
-        }
+        self.state.lock().w = None;
     }
 }
 
@@ -150,7 +145,8 @@ impl<W> Output<W> {
     /// The transport is gone without closing: the flushing task, which keeps the stream
     /// while it waits to be kicked, is told to write what is left and shut it.
     pub(super) fn abandon(&self) {
-        if let Ok(mut st) = self.state.lock() {
+        {
+            let mut st = self.state.lock();
             st.closing = true;
             st.gathering = true;
         }
@@ -193,12 +189,12 @@ impl<W: AsyncWrite + Unpin> State<W> {
 async fn flush<W: AsyncWrite + Unpin + Send + 'static>(out: Arc<Output<W>>) {
     loop {
         out.kick.notified().await;
-        let drained = std::future::poll_fn(|cx| match out.state.lock() {
-            Ok(mut st) => st.poll_drain(cx).map_ok(|d| {
+        let drained = std::future::poll_fn(|cx| {
+            let mut st = out.state.lock();
+            st.poll_drain(cx).map_ok(|d| {
                 st.gathering = false;
                 d
-            }),
-            Err(_) => Poll::Ready(Ok(Drained::Shut)),
+            })
         })
         .await;
         match drained {

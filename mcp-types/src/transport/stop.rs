@@ -11,8 +11,9 @@
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 use std::task::{Context, Poll, Waker};
+
+use parking_lot::Mutex;
 
 /// Set once; wakes whoever waits in [`Stop::until`].
 #[derive(Debug, Default)]
@@ -25,7 +26,7 @@ impl Stop {
     /// Sets the signal and wakes the reader waiting for it, if any.
     pub(super) fn set(&self) {
         self.set.store(true, Ordering::SeqCst);
-        let waker = self.waker.lock().ok().and_then(|mut w| w.take());
+        let waker = self.waker.lock().take();
         if let Some(w) = waker {
             w.wake();
         }
@@ -48,7 +49,8 @@ impl Stop {
 
     /// Leaves `cx`'s waker for [`Stop::set`]; ready if the signal came meanwhile.
     fn wait<T>(&self, cx: &Context<'_>) -> Poll<Option<T>> {
-        if let Ok(mut w) = self.waker.lock() {
+        {
+            let mut w = self.waker.lock();
             match w.as_ref() {
                 Some(old) if old.will_wake(cx.waker()) => {}
                 _ => *w = Some(cx.waker().clone()),
