@@ -3,7 +3,7 @@
 //! `endpoint` event names the URL to POST messages to; every message from the server,
 //! answers included, arrives on that stream.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -13,6 +13,7 @@ use mcp_types::transport::{
     send_without_waiting, CloseReason, Closed, Incoming, Transport, TrySendError,
 };
 use mcp_types::{codes, ErrorObject, ErrorResponse, Frame, Message};
+use parking_lot::Mutex;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::http::{HttpConfig, HttpError};
@@ -106,9 +107,7 @@ impl SseTransport {
                     }
                 }
             }
-            if let Ok(mut c) = stream_closed.lock() {
-                c.get_or_insert(CloseReason::PeerClosed);
-            }
+            stream_closed.lock().get_or_insert(CloseReason::PeerClosed);
             stream_shutdown.notify_waiters();
         });
         let endpoint = endpoint_rx.await.map_err(|_| {
@@ -194,13 +193,11 @@ impl Transport for SseTransport {
     }
 
     async fn close(&self) {
-        if let Ok(mut c) = self.closed.lock() {
-            c.get_or_insert(CloseReason::Closed);
-        }
+        self.closed.lock().get_or_insert(CloseReason::Closed);
         self.shutdown.notify_waiters();
     }
 
     fn close_reason(&self) -> Option<CloseReason> {
-        self.closed.lock().ok().and_then(|c| c.clone())
+        self.closed.lock().clone()
     }
 }

@@ -27,7 +27,7 @@ pub mod sse;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -40,6 +40,7 @@ use mcp_types::schema::{Rejection, SchemaValidator};
 use mcp_types::transport::{CloseReason, Transport};
 use mcp_types::{codes, meta, Era, ErrorObject, Message, Notification, Request, Revision};
 pub use options::{CallOptions, ClientOptions};
+use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -347,12 +348,7 @@ impl Inbound for ClientInbound {
 
     async fn request(&self, _peer: &Peer, r: Request) -> Message {
         let _serving = Serving(&self.shared.serving);
-        let revision = self
-            .shared
-            .revision
-            .lock()
-            .map(|g| *g)
-            .unwrap_or(Revision::LATEST);
+        let revision = *self.shared.revision.lock();
         let h = &self.shared.handler;
         let answer: Result<Value, ErrorObject> = async {
             let value = match r.method.as_str() {
@@ -398,12 +394,7 @@ impl Inbound for ClientInbound {
             other => other,
         };
         if let TypedNotification::Progress(p) = &typed {
-            let tx = self
-                .shared
-                .progress
-                .lock()
-                .ok()
-                .and_then(|m| m.get(&p.progress_token).cloned());
+            let tx = self.shared.progress.lock().get(&p.progress_token).cloned();
             if let Some(tx) = tx {
                 let _ = tx.send(p.clone());
             }
@@ -490,9 +481,7 @@ impl Client {
                 Self::initialize(&peer, &options, Self::newest_legacy(&options)?).await?
             }
         };
-        if let Ok(mut r) = shared.revision.lock() {
-            *r = revision;
-        }
+        *shared.revision.lock() = revision;
         Ok(Client {
             peer,
             shared,
@@ -680,18 +669,20 @@ impl Client {
         };
         let token = opts.progress.as_ref().map(|tx| {
             let key = format!("p{}", self.next_progress.fetch_add(1, Ordering::Relaxed));
-            if let Ok(mut m) = self.shared.progress.lock() {
-                m.insert(ProgressToken::String(key.clone()), tx.clone());
-            }
+            self.shared
+                .progress
+                .lock()
+                .insert(ProgressToken::String(key.clone()), tx.clone());
             key
         });
         let out = self
             .request_rounds(method_name, &mut params, token.as_deref(), opts)
             .await;
         if let Some(key) = token {
-            if let Ok(mut m) = self.shared.progress.lock() {
-                m.remove(&ProgressToken::String(key));
-            }
+            self.shared
+                .progress
+                .lock()
+                .remove(&ProgressToken::String(key));
         }
         out
     }
@@ -830,7 +821,7 @@ impl Client {
         arguments: Map<String, Value>,
         opts: &CallOptions,
     ) -> Result<ToolCall, ClientError> {
-        let as_task = self.task_tools.lock().is_ok_and(|t| t.contains(name));
+        let as_task = self.task_tools.lock().contains(name);
         let result = if as_task {
             // TOOL-21: a task-required tool is run as a task, never refused by the server.
             self.run_tool_as_task(name, arguments, opts).await?
@@ -845,19 +836,15 @@ impl Client {
                 .await?;
             decode(method::TOOLS_CALL, v)?
         };
-        let declared = self
-            .output_schemas
-            .lock()
-            .ok()
-            .and_then(|m| m.get(name).cloned());
+        let declared = self.output_schemas.lock().get(name).cloned();
         let validator = match declared {
             None => None,
             Some(OutputSchema::Compiled(v)) => Some(v),
             Some(OutputSchema::Declared(schema)) => {
                 let v = SchemaValidator::new(&schema, self.options.validation.clone());
-                if let Ok(mut m) = self.output_schemas.lock() {
-                    m.insert(name.to_owned(), OutputSchema::Compiled(v.clone()));
-                }
+                self.output_schemas
+                    .lock()
+                    .insert(name.to_owned(), OutputSchema::Compiled(v.clone()));
                 Some(v)
             }
         };

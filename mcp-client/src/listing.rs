@@ -145,12 +145,14 @@ impl Client {
     /// What later calls need of a new tool listing: which tools must run as tasks, and
     /// each declared output schema.
     fn remember(&self, tools: &[Exact<Tool>]) {
-        if let Ok(mut required) = self.task_tools.lock() {
+        {
+            let mut required = self.task_tools.lock();
             required.clear();
             let must = |t: &&Exact<Tool>| t.task_support() == TaskSupport::Required;
             required.extend(tools.iter().filter(must).map(|t| t.name.clone()));
         }
-        if let Ok(mut m) = self.output_schemas.lock() {
+        {
+            let mut m = self.output_schemas.lock();
             m.clear();
             for t in tools {
                 if let Some(s) = &t.output_schema {

@@ -1,13 +1,14 @@
 //! Requests whose params and answers stay raw JSON: what a relay sends on for its host.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use mcp_revisions::features;
 use mcp_types::protocol::{LoggingLevel, ProgressToken};
 use mcp_types::raw::RawObject;
 use mcp_types::rpc::Reclaimed;
 use mcp_types::{meta, RequestId, Revision};
+use parking_lot::Mutex;
 use serde_json::value::RawValue;
 
 use crate::{CallOptions, Client, ClientError, ClientOptions};
@@ -92,9 +93,7 @@ struct ProgressGuard {
 
 impl Drop for ProgressGuard {
     fn drop(&mut self) {
-        if let Ok(mut m) = self.client.shared.progress.lock() {
-            m.remove(&self.token);
-        }
+        self.client.shared.progress.lock().remove(&self.token);
     }
 }
 
@@ -132,7 +131,7 @@ impl Client {
         if !features::per_request_meta(self.revision) {
             return None;
         }
-        let mut last = self.envelope.host.lock().ok()?;
+        let mut last = self.envelope.host.lock();
         if let Some(h) = last
             .as_ref()
             .filter(|h| Arc::ptr_eq(&h.capabilities, capabilities) && h.level.as_ref() == level)
@@ -161,19 +160,18 @@ impl Client {
     /// request to the next (whatever the upstream's revision: one that hears no envelope
     /// still loses the host's hop keys).
     pub fn memo_meta(&self, from: &str, write: impl FnOnce() -> MetaRewrite) -> MetaRewrite {
-        if let Ok(last) = self.envelope.written.lock() {
+        {
+            let last = self.envelope.written.lock();
             if let Some(m) = last.as_ref().filter(|m| *m.from == *from) {
                 return m.meta.clone();
             }
         }
         let meta = write();
         if from.len() <= MEMO_MAX_BYTES {
-            if let Ok(mut last) = self.envelope.written.lock() {
-                *last = Some(MemoMeta {
-                    from: from.into(),
-                    meta: meta.clone(),
-                });
-            }
+            *self.envelope.written.lock() = Some(MemoMeta {
+                from: from.into(),
+                meta: meta.clone(),
+            });
         }
         meta
     }
@@ -216,9 +214,10 @@ impl Client {
         let progress = opts.progress.as_ref().map(|tx| {
             let key = format!("p{}", self.next_progress.fetch_add(1, Ordering::Relaxed));
             let token = ProgressToken::String(key);
-            if let Ok(mut m) = self.shared.progress.lock() {
-                m.insert(token.clone(), tx.clone());
-            }
+            self.shared
+                .progress
+                .lock()
+                .insert(token.clone(), tx.clone());
             ProgressGuard {
                 client: self.clone(),
                 token,

@@ -7,7 +7,6 @@
 //! authorization server's and the resource's apart. Signing is `jsonwebtoken`'s over
 //! `ring`, and the key never leaves the process.
 
-use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -17,6 +16,7 @@ use jsonwebtoken::jwk::{
     EllipticCurveKeyType, Jwk,
 };
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use parking_lot::Mutex;
 use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde::Serialize;
@@ -90,13 +90,11 @@ impl DpopKey {
 
     /// Keeps the nonce `of` gave.
     pub(crate) fn keep_nonce(&self, of: NonceOf, nonce: &str) {
-        if let Ok(mut n) = self.nonces.lock() {
-            n[of as usize] = Some(nonce.to_owned());
-        }
+        self.nonces.lock()[of as usize] = Some(nonce.to_owned());
     }
 
     fn nonce(&self, of: NonceOf) -> Option<String> {
-        self.nonces.lock().ok().and_then(|n| n[of as usize].clone())
+        self.nonces.lock()[of as usize].clone()
     }
 
     /// A fresh proof for a `method` request to `url` (its query and fragment left out),

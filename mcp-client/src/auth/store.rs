@@ -3,9 +3,9 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 use super::token::Token;
@@ -26,17 +26,13 @@ pub struct MemoryStore(Mutex<HashMap<String, Token>>);
 
 impl TokenStore for MemoryStore {
     fn load(&self, key: &str) -> Option<Token> {
-        self.0.lock().ok()?.get(key).cloned()
+        self.0.lock().get(key).cloned()
     }
     fn save(&self, key: &str, token: &Token) {
-        if let Ok(mut m) = self.0.lock() {
-            m.insert(key.to_owned(), token.clone());
-        }
+        self.0.lock().insert(key.to_owned(), token.clone());
     }
     fn remove(&self, key: &str) {
-        if let Ok(mut m) = self.0.lock() {
-            m.remove(key);
-        }
+        self.0.lock().remove(key);
     }
 }
 

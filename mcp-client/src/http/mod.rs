@@ -10,7 +10,7 @@
 //! of the requests it answered, so no call waits forever.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::auth::Credentials;
@@ -26,6 +26,7 @@ use mcp_types::transport::{
     send_without_waiting, CloseReason, Closed, Incoming, Transport, TrySendError,
 };
 use mcp_types::{codes, ErrorObject, ErrorResponse, Frame, Message, RequestId, Revision};
+use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -204,11 +205,11 @@ fn set(h: &mut HeaderMap, name: &str, value: &str) {
 
 impl Shared {
     fn session_id(&self) -> Option<String> {
-        self.session.lock().ok().and_then(|s| s.clone())
+        self.session.lock().clone()
     }
 
     fn is_closed(&self) -> bool {
-        self.closed.lock().map(|c| c.is_some()).unwrap_or(true)
+        self.closed.lock().is_some()
     }
 
     async fn push(&self, m: Message) {
@@ -262,7 +263,8 @@ impl Shared {
             // `initialize` negotiates the version: the header is for the requests after it.
             None if is_initialize(frame) => {}
             None => {
-                if let Some(v) = self.legacy_version.lock().ok().and_then(|v| v.clone()) {
+                let legacy = self.legacy_version.lock().clone();
+                if let Some(v) = legacy {
                     set(&mut h, headers::PROTOCOL_VERSION, &v);
                 }
             }
@@ -290,8 +292,8 @@ impl Shared {
             let specs = self
                 .tool_headers
                 .read()
-                .ok()
-                .and_then(|m| m.get(tool).cloned())
+                .get(tool)
+                .cloned()
                 .unwrap_or_default();
             for p in specs {
                 if let Some(v) = headers::param_value(args, &p.path) {
@@ -352,9 +354,7 @@ impl Shared {
             .get(headers::SESSION_ID)
             .and_then(|v| v.to_str().ok())
         {
-            if let Ok(mut session) = self.session.lock() {
-                *session = Some(s.to_owned());
-            }
+            *self.session.lock() = Some(s.to_owned());
         }
         if status == StatusCode::ACCEPTED {
             return;
@@ -427,26 +427,23 @@ impl Shared {
     /// Notes an `initialize` request: its answer sets the negotiated version, and its
     /// params open a new session if the server ends this one.
     fn note_initialize(&self, r: &mcp_types::Request) {
-        if let Ok(mut init) = self.initialize_ids.lock() {
-            init.push(r.id.clone());
-        }
+        self.initialize_ids.lock().push(r.id.clone());
         self.renewal.remember(r.params.clone());
     }
 
     /// Takes one message from the server, noting what `initialize` negotiated.
     async fn take(self: &Arc<Self>, m: Message) {
         if let Message::Response(r) = &m {
-            let was_init = self.initialize_ids.lock().map(|mut i| {
+            let was_init = {
+                let mut i = self.initialize_ids.lock();
                 let found = i.contains(&r.id);
                 i.retain(|x| x != &r.id);
                 found
-            });
-            if was_init.unwrap_or(false) {
+            };
+            if was_init {
                 if let Ok(v) = r.result_as::<serde_json::Map<String, Value>>() {
                     if let Some(version) = v.get("protocolVersion").and_then(Value::as_str) {
-                        if let Ok(mut lv) = self.legacy_version.lock() {
-                            *lv = Some(version.to_owned());
-                        }
+                        *self.legacy_version.lock() = Some(version.to_owned());
                     }
                 }
                 // Opened before the caller hears the answer, so the stream exists before
@@ -469,10 +466,11 @@ impl Shared {
             header::ACCEPT,
             HeaderValue::from_static("text/event-stream"),
         );
-        if let Some(s) = self.session.lock().ok().and_then(|s| s.clone()) {
+        if let Some(s) = self.session_id() {
             set(&mut h, headers::SESSION_ID, &s);
         }
-        if let Some(v) = self.legacy_version.lock().ok().and_then(|v| v.clone()) {
+        let legacy = self.legacy_version.lock().clone();
+        if let Some(v) = legacy {
             set(&mut h, headers::PROTOCOL_VERSION, &v);
         }
         if let Some(l) = last_event {
@@ -489,8 +487,9 @@ impl Shared {
     /// a little (two seconds: a server that holds its response head back is not waited
     /// for).
     fn open_get_stream(self: Arc<Self>) -> Option<tokio::sync::oneshot::Receiver<()>> {
-        if let Ok(mut open) = self.get_stream_open.lock() {
-            if *open || self.session.lock().map(|s| s.is_none()).unwrap_or(true) {
+        {
+            let mut open = self.get_stream_open.lock();
+            if *open || self.session.lock().is_none() {
                 return None;
             }
             *open = true;
@@ -560,11 +559,9 @@ impl Transport for HttpTransport {
     }
 
     async fn close(&self) {
-        if let Ok(mut c) = self.shared.closed.lock() {
-            c.get_or_insert(CloseReason::Closed);
-        }
+        self.shared.closed.lock().get_or_insert(CloseReason::Closed);
         self.shared.shutdown.notify_waiters();
-        let session = self.shared.session.lock().ok().and_then(|mut s| s.take());
+        let session = self.shared.session.lock().take();
         if let Some(s) = session {
             let mut req = Request::new(Full::new(Bytes::new()));
             *req.method_mut() = Method::DELETE;
@@ -578,7 +575,7 @@ impl Transport for HttpTransport {
     }
 
     fn close_reason(&self) -> Option<CloseReason> {
-        self.shared.closed.lock().ok().and_then(|c| c.clone())
+        self.shared.closed.lock().clone()
     }
 
     fn mirrors_tool_headers(&self) -> bool {
@@ -594,9 +591,7 @@ impl Transport for HttpTransport {
                 (!params.is_empty()).then(|| (t.name.clone(), params))
             })
             .collect();
-        if let Ok(mut m) = self.shared.tool_headers.write() {
-            *m = map;
-        }
+        *self.shared.tool_headers.write() = map;
     }
 }
 

@@ -13,7 +13,7 @@
 //! every request waiting, and the caller reconnects as after any closed connection.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -21,6 +21,7 @@ use http_body_util::BodyExt;
 use mcp_types::jsonrpc::Request;
 use mcp_types::transport::CloseReason;
 use mcp_types::{codes, ErrorObject, Frame, Message, RequestId};
+use parking_lot::Mutex;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -65,9 +66,7 @@ impl Renewal {
 
     /// Keeps `params` of an `initialize` for the sessions started later.
     pub(super) fn remember(&self, params: Option<Box<RawValue>>) {
-        if let Ok(mut p) = self.params.lock() {
-            *p = params;
-        }
+        *self.params.lock() = params;
     }
 
     pub(super) fn count(&self) -> u64 {
@@ -84,7 +83,7 @@ impl Shared {
         if self.session_id().as_deref() != ended {
             return Ok(());
         }
-        let params = self.renewal.params.lock().ok().and_then(|p| p.clone());
+        let params = self.renewal.params.lock().clone();
         let Some(params) = params else {
             return Err(expired("no initialize to start a new session with"));
         };
@@ -95,20 +94,16 @@ impl Shared {
             Ok(Err(why)) => return Err(self.lost(why)),
             Err(_) => return Err(self.lost(format!("no answer within {RENEWAL_TIMEOUT:?}"))),
         };
-        let negotiated = self.legacy_version.lock().ok().and_then(|v| v.clone());
+        let negotiated = self.legacy_version.lock().clone();
         if negotiated.is_some_and(|v| v != version) {
             return Err(self.lost(format!(
                 "the new session speaks {version}, not the version negotiated before"
             )));
         }
-        if let Ok(mut s) = self.session.lock() {
-            *s = Some(session.clone());
-        }
+        *self.session.lock() = Some(session.clone());
         self.initialized(&session).await;
         let renewals = self.renewal.count.fetch_add(1, Ordering::Relaxed) + 1;
-        if let Ok(mut open) = self.get_stream_open.lock() {
-            *open = false;
-        }
+        *self.get_stream_open.lock() = false;
         if let Some(opened) = self.clone().open_get_stream() {
             let _ = tokio::time::timeout(Duration::from_secs(2), opened).await;
         }
@@ -200,9 +195,9 @@ impl Shared {
     /// Closes the transport: the server ended the session and no usable one replaced it.
     fn lost(&self, why: String) -> ErrorObject {
         tracing::warn!(url = %self.url, "no new session: {why}");
-        if let Ok(mut c) = self.closed.lock() {
-            c.get_or_insert(CloseReason::SessionEnded(why.clone()));
-        }
+        self.closed
+            .lock()
+            .get_or_insert(CloseReason::SessionEnded(why.clone()));
         self.shutdown.notify_waiters();
         expired(&why)
     }

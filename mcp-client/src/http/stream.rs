@@ -22,18 +22,14 @@ impl Shared {
             return self.clone().read_sse(body, ids.to_vec()).await;
         };
         let cancel = Arc::new(tokio::sync::Notify::new());
-        if let Ok(mut streams) = self.streams.lock() {
-            streams.insert(id.clone(), cancel.clone());
-        }
+        self.streams.lock().insert(id.clone(), cancel.clone());
         tokio::select! {
             () = self.clone().read_sse(body, ids.to_vec()) => {}
             () = cancel.notified() => {
                 tracing::debug!(%id, "the request was cancelled: its SSE stream is dropped");
             }
         }
-        if let Ok(mut streams) = self.streams.lock() {
-            streams.remove(id);
-        }
+        self.streams.lock().remove(id);
     }
 
     /// Drops the SSE stream of the request a `notifications/cancelled` in `frame` names.
@@ -48,7 +44,8 @@ impl Shared {
         let Some(id) = params.ok().and_then(|p| p.request_id) else {
             return;
         };
-        if let Some(cancel) = self.streams.lock().ok().and_then(|s| s.get(&id).cloned()) {
+        let cancel = self.streams.lock().get(&id).cloned();
+        if let Some(cancel) = cancel {
             // A permit: the reader takes it even if it is not waiting at this moment.
             cancel.notify_one();
         }

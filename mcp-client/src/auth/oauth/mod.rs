@@ -4,10 +4,11 @@
 //! [`AuthorizationHandler`], or client credentials), renewal (refresh tokens, ahead of
 //! expiry and on a refusal), and step-up on `403 insufficient_scope`, with a retry limit.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use parking_lot::Mutex;
 
 use super::discovery::{discover, AuthorizationServerMetadata, Discovery};
 use super::dpop::{DpopKey, NonceOf};
@@ -208,10 +209,7 @@ impl OAuth {
 
 impl Inner {
     fn with_state<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
-        match self.state.lock() {
-            Ok(mut s) => f(&mut s),
-            Err(p) => f(&mut p.into_inner()),
-        }
+        f(&mut self.state.lock())
     }
 
     async fn identity(
