@@ -2,12 +2,13 @@
 //! talks back to the client: progress, log messages, list changes, cancellation.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use mcp_revisions::{features, Translator};
 use mcp_types::protocol::*;
 use mcp_types::rpc::Peer;
 use mcp_types::Revision;
+use parking_lot::Mutex;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -85,7 +86,7 @@ pub struct RequestContext {
     pub(crate) progress_token: Option<ProgressToken>,
     /// The last progress value sent for this request (progress must only increase);
     /// there only when the request has a progress token, so that others allocate nothing.
-    pub(crate) progress_sent: Option<Arc<std::sync::Mutex<Option<f64>>>>,
+    pub(crate) progress_sent: Option<Arc<Mutex<Option<f64>>>>,
     pub(crate) task: Option<TaskMetadata>,
     /// The task whose `tasks/result` this is: requests made for it name it (2025-11-25).
     pub(crate) related_task: Option<String>,
@@ -113,7 +114,7 @@ impl Cancellation {
     pub(crate) fn cancel(&self) {
         self.flag.store(true, Ordering::SeqCst);
         self.notify.notify_waiters();
-        let hook = self.hook.lock().ok().and_then(|mut h| h.take());
+        let hook = self.hook.lock().take();
         if let Some(hook) = hook {
             hook();
         }
@@ -125,12 +126,10 @@ impl Cancellation {
             hook();
             return;
         }
-        if let Ok(mut h) = self.hook.lock() {
-            *h = Some(hook);
-        }
+        *self.hook.lock() = Some(hook);
         // A cancel that came while the hook was being set finds it, or we run it here.
         if self.is_cancelled() {
-            let hook = self.hook.lock().ok().and_then(|mut h| h.take());
+            let hook = self.hook.lock().take();
             if let Some(hook) = hook {
                 hook();
             }
@@ -302,7 +301,7 @@ impl RequestContext {
     /// The last progress value sent for this request, if any.
     pub fn last_progress(&self) -> Option<f64> {
         let sent = self.progress_sent.as_ref()?;
-        sent.lock().ok().and_then(|l| *l)
+        *sent.lock()
     }
 
     /// Whether the client cancelled this request.
@@ -332,7 +331,8 @@ impl RequestContext {
         let (Some(token), Some(sent)) = (&self.progress_token, &self.progress_sent) else {
             return;
         };
-        if let Ok(mut last) = sent.lock() {
+        {
+            let mut last = sent.lock();
             if !progress.is_finite() || last.is_some_and(|l| progress <= l) {
                 tracing::debug!(progress, "progress not sent: not above the last value");
                 return;

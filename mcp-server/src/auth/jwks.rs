@@ -3,12 +3,13 @@
 //! and, above all, keys removed from it take effect within a bound.
 
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey};
+use parking_lot::RwLock;
 use serde_json::Value;
 use tokio::time::Instant;
 
@@ -179,11 +180,8 @@ impl JwksFile {
 
     /// The set in force, if it was read less than `max_age` ago.
     fn fresh(&self) -> Option<Arc<JwkSet>> {
-        let read = |s: &Loaded| (s.checked.elapsed() < self.max_age).then(|| s.set.clone());
-        match self.state.read() {
-            Ok(s) => read(&s),
-            Err(poisoned) => read(&poisoned.into_inner()),
-        }
+        let s = self.state.read();
+        (s.checked.elapsed() < self.max_age).then(|| s.set.clone())
     }
 
     /// Reads the file again, takes its set if its text changed and parses, and gives the
@@ -191,10 +189,7 @@ impl JwksFile {
     async fn check(&self) -> Arc<JwkSet> {
         let path = self.path.clone();
         let read = tokio::task::spawn_blocking(move || std::fs::read(&path)).await;
-        let mut state = match self.state.write() {
-            Ok(s) => s,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut state = self.state.write();
         match read {
             Ok(Ok(bytes)) if bytes == state.bytes => {}
             Ok(Ok(bytes)) => {

@@ -4,12 +4,12 @@
 //! response (its first message, or its SSE body) takes it out.
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
 use std::task::{Context, Poll, Waker};
 
 use async_trait::async_trait;
 use mcp_types::transport::{CloseReason, Closed, Incoming, Transport, TrySendError};
 use mcp_types::{Frame, Message};
+use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 #[derive(Default)]
@@ -29,9 +29,7 @@ pub(super) struct Exchange {
 impl Exchange {
     fn push(&self, frame: Frame) -> Result<(), Closed> {
         let waker = {
-            let Ok(mut s) = self.state.lock() else {
-                return Err(Closed(CloseReason::Closed));
-            };
+            let mut s = self.state.lock();
             if let Some(r) = &s.closed {
                 return Err(Closed(r.clone()));
             }
@@ -46,9 +44,7 @@ impl Exchange {
 
     /// The next message sent, when there is one; `None` once closed and drained.
     pub(super) fn poll_next(&self, cx: &mut Context<'_>) -> Poll<Option<Message>> {
-        let Ok(mut s) = self.state.lock() else {
-            return Poll::Ready(None);
-        };
+        let mut s = self.state.lock();
         if let Some(m) = s.queue.pop_front() {
             return Poll::Ready(Some(m));
         }
@@ -65,12 +61,10 @@ impl Exchange {
     }
 
     fn shut_down(&self, reason: CloseReason) {
-        let waker = match self.state.lock() {
-            Ok(mut s) => {
-                s.closed.get_or_insert(reason);
-                s.waker.take()
-            }
-            Err(_) => None,
+        let waker = {
+            let mut s = self.state.lock();
+            s.closed.get_or_insert(reason);
+            s.waker.take()
         };
         if let Some(w) = waker {
             w.wake();
@@ -100,7 +94,7 @@ impl Transport for Exchange {
     }
 
     fn close_reason(&self) -> Option<CloseReason> {
-        self.state.lock().ok().and_then(|s| s.closed.clone())
+        self.state.lock().closed.clone()
     }
 }
 

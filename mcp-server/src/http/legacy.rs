@@ -4,7 +4,7 @@
 //! through the [`Router`] to the POST it belongs to (or the GET stream).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -14,6 +14,7 @@ use hyper::body::{Body, Frame as BodyFrame};
 use mcp_types::rpc::{Inbound, Peer};
 use mcp_types::transport::CloseReason;
 use mcp_types::{codes, meta, Frame, Message, RequestId};
+use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
@@ -57,9 +58,7 @@ impl Busy {
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        if let Ok(mut since) = self.activity.since.lock() {
-            *since = Instant::now();
-        }
+        *self.activity.since.lock() = Instant::now();
         self.activity.busy.fetch_sub(1, Ordering::SeqCst);
     }
 }
@@ -125,7 +124,7 @@ impl LegacySession {
         if self.activity.busy.load(Ordering::SeqCst) > 0 {
             return None;
         }
-        self.activity.since.lock().ok().map(|t| t.elapsed())
+        Some(self.activity.since.lock().elapsed())
     }
 
     /// Marks the session gone if it is idle now, so that no use can begin on it while

@@ -16,9 +16,10 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 /// The open connections of one listener.
@@ -38,9 +39,7 @@ impl Room {
     pub(super) fn enter(self: &Arc<Self>) -> (Arc<ConnState>, Entered) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let state = Arc::new(ConnState::new(self.clone()));
-        if let Ok(mut open) = self.open.lock() {
-            open.insert(id, state.clone());
-        }
+        self.open.lock().insert(id, state.clone());
         (
             state,
             Entered {
@@ -55,12 +54,13 @@ impl Room {
     /// was idle to ask.
     pub(super) fn make_room(&self) -> bool {
         self.wanted.store(true, Ordering::SeqCst);
-        let oldest = self.open.lock().ok().and_then(|open| {
-            open.values()
-                .filter(|c| c.evictable())
-                .min_by_key(|c| c.last_progress())
-                .cloned()
-        });
+        let oldest = self
+            .open
+            .lock()
+            .values()
+            .filter(|c| c.evictable())
+            .min_by_key(|c| c.last_progress())
+            .cloned();
         match oldest {
             Some(c) => {
                 c.evict.notify_one();
@@ -94,7 +94,7 @@ impl Room {
     /// Connections open now.
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.open.lock().map(|o| o.len()).unwrap_or(0)
+        self.open.lock().len()
     }
 }
 
@@ -113,9 +113,7 @@ impl Entered {
 
 impl Drop for Entered {
     fn drop(&mut self) {
-        if let Ok(mut open) = self.room.open.lock() {
-            open.remove(&self.id);
-        }
+        self.room.open.lock().remove(&self.id);
         self.room.gone.notify_waiters();
     }
 }

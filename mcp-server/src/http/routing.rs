@@ -6,7 +6,6 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -14,6 +13,7 @@ use mcp_types::transport::{
     send_without_waiting, CloseReason, Closed, Incoming, Transport, TrySendError,
 };
 use mcp_types::{meta, Frame, Message, RequestId};
+use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, Notify};
 
@@ -148,9 +148,7 @@ impl Router {
         max_in_flight: usize,
     ) -> Result<(), Mode> {
         let stream_id = self.next_stream.fetch_add(1, Ordering::Relaxed);
-        let Ok(mut r) = self.routing.lock() else {
-            return Err(mode);
-        };
+        let mut r = self.routing.lock();
         if r.waiting.len() + requests.len() > max_in_flight {
             return Err(mode);
         }
@@ -174,9 +172,7 @@ impl Router {
 
     /// What it holds now.
     pub(super) fn entries(&self) -> RouterEntries {
-        let Ok(r) = self.routing.lock() else {
-            return RouterEntries::default();
-        };
+        let r = self.routing.lock();
         RouterEntries {
             streams: r.streams.len(),
             waiting: r.waiting.len(),
@@ -249,9 +245,7 @@ impl Router {
     }
 
     fn route(&self, msg: Message) {
-        let Ok(mut r) = self.routing.lock() else {
-            return;
-        };
+        let mut r = self.routing.lock();
         let r = &mut *r;
         let target = match &msg {
             Message::Response(_) | Message::Error(_) => {
@@ -293,9 +287,7 @@ impl Router {
     /// A GET stream: a fresh one for server-initiated messages, or with `Last-Event-ID`
     /// the replay of the stream that id belongs to, continued if that stream is live.
     pub(super) fn attach_get(&self, tx: mpsc::Sender<Bytes>, last_event: Option<&str>) {
-        let Ok(mut r) = self.routing.lock() else {
-            return;
-        };
+        let mut r = self.routing.lock();
         let resume = last_event.and_then(|l| {
             let (s, q) = l.split_once('-')?;
             Some((s.parse::<u64>().ok()?, q.parse::<u64>().ok()?))
@@ -337,12 +329,8 @@ impl Router {
 
     /// Ends every stream (the session is over).
     pub(super) fn end(&self) {
-        if let Ok(mut r) = self.routing.lock() {
-            *r = Routing::default();
-        }
-        if let Ok(mut c) = self.closed.lock() {
-            c.get_or_insert(CloseReason::Closed);
-        }
+        *self.routing.lock() = Routing::default();
+        self.closed.lock().get_or_insert(CloseReason::Closed);
         self.shut.notify_waiters();
     }
 }
@@ -374,6 +362,6 @@ impl Transport for Router {
     }
 
     fn close_reason(&self) -> Option<CloseReason> {
-        self.closed.lock().ok().and_then(|c| c.clone())
+        self.closed.lock().clone()
     }
 }

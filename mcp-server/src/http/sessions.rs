@@ -17,11 +17,12 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use http::{Response, StatusCode};
 use mcp_types::{codes, Frame, Message};
+use parking_lot::Mutex;
 
 use super::legacy::LegacySession;
 use super::reply::{rpc_error, HttpBody};
@@ -214,17 +215,17 @@ impl Sessions {
     }
 
     pub(super) fn len(&self) -> usize {
-        self.table.lock().map(|t| t.by_id.len()).unwrap_or(0)
+        self.table.lock().by_id.len()
     }
 
     /// The session with this id, unless there is none or it has expired (then it ends
     /// now, and is gone).
     pub(super) async fn get(&self, id: &str) -> Option<Arc<LegacySession>> {
-        let found = self.table.lock().ok()?.by_id.get(id)?.session.clone();
+        let found = self.table.lock().by_id.get(id)?.session.clone();
         if !expired(&found, self.limits.idle_timeout) || !found.take_if_idle() {
             return Some(found);
         }
-        let gone = self.table.lock().ok().and_then(|mut t| t.remove(id));
+        let gone = self.table.lock().remove(id);
         // Unless a DELETE took it out meanwhile, and ends it.
         if let Some(s) = gone {
             tracing::debug!("legacy session expired");
@@ -242,15 +243,7 @@ impl Sessions {
         client: Option<Client>,
     ) -> Result<(), Refused> {
         self.start_sweeper();
-        let (admitted, gone) = match self.table.lock() {
-            Ok(mut t) => self.admit(&mut t, id, session, client),
-            Err(_) => (
-                Err(Refused::Full {
-                    max: self.limits.max,
-                }),
-                Vec::new(),
-            ),
-        };
+        let (admitted, gone) = self.admit(&mut self.table.lock(), id, session, client);
         for s in gone {
             s.end().await;
         }
@@ -299,15 +292,12 @@ impl Sessions {
 
     /// Takes a session out (`DELETE`); the caller ends it.
     pub(super) fn remove(&self, id: &str) -> Option<Arc<LegacySession>> {
-        self.table.lock().ok()?.remove(id)
+        self.table.lock().remove(id)
     }
 
     /// Ends and removes every expired session.
     async fn sweep(&self) {
-        let gone = match self.table.lock() {
-            Ok(mut t) => t.take_expired(self.limits.idle_timeout),
-            Err(_) => Vec::new(),
-        };
+        let gone = self.table.lock().take_expired(self.limits.idle_timeout);
         if !gone.is_empty() {
             tracing::debug!(count = gone.len(), "legacy sessions expired");
         }
@@ -343,8 +333,10 @@ impl Sessions {
         let sessions: Vec<Arc<LegacySession>> = self
             .table
             .lock()
-            .map(|t| t.by_id.values().map(|e| e.session.clone()).collect())
-            .unwrap_or_default();
+            .by_id
+            .values()
+            .map(|e| e.session.clone())
+            .collect();
         sessions
             .iter()
             .map(|s| s.entries())

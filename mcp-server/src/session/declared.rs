@@ -5,9 +5,10 @@
 //! every request's `_meta`, almost always the same text: [`DeclaredCache`] decodes each
 //! distinct text once and hands out the shared result after that.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use mcp_types::protocol::{ClientCapabilities, Implementation};
+use parking_lot::Mutex;
 use serde_json::value::RawValue;
 
 /// A client's declarations, shared (cheap to clone into each request's context).
@@ -84,13 +85,15 @@ impl DeclaredCache {
             e.declared.capabilities_raw.get() == capabilities.get()
                 && e.info.as_deref() == info_text
         };
-        if let Ok(entries) = self.entries.lock() {
+        {
+            let entries = self.entries.lock();
             if let Some(e) = entries.iter().find(|e| same(e)) {
                 return Ok(e.declared.clone());
             }
         }
         let declared = Declared::read(capabilities, info)?;
-        if let Ok(mut entries) = self.entries.lock() {
+        {
+            let mut entries = self.entries.lock();
             if entries.len() == CACHED {
                 entries.remove(0);
             }
@@ -155,6 +158,6 @@ mod tests {
                 .get(&raw(&format!(r#"{{"n":{n}}}"#)), None)
                 .expect("caps");
         }
-        assert_eq!(cache.entries.lock().expect("lock").len(), CACHED);
+        assert_eq!(cache.entries.lock().len(), CACHED);
     }
 }

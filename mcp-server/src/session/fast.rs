@@ -60,9 +60,7 @@ impl Session {
         let Some(ctx) = self.call_context(peer, &params, meta, cancelled.clone()) else {
             return false;
         };
-        if let Ok(mut f) = self.in_flight.lock() {
-            f.insert(id.clone(), cancelled);
-        }
+        self.in_flight.lock().insert(id.clone(), cancelled);
         let span = crate::span::request(method::TOOLS_CALL, id, ctx.revision);
         crate::span::tool(&span, &params);
         crate::span::join(&span, ctx.trace_context());
@@ -87,10 +85,9 @@ impl Session {
                 if !call.span.is_disabled() {
                     // Bounded as the requests in flight are: one the peer refuses before
                     // serving it would otherwise leave its span here for good.
-                    if let Ok(mut h) = self.handed_back.lock() {
-                        if h.len() < self.shared.options.max_in_flight_requests {
-                            h.insert(id.clone(), call.span.clone());
-                        }
+                    let mut h = self.handed_back.lock();
+                    if h.len() < self.shared.options.max_in_flight_requests {
+                        h.insert(id.clone(), call.span.clone());
                     }
                 }
                 false
@@ -222,9 +219,7 @@ impl Session {
 
     /// The request is answered: it can no longer be cancelled.
     pub(super) fn answered(&self, id: &RequestId) {
-        if let Ok(mut f) = self.in_flight.lock() {
-            f.remove(id);
-        }
+        self.in_flight.lock().remove(id);
     }
 }
 

@@ -326,7 +326,7 @@ async fn relay_changes(
 
 /// The principal a session's requests are for now.
 fn current_principal(
-    caller: &std::sync::RwLock<crate::context::Caller>,
+    caller: &parking_lot::RwLock<crate::context::Caller>,
 ) -> Option<std::sync::Arc<crate::auth::Principal>> {
-    caller.read().ok().and_then(|c| c.principal.clone())
+    caller.read().principal.clone()
 }

@@ -14,7 +14,7 @@ mod meta;
 mod route;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
 use mcp_revisions::features;
@@ -26,6 +26,7 @@ use mcp_types::protocol::*;
 use mcp_types::raw::{self, RawObject};
 use mcp_types::rpc::{Inbound, Peer};
 use mcp_types::{codes, ErrorObject, Message, Notification, Request, RequestId, Revision};
+use parking_lot::{Mutex, RwLock};
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use tracing::Instrument;
@@ -63,7 +64,7 @@ pub(crate) struct Session {
     /// request that carried it.
     /// Updated by each POST of a legacy HTTP session, so its requests are served for
     /// the credentials they came with.
-    caller: Arc<std::sync::RwLock<crate::context::Caller>>,
+    caller: Arc<RwLock<crate::context::Caller>>,
     /// The spans of calls the handler gave back to be served on a task, by request id:
     /// that path goes on in the span the call began in.
     handed_back: Mutex<HashMap<RequestId, tracing::Span, ahash::RandomState>>,
@@ -121,7 +122,7 @@ impl Session {
         caller: crate::context::Caller,
     ) -> Arc<Self> {
         Arc::new_cyclic(|me| Session {
-            caller: Arc::new(std::sync::RwLock::new(caller)),
+            caller: Arc::new(RwLock::new(caller)),
             host: host.then(|| HostSession::start().1),
             calls_now: handler.calls_now(),
             handler,
@@ -137,19 +138,17 @@ impl Session {
 
     /// Who the session's requests are for now.
     pub(crate) fn principal(&self) -> Option<Arc<crate::auth::Principal>> {
-        self.caller.read().ok().and_then(|c| c.principal.clone())
+        self.caller.read().principal.clone()
     }
 
     /// From now on, its requests are for `principal` (the credentials of a legacy HTTP
     /// session's latest POST: a token reissued with fewer scopes narrows what it sees).
     pub(crate) fn set_principal(&self, principal: Option<Arc<crate::auth::Principal>>) {
-        if let Ok(mut c) = self.caller.write() {
-            c.principal = principal;
-        }
+        self.caller.write().principal = principal;
     }
 
     fn legacy_state(&self) -> Option<LegacyState> {
-        self.legacy.lock().ok().and_then(|g| g.clone())
+        self.legacy.lock().clone()
     }
 
     fn serves_modern(&self) -> bool {
@@ -285,7 +284,7 @@ impl Session {
             log_level: asker.log_level,
             host: self.host.as_ref().map(|g| g.session().clone()),
             principal: self.principal(),
-            http: self.caller.read().ok().and_then(|c| c.http.clone()),
+            http: self.caller.read().http.clone(),
             notifier: Notifier {
                 peer: peer.clone(),
                 revision,
@@ -306,7 +305,7 @@ impl Session {
         if self.host.is_some() {
             return None;
         }
-        let caller = self.caller.read().ok()?;
+        let caller = self.caller.read();
         let headers = &caller.http.as_ref()?.headers;
         let get = |k: &str| headers.get(k).and_then(|v| v.to_str().ok());
         let parent = get(mcp_types::meta::TRACEPARENT)?;
@@ -328,17 +327,15 @@ impl Session {
             .and_then(|p| RawObject::from_raw(p).ok())
             .and_then(|o| o.get("capabilities").map(|c| Arc::from(c.to_owned())))
             .unwrap_or_else(|| Arc::from(mcp_types::raw::encode(&p.capabilities)));
-        if let Ok(mut g) = self.legacy.lock() {
-            *g = Some(LegacyState {
-                revision,
-                declared: Declared {
-                    capabilities: Arc::new(p.capabilities),
-                    capabilities_raw,
-                    info: Some(Arc::new(p.client_info)),
-                },
-                log_level: None,
-            });
-        }
+        *self.legacy.lock() = Some(LegacyState {
+            revision,
+            declared: Declared {
+                capabilities: Arc::new(p.capabilities),
+                capabilities_raw,
+                info: Some(Arc::new(p.client_info)),
+            },
+            log_level: None,
+        });
         let result = InitializeResult {
             protocol_version: revision.as_str().to_owned(),
             capabilities: self.handler.capabilities(),
@@ -363,9 +360,9 @@ fn is_extension_task_method(m: &str, revision: Revision) -> bool {
 impl Inbound for Session {
     async fn request(&self, peer: &Peer, req: Request) -> Message {
         let cancelled = Arc::new(Cancellation::default());
-        if let Ok(mut f) = self.in_flight.lock() {
-            f.insert(req.id.clone(), cancelled.clone());
-        }
+        self.in_flight
+            .lock()
+            .insert(req.id.clone(), cancelled.clone());
         // Params are read one level deep, once; params that are not an object read as none
         // here and get the typed decoder's error where a method needs them. Params nested
         // too deep to read are refused saying so, not read as if they had no `_meta`.
@@ -382,7 +379,7 @@ impl Inbound for Session {
         let meta = RequestMeta::of(params.as_ref());
         let revision = self.revision_of(&meta);
         let handed_back = (self.calls_now && req.method == method::TOOLS_CALL)
-            .then(|| self.handed_back.lock().ok()?.remove(&req.id))
+            .then(|| self.handed_back.lock().remove(&req.id))
             .flatten();
         let span = handed_back.unwrap_or_else(|| {
             let span = crate::span::request(&req.method, &req.id, revision);
@@ -434,11 +431,7 @@ impl Inbound for Session {
         // A closed connection cancels what it asked (2026 HTTP: closing the stream is the
         // cancellation).
         // Taken out of the lock first: a cancellation may answer its call, which needs it.
-        let flags: Vec<Arc<Cancellation>> = self
-            .in_flight
-            .lock()
-            .map(|f| f.values().cloned().collect())
-            .unwrap_or_default();
+        let flags: Vec<Arc<Cancellation>> = self.in_flight.lock().values().cloned().collect();
         for flag in flags {
             flag.cancel();
         }
@@ -453,7 +446,7 @@ impl Inbound for Session {
                 };
                 let flag = p
                     .request_id
-                    .and_then(|id| self.in_flight.lock().ok().and_then(|f| f.get(&id).cloned()));
+                    .and_then(|id| self.in_flight.lock().get(&id).cloned());
                 if let Some(flag) = flag {
                     flag.cancel();
                 }

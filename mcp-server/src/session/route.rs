@@ -123,10 +123,8 @@ impl Session {
 
     /// `logging/setLevel` of a legacy session: kept for the session's requests.
     fn set_level(&self, level: LoggingLevel) {
-        if let Ok(mut g) = self.legacy.lock() {
-            if let Some(s) = g.as_mut() {
-                s.log_level = Some(level);
-            }
+        if let Some(s) = self.legacy.lock().as_mut() {
+            s.log_level = Some(level);
         }
     }
 
