@@ -14,13 +14,14 @@
 
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use mcp_client::{ClientError, ClientHandler};
 use mcp_types::protocol::*;
 use mcp_types::{codes, ErrorObject};
+use parking_lot::Mutex;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot, Notify};
@@ -75,10 +76,7 @@ impl Inbox {
         if self.closed.load(Ordering::SeqCst) {
             return Err(Box::new(event));
         }
-        match self.queue.lock() {
-            Ok(mut q) => q.push(event),
-            Err(_) => return Err(Box::new(event)),
-        }
+        self.queue.lock().push(event);
         self.ready.notify_one();
         Ok(())
     }
@@ -86,11 +84,7 @@ impl Inbox {
     /// Everything delivered so far, waiting until there is something.
     pub(crate) async fn next(&self) -> Vec<Event> {
         loop {
-            let taken = self
-                .queue
-                .lock()
-                .map(|mut q| std::mem::take(&mut *q))
-                .unwrap_or_default();
+            let taken = std::mem::take(&mut *self.queue.lock());
             if !taken.is_empty() {
                 return taken;
             }
@@ -101,9 +95,7 @@ impl Inbox {
     fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
         // Requests still queued fail now: their reply senders are dropped.
-        if let Ok(mut q) = self.queue.lock() {
-            q.clear();
-        }
+        self.queue.lock().clear();
     }
 }
 
@@ -139,9 +131,7 @@ pub(crate) struct SlotGuard {
 impl Drop for SlotGuard {
     fn drop(&mut self) {
         self.sink.close();
-        if let Ok(mut s) = self.calls.slots.lock() {
-            s.retain(|x| x.id != self.id);
-        }
+        self.calls.slots.lock().retain(|x| x.id != self.id);
     }
 }
 
@@ -170,7 +160,7 @@ impl Calls {
 
     /// How many host calls are in flight here.
     pub(crate) fn in_flight(&self) -> usize {
-        self.slots.lock().map(|s| s.len()).unwrap_or(0)
+        self.slots.lock().len()
     }
 
     /// [`Calls::enter`] with events going to `sink`.
@@ -181,14 +171,12 @@ impl Calls {
         sink: Arc<dyn EventSink>,
     ) -> SlotGuard {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        if let Ok(mut s) = self.slots.lock() {
-            s.push(Slot {
-                id,
-                task,
-                caps,
-                sink: sink.clone(),
-            });
-        }
+        self.slots.lock().push(Slot {
+            id,
+            task,
+            caps,
+            sink: sink.clone(),
+        });
         self.entered.notify_waiters();
         SlotGuard {
             calls: self.clone(),
@@ -214,12 +202,13 @@ impl Calls {
             tokio::pin!(entered);
             // Registered before the look, so a call entering in between still wakes us.
             entered.as_mut().enable();
-            let found = self.slots.lock().ok().and_then(|s| {
-                s.iter()
-                    .rev()
-                    .find(|x| x.task.as_deref() == Some(t))
-                    .cloned()
-            });
+            let found = self
+                .slots
+                .lock()
+                .iter()
+                .rev()
+                .find(|x| x.task.as_deref() == Some(t))
+                .cloned();
             if found.is_some() {
                 return found;
             }
@@ -234,7 +223,7 @@ impl Calls {
     /// `tasks/result`s do not compete). With several, the request names none of them and
     /// no host may see another host's question: it belongs to no call.
     fn plain_slot(&self, method: &str) -> Option<Slot> {
-        let s = self.slots.lock().ok()?;
+        let s = self.slots.lock();
         let mut plain = s.iter().filter(|x| x.task.is_none());
         let (Some(only), None) = (plain.next(), plain.next()) else {
             let calls = s.iter().filter(|x| x.task.is_none()).count();
@@ -254,7 +243,7 @@ impl Calls {
     /// the only call in flight. With several calls in flight a log line names none of
     /// them, and no host may see another host's traffic: it belongs to no call.
     fn log_slot(&self, task: Option<&str>) -> Option<Slot> {
-        let s = self.slots.lock().ok()?;
+        let s = self.slots.lock();
         match task {
             Some(t) => s
                 .iter()

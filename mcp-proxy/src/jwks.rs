@@ -9,13 +9,14 @@
 //! refused until a fetch succeeds (an issuer that cannot be heard cannot say a key was
 //! withdrawn).
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use mcp_client::auth::discovery::{secure, server_metadata_urls};
 use mcp_client::fetch::{get_json, FetchError};
 use mcp_server::auth::{JwkSet, KeySource, VerifyingKey};
+use parking_lot::RwLock;
 use serde_json::Value;
 
 /// How old fetched keys may be unless told otherwise.
@@ -105,17 +106,11 @@ impl JwksUri {
     }
 
     fn read<T>(&self, f: impl FnOnce(&Cache) -> T) -> T {
-        match self.cache.read() {
-            Ok(c) => f(&c),
-            Err(poisoned) => f(&poisoned.into_inner()),
-        }
+        f(&self.cache.read())
     }
 
     fn write(&self, f: impl FnOnce(&mut Cache)) {
-        match self.cache.write() {
-            Ok(mut c) => f(&mut c),
-            Err(poisoned) => f(&mut poisoned.into_inner()),
-        }
+        f(&mut self.cache.write())
     }
 
     /// Whether the cache should be fetched again for a token naming `kid`.

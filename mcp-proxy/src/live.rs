@@ -12,7 +12,7 @@
 //! subscriptions are shared by the generations: those on a kept upstream go on, those on
 //! a closed one end with its connection.
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -20,6 +20,7 @@ use mcp_server::{Call, ListChanged, Outcome, RawResult, RequestContext, Server, 
 use mcp_types::protocol::*;
 use mcp_types::raw::RawObject;
 use mcp_types::ErrorObject;
+use parking_lot::RwLock;
 use serde_json::Value;
 
 use crate::views::{Scope, Views};
@@ -70,17 +71,15 @@ impl Live {
 
     /// The aggregator in force.
     pub fn current(&self) -> Aggregator {
-        match self.state.read() {
-            Ok(s) => s.current.clone(),
-            Err(poisoned) => poisoned.into_inner().current.clone(),
-        }
+        self.state.read().current.clone()
     }
 
     /// A server in front of it, announcing list changes to its hosts, the aggregator in
     /// force's and a reload's alike.
     pub fn server(&self, options: mcp_server::ServerOptions) -> Server {
         let server = Server::with_options(self.clone(), options);
-        if let Ok(mut s) = self.state.write() {
+        {
+            let mut s = self.state.write();
             s.current.announce_through(server.clone());
             s.server = Some(server.clone());
         }
@@ -100,11 +99,12 @@ impl Live {
         let _one = self.reloading.lock().await;
         let before = self.current();
         let next = before.reconfigured(configs, options, unchanged).await?;
-        let server = self.state.read().ok().and_then(|s| s.server.clone());
+        let server = self.state.read().server.clone();
         if let Some(server) = &server {
             next.announce_through(server.clone());
         }
-        if let Ok(mut s) = self.state.write() {
+        {
+            let mut s = self.state.write();
             let old = std::mem::replace(&mut s.current, next.clone());
             s.retired.insert(0, old);
             s.retired.truncate(RETIRED_KEPT);
@@ -129,12 +129,10 @@ impl Live {
 
     /// The aggregators to look for a task in, newest first.
     fn generations(&self) -> Vec<Aggregator> {
-        match self.state.read() {
-            Ok(s) => std::iter::once(s.current.clone())
-                .chain(s.retired.iter().cloned())
-                .collect(),
-            Err(_) => vec![self.current()],
-        }
+        let s = self.state.read();
+        std::iter::once(s.current.clone())
+            .chain(s.retired.iter().cloned())
+            .collect()
     }
 }
 

@@ -12,9 +12,10 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
+use parking_lot::Mutex;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -290,9 +291,7 @@ impl Metrics {
     /// [`crate::Aggregator::server`] made, or [`crate::Aggregator::announce_through`] was
     /// given), instead of any before.
     pub fn count_hosts_of(&self, stats: Arc<mcp_server::ServerStats>) {
-        if let Ok(mut s) = self.server.lock() {
-            *s = Some(stats);
-        }
+        *self.server.lock() = Some(stats);
     }
 
     /// Upstream `key` ended a session (HTTP `404`) and the gateway started a new one.
@@ -351,9 +350,7 @@ impl Metrics {
 
     /// `tool`, or [`OTHER_TOOL`] once [`TOOL_LABELS`] other pairs have labels.
     fn tool_label(&self, upstream: &str, tool: &str) -> String {
-        let Ok(mut labelled) = self.labelled.lock() else {
-            return OTHER_TOOL.to_owned();
-        };
+        let mut labelled = self.labelled.lock();
         let pair = (upstream.to_owned(), tool.to_owned());
         if labelled.contains(&pair) {
             return tool.to_owned();
@@ -368,9 +365,7 @@ impl Metrics {
     /// Everything counted, with the upstreams as `status` says they are now, in the
     /// OpenMetrics text format ([`CONTENT_TYPE`]).
     pub fn render(&self, status: &[UpstreamStatus]) -> String {
-        let Ok(mut shown) = self.rendering.lock() else {
-            return String::new();
-        };
+        let mut shown = self.rendering.lock();
         // An upstream a reload removed is no longer `up` or down: it is not there.
         for gone in shown
             .iter()
@@ -390,7 +385,8 @@ impl Metrics {
             // each host's session); the counter takes what the status' total added since
             // the last render. A total below the last one is a new upstream (a reload
             // replaced it), whose count started again from 0: all of it is new.
-            if let Ok(mut seen) = self.restarts_seen.lock() {
+            {
+                let mut seen = self.restarts_seen.lock();
                 let last = seen.insert(s.key.clone(), s.restarts).unwrap_or(0);
                 let added = s.restarts.checked_sub(last).unwrap_or(s.restarts);
                 self.restarts.get_or_create(&u).inc_by(added);
@@ -398,7 +394,8 @@ impl Metrics {
             drop(self.renewals.get_or_create(&u));
             shown.push(s.key.clone());
         }
-        if let Some(stats) = self.server.lock().ok().and_then(|s| s.clone()) {
+        let server = self.server.lock().clone();
+        if let Some(stats) = server {
             for h in stats.hosts() {
                 let labels = RevisionLabels {
                     revision: h.revision.as_str().to_owned(),

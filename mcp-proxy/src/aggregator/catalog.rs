@@ -5,11 +5,12 @@
 use super::id::UpstreamId;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use mcp_types::protocol::*;
 use mcp_types::raw::Exact;
 use mcp_types::{codes, ErrorObject};
+use parking_lot::RwLock;
 
 use super::id::PerUpstream;
 use super::route::Route;
@@ -44,13 +45,6 @@ pub(super) struct ListsChanged {
 }
 
 impl ListsChanged {
-    /// Every list: what to assume when the old listing cannot be read to compare.
-    pub(super) const ALL: ListsChanged = ListsChanged {
-        tools: true,
-        prompts: true,
-        resources: true,
-    };
-
     pub(super) fn any(self) -> bool {
         self.tools || self.prompts || self.resources
     }
@@ -194,18 +188,15 @@ impl Catalog {
     pub(super) fn stale(&self, now: std::time::Instant) -> Vec<UpstreamId> {
         self.listings
             .read()
-            .map(|l| {
-                l.iter_ids()
-                    .filter(|(_, x)| x.stale_at.is_some_and(|t| t <= now))
-                    .map(|(i, _)| i)
-                    .collect()
-            })
-            .unwrap_or_default()
+            .iter_ids()
+            .filter(|(_, x)| x.stale_at.is_some_and(|t| t <= now))
+            .map(|(i, _)| i)
+            .collect()
     }
 
     /// The upstream that listed a resource template written exactly `uri_template`.
     pub(super) fn template_owner(&self, uri_template: &str) -> Option<UpstreamId> {
-        let listings = self.listings.read().ok()?;
+        let listings = self.listings.read();
         let owner = listings
             .iter_ids()
             .find(|(_, l)| l.templates.iter().any(|t| t.uri_template == uri_template))
@@ -225,13 +216,11 @@ impl Catalog {
     /// changed: the catalog's generation, and so its cursors, stay).
     pub(super) fn set_listing(&self, i: UpstreamId, listing: Listing) -> ListsChanged {
         let listing = self.admitted(i, listing);
-        let changed = match self.listings.write() {
-            Ok(mut l) => {
-                let changed = l[i].changes_to(&listing);
-                l[i] = listing;
-                changed
-            }
-            Err(_) => ListsChanged::ALL,
+        let changed = {
+            let mut l = self.listings.write();
+            let changed = l[i].changes_to(&listing);
+            l[i] = listing;
+            changed
         };
         if changed.any() {
             self.generation.fetch_add(1, Ordering::SeqCst);
@@ -252,10 +241,7 @@ impl Catalog {
 
     /// Which of upstream `i`'s lists read differently in `own` than in the catalog.
     pub(super) fn differs(&self, i: UpstreamId, own: &Listing) -> ListsChanged {
-        match self.listings.read() {
-            Ok(l) => l[i].changes_to(own),
-            Err(_) => ListsChanged::ALL,
-        }
+        self.listings.read()[i].changes_to(own)
     }
 
     /// The catalog's generation: bumped whenever a listing changes.
@@ -305,14 +291,12 @@ impl Catalog {
     /// call must not copy the whole catalog).
     pub(super) fn routes(&self) -> Arc<Routes> {
         let generation = self.generation.load(Ordering::SeqCst);
-        let cached = self.routes.read().ok().and_then(|r| r.clone());
+        let cached = self.routes.read().clone();
         let routes = match cached {
             Some((g, routes)) if g == generation => routes,
             _ => {
                 let routes = Arc::new(self.routes_with(None));
-                if let Ok(mut r) = self.routes.write() {
-                    *r = Some((generation, routes.clone()));
-                }
+                *self.routes.write() = Some((generation, routes.clone()));
                 routes
             }
         };
@@ -354,10 +338,8 @@ impl Catalog {
 
     /// One part of each upstream's listing, in upstream order (copying only that part).
     pub(super) fn read_listings<T>(&self, part: impl Fn(&Listing) -> T) -> PerUpstream<T> {
-        self.listings
-            .read()
-            .map(|l| l.map(part))
-            .unwrap_or_else(|_| PerUpstream::new(Vec::new()))
+        let listings = self.listings.read();
+        listings.map(part)
     }
 
     /// `(exposed name, upstream, tool as the upstream sent it, overrides applied)`, in
@@ -435,7 +417,7 @@ impl Catalog {
 
     /// The upstream owning a resource URI: one that listed it, else one with a matching template.
     pub(super) fn resource_owner(&self, uri: &str) -> Option<UpstreamId> {
-        let listings = self.listings.read().ok()?;
+        let listings = self.listings.read();
         let owner = |has: &dyn Fn(&Listing) -> bool| {
             listings.iter_ids().find(|(_, l)| has(l)).map(|(i, _)| i)
         };
@@ -485,7 +467,7 @@ impl Catalog {
 
     /// The key of the upstream whose filtered-out tool would be exposed as `name`.
     pub(super) fn denied_upstream(&self, name: &str) -> Option<String> {
-        let listings = self.listings.read().ok()?;
+        let listings = self.listings.read();
         let naming = &self.namespacing;
         let key = listings.iter_ids().find_map(|(i, l)| {
             let u = &self.members[i];

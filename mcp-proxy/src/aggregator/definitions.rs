@@ -8,10 +8,10 @@
 //! upstream is still called with the host's arguments as written.
 
 use std::collections::HashSet;
-use std::sync::Mutex;
 
 use mcp_types::protocol::Tool;
 use mcp_types::raw::Exact;
+use parking_lot::Mutex;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -26,10 +26,7 @@ const MAX_WARNED: usize = 4096;
 impl Warned {
     /// Whether `what` is news (and notes it).
     fn first(&self, what: String) -> bool {
-        let mut seen = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut seen = self.0.lock();
         if seen.len() >= MAX_WARNED {
             seen.clear();
         }

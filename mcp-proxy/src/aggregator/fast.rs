@@ -9,13 +9,14 @@
 //! upstream's connection dropped. Log lines tied to the call go to its host directly.
 
 use super::id::UpstreamId;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use mcp_client::{CallOptions, Client, ClientError};
 use mcp_server::{Call, Outcome, RawResult};
 use mcp_types::protocol::*;
 use mcp_types::raw::RawObject;
 use mcp_types::{RequestId, Revision};
+use parking_lot::Mutex;
 use serde_json::value::RawValue;
 
 use super::call::{answer_kind, raw_failure, tidy_result, AnswerKind, TaskPlan};
@@ -88,15 +89,11 @@ impl Aggregator {
                 fast.cancelled();
             }
         });
-        if let Ok(mut c) = fast.call.lock() {
-            *c = Some(call);
-        }
+        *fast.call.lock() = Some(call);
         let slot = fast
             .calls
             .enter_sink(caps, None, Arc::new(FastSink(Arc::downgrade(&fast))));
-        if let Ok(mut s) = fast.slot.lock() {
-            *s = Some(slot);
-        }
+        *fast.slot.lock() = Some(slot);
         let timeout = Some(self.call_timeout(p.i));
         let answered = fast.clone();
         match fast
@@ -186,21 +183,19 @@ impl FastCall {
 
     /// The host's call, if nobody answered it yet; its slot is left.
     fn take(&self) -> Option<Call> {
-        let call = self.call.lock().ok().and_then(|mut c| c.take());
-        if let Ok(mut s) = self.slot.lock() {
-            s.take();
-        }
+        let call = self.call.lock().take();
+        self.slot.lock().take();
         call
     }
 
     /// Its pooled session's lease, if it still holds one.
     fn lease(&self) -> Option<Arc<Lease>> {
-        self.lease.lock().ok().and_then(|mut l| l.take())
+        self.lease.lock().take()
     }
 
     /// Its metrics, if the call is not counted yet.
     fn meter(&self) -> Option<CallMeter> {
-        self.meter.lock().ok().and_then(|mut m| m.take())
+        self.meter.lock().take()
     }
 
     /// The upstream's answer (or why none came), on its connection's read loop.
@@ -351,7 +346,7 @@ impl EventSink for FastSink {
         match event {
             Event::Log(l) => {
                 let call = fast.call.lock();
-                if let Some(call) = call.as_ref().ok().and_then(|c| c.as_ref()) {
+                if let Some(call) = call.as_ref() {
                     call.context().log_now(l.level, l.logger.as_deref(), l.data);
                 }
                 Ok(())

@@ -162,8 +162,7 @@ impl Aggregator {
             .inner
             .parked
             .lock()
-            .ok()
-            .and_then(|mut p| p.remove(state))
+            .remove(state)
             // A task run for a tools/call is resumed by the host's tools/call retry.
             .filter(|f| {
                 f.method == method_name
@@ -231,17 +230,13 @@ impl Aggregator {
     /// Keeps a call until the host retries with `requestState`, at most `input_timeout`.
     pub(super) fn park(&self, flight: Flight) -> String {
         let state = new_state();
-        if let Ok(mut p) = self.inner.parked.lock() {
-            p.insert(state.clone(), flight);
-        }
+        self.inner.parked.lock().insert(state.clone(), flight);
         let inner = Arc::downgrade(&self.inner);
         let key = state.clone();
         let wait = self.inner.options.input_timeout;
         tokio::spawn(async move {
             tokio::time::sleep(wait).await;
-            let expired = inner
-                .upgrade()
-                .and_then(|i| i.parked.lock().ok().and_then(|mut p| p.remove(&key)));
+            let expired = inner.upgrade().and_then(|i| i.parked.lock().remove(&key));
             if let Some(f) = expired {
                 tracing::warn!(method = %f.method, "a host never answered an upstream's request; the call is cancelled");
                 let Flight {

@@ -12,10 +12,6 @@ pub(crate) struct UpstreamId(usize);
 pub(crate) struct PerUpstream<T>(Vec<T>);
 
 impl<T> PerUpstream<T> {
-    pub(crate) fn new(items: Vec<T>) -> Self {
-        PerUpstream(items)
-    }
-
     pub(crate) fn get(&self, id: UpstreamId) -> Option<&T> {
         self.0.get(id.0)
     }

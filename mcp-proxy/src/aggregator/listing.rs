@@ -97,9 +97,7 @@ impl Aggregator {
         let u = &self.inner.upstreams[i];
         match list_all(client).await {
             Ok(listing) => {
-                if let Ok(mut e) = u.last_error.lock() {
-                    *e = None;
-                }
+                *u.last_error.lock() = None;
                 self.inner.catalog.set_listing(i, listing)
             }
             Err(e) => {

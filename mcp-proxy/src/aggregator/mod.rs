@@ -11,13 +11,14 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use mcp_client::ClientError;
 use mcp_server::{ListChanged, Outcome, RequestContext};
 use mcp_types::protocol::*;
 use mcp_types::raw::RawObject;
 use mcp_types::{codes, ErrorObject};
+use parking_lot::Mutex;
 use serde_json::{Map, Value};
 
 use crate::bridge::Flight;
@@ -290,9 +291,7 @@ impl Aggregator {
                 f(what)
             }
         };
-        if let Ok(mut g) = self.inner.on_change.lock() {
-            *g = Some(Arc::new(announce));
-        }
+        *self.inner.on_change.lock() = Some(Arc::new(announce));
     }
 
     /// A server in front of this aggregator, with `options`, already announcing list
@@ -334,9 +333,7 @@ impl Aggregator {
                 }),
             }
         };
-        if let Ok(mut g) = self.inner.on_change.lock() {
-            *g = Some(Arc::new(announce));
-        }
+        *self.inner.on_change.lock() = Some(Arc::new(announce));
     }
 
     /// The merged tools as hosts see them (exposed names), in catalog order.
@@ -370,7 +367,7 @@ impl Aggregator {
     }
 
     fn changed(&self, what: ListChanged, heard: Heard) {
-        let f = self.inner.on_change.lock().ok().and_then(|g| g.clone());
+        let f = self.inner.on_change.lock().clone();
         if let Some(f) = f {
             f(what, heard);
         }

@@ -6,12 +6,13 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Weak};
 
 use mcp_client::Client;
 use mcp_server::{HostSession, HostSessionId, RequestContext};
 use mcp_types::protocol::{Prompt, Tool, TypedNotification};
 use mcp_types::raw::Exact;
+use parking_lot::Mutex;
 
 use super::catalog::{Catalog, Listing, ListsChanged, OwnListings, Routes};
 use super::id::{PerUpstream, UpstreamId};
@@ -42,12 +43,6 @@ struct HostLists {
 }
 
 impl OwnLists {
-    /// The table. A panic elsewhere while it was held leaves it consistent (each change is
-    /// one insertion or removal), so it is taken back rather than skipped.
-    fn hosts(&self) -> MutexGuard<'_, HashMap<HostSessionId, HostLists>> {
-        self.hosts.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// A token for the follower of a newly opened session.
     fn token(&self) -> u64 {
         self.next_token.fetch_add(1, Ordering::Relaxed)
@@ -56,7 +51,7 @@ impl OwnLists {
     /// Takes `listing`, by the follower holding `token`, as what `host` sees of upstream
     /// `i`; the newest session's follower wins.
     fn set(&self, host: HostSessionId, i: UpstreamId, token: u64, listing: Listing) {
-        let mut hosts = self.hosts();
+        let mut hosts = self.hosts.lock();
         let lists = hosts.entry(host).or_insert_with(|| {
             self.count.fetch_add(1, Ordering::SeqCst);
             HostLists::default()
@@ -72,7 +67,7 @@ impl OwnLists {
     /// `host` sees the catalog's listing of upstream `i` again, unless a newer session's
     /// follower than `token`'s set it.
     fn remove(&self, host: HostSessionId, i: UpstreamId, token: u64) {
-        let mut hosts = self.hosts();
+        let mut hosts = self.hosts.lock();
         let Some(lists) = hosts.get_mut(&host) else {
             return;
         };
@@ -90,7 +85,7 @@ impl OwnLists {
 
     /// What `host` sees of upstream `i` in place of the catalog's listing, if anything.
     fn get(&self, host: HostSessionId, i: UpstreamId) -> Option<Arc<Listing>> {
-        let hosts = self.hosts();
+        let hosts = self.hosts.lock();
         hosts.get(&host)?.listings.get(&i).cloned()
     }
 
@@ -107,7 +102,7 @@ impl OwnLists {
         if self.count.load(Ordering::SeqCst) == 0 {
             return None;
         }
-        let hosts = self.hosts();
+        let hosts = self.hosts.lock();
         Some(hosts.get(&host?)?.listings.clone())
     }
 
@@ -117,7 +112,7 @@ impl OwnLists {
         if self.count.load(Ordering::SeqCst) == 0 {
             return None;
         }
-        let mut hosts = self.hosts();
+        let mut hosts = self.hosts.lock();
         let lists = hosts.get_mut(&host?)?;
         let now = (catalog.generation(), lists.generation);
         if let Some((c, o, routes)) = &lists.routes {

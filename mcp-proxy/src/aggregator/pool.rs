@@ -4,12 +4,13 @@
 
 use super::id::UpstreamId;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_client::{ChildTransport, Client, ClientOptions, EraChoice};
 use mcp_types::protocol::*;
 use mcp_types::transport::memory_pair;
+use parking_lot::{Mutex, RwLock};
 
 use super::catalog::Listing;
 use super::{Aggregator, UpstreamConfig, UpstreamStatus, UpstreamTransport};
@@ -70,27 +71,25 @@ impl Upstream {
     }
 
     pub(super) fn client(&self) -> Option<Client> {
-        self.client.read().ok().and_then(|c| c.clone())
+        self.client.read().clone()
     }
 
     /// The legacy session beside its 2026 connection, while that connection is open.
     pub(super) fn legacy_client(&self) -> Option<Client> {
-        let view = self.legacy.read().ok()?.clone()?;
+        let view = self.legacy.read().clone()?;
         view.close_reason().is_none().then_some(view)
     }
 
     fn set_legacy(&self, view: Option<Client>) {
-        if let Ok(mut l) = self.legacy.write() {
-            *l = view;
-        }
+        *self.legacy.write() = view;
     }
 
     pub(super) fn unavailable(&self) -> String {
         let why = self
             .last_error
             .lock()
-            .ok()
-            .and_then(|e| e.as_ref().map(ToString::to_string))
+            .as_ref()
+            .map(ToString::to_string)
             .unwrap_or_else(|| "not connected".into());
         format!("upstream `{}` is unavailable: {why}", self.config.key)
     }
@@ -143,7 +142,7 @@ impl Aggregator {
                 UpstreamStatus {
                     key: u.config.key.clone(),
                     connected: client.is_some(),
-                    last_error: u.last_error.lock().ok().and_then(|e| e.clone()),
+                    last_error: u.last_error.lock().clone(),
                     host_sessions: u.links.as_ref().map_or(0, |l| l.len()),
                     pooled_sessions: u.pool.as_ref().map_or(0, |p| p.len()),
                     revision: client.map(|c| c.revision()),
@@ -348,12 +347,8 @@ impl Aggregator {
             }
             Ok((client, listing)) => {
                 tracing::info!(upstream = %u.config.key, revision = %client.revision(), tools = listing.tools.len(), "upstream connected");
-                if let Ok(mut c) = u.client.write() {
-                    *c = Some(client);
-                }
-                if let Ok(mut e) = u.last_error.lock() {
-                    *e = None;
-                }
+                *u.client.write() = Some(client);
+                *u.last_error.lock() = None;
                 let changed = self.inner.catalog.set_listing(i, listing);
                 self.announce(i, changed);
                 true
@@ -370,9 +365,7 @@ impl Aggregator {
     /// metrics by kind.
     pub(super) fn failed(&self, u: &Upstream, e: UpstreamError) {
         self.inner.metrics.upstream_failed(&u.config.key, &e);
-        if let Ok(mut le) = u.last_error.lock() {
-            *le = Some(e);
-        }
+        *u.last_error.lock() = Some(e);
     }
 
     /// Keeps upstream `i` alive: relists on its list-changed notifications, and restarts it
@@ -421,7 +414,8 @@ impl Aggregator {
                 .map(|r| r.to_string())
                 .unwrap_or_default();
             tracing::warn!(upstream = %u.config.key, "upstream connection ended ({reason}); restarting");
-            if let Ok(mut c) = u.client.write() {
+            {
+                let mut c = u.client.write();
                 // Only the connection that ended: one a keeper after this one opened stays.
                 if c.as_ref().is_some_and(|c| c.same_connection(&client)) {
                     *c = None;
@@ -456,7 +450,7 @@ impl Aggregator {
 pub(super) async fn close_upstreams<'a>(upstreams: impl Iterator<Item = &'a Arc<Upstream>>) {
     let mut closing = tokio::task::JoinSet::new();
     for u in upstreams {
-        let client = u.client.write().ok().and_then(|mut c| c.take());
+        let client = u.client.write().take();
         u.set_legacy(None);
         if let Some(c) = client {
             closing.spawn(async move { c.close().await });

@@ -20,13 +20,14 @@
 use super::id::UpstreamId;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_client::{CallOptions, Client, ClientError};
 use mcp_server::{RequestContext, Subscriber, SubscriberId};
 use mcp_types::protocol::*;
 use mcp_types::{codes, ErrorObject};
+use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
@@ -108,20 +109,22 @@ impl Subscriptions {
     pub(super) fn len(&self) -> usize {
         self.state
             .lock()
-            .map(|s| s.subscribers.values().map(|h| h.subs.len()).sum())
-            .unwrap_or(0)
+            .subscribers
+            .values()
+            .map(|h| h.subs.len())
+            .sum()
     }
 
     /// The table's entry for `link`, made (and its updates watched) if it has none.
-    fn conn(self: &Arc<Self>, upstream: &str, link: Link) -> Result<Arc<Conn>, ErrorObject> {
-        let mut state = self.state.lock().map_err(|_| unavailable())?;
+    fn conn(self: &Arc<Self>, upstream: &str, link: Link) -> Arc<Conn> {
+        let mut state = self.state.lock();
         let found = state
             .conns
             .iter()
             .find(|c| Arc::ptr_eq(&c.calls, &link.calls) && c.client.close_reason().is_none())
             .cloned();
         if let Some(c) = found {
-            return Ok(c);
+            return c;
         }
         let conn = Arc::new(Conn {
             id: self.next.fetch_add(1, Ordering::Relaxed),
@@ -136,7 +139,7 @@ impl Subscriptions {
         state.conns.push(conn.clone());
         let notes = conn.client.notifications();
         tokio::spawn(self.clone().watch(conn.clone(), notes));
-        Ok(conn)
+        conn
     }
 
     /// Subscribes `subscriber` to `uri` on `link`'s connection (upstream only if no one
@@ -148,11 +151,11 @@ impl Subscriptions {
         subscriber: Subscriber,
         uri: String,
     ) -> Result<(), ErrorObject> {
-        let conn = self.conn(upstream, link)?;
+        let conn = self.conn(upstream, link);
         let op = conn.ops.lock().await;
         let id = subscriber.id();
         let fresh_subscriber = {
-            let mut state = self.state.lock().map_err(|_| unavailable())?;
+            let mut state = self.state.lock();
             let fresh = !state.subscribers.contains_key(&id);
             let held = state.subscribers.entry(id).or_insert_with(|| Held {
                 subscriber: subscriber.clone(),
@@ -179,7 +182,8 @@ impl Subscriptions {
         if first {
             if let Err(e) = conn.open(&uri).await {
                 conn.remove(&uri, id);
-                if let Ok(mut state) = self.state.lock() {
+                {
+                    let mut state = self.state.lock();
                     if let Some(h) = state.subscribers.get_mut(&id) {
                         h.subs.remove(&(conn.id, uri.clone()));
                     }
@@ -199,9 +203,7 @@ impl Subscriptions {
     /// Takes `subscriber`'s subscriptions to `uri` off every connection it holds them on.
     async fn unsubscribe(&self, subscriber: SubscriberId, uri: &str) {
         let conns = {
-            let Ok(mut state) = self.state.lock() else {
-                return;
-            };
+            let mut state = self.state.lock();
             let State {
                 conns, subscribers, ..
             } = &mut *state;
@@ -230,9 +232,9 @@ impl Subscriptions {
 
     /// Everything `subscriber` held goes: it ended.
     async fn drop_subscriber(&self, subscriber: SubscriberId) {
-        let (held, conns) = match self.state.lock() {
-            Ok(mut s) => (s.subscribers.remove(&subscriber), s.conns.clone()),
-            Err(_) => return,
+        let (held, conns) = {
+            let mut s = self.state.lock();
+            (s.subscribers.remove(&subscriber), s.conns.clone())
         };
         let Some(held) = held else { return };
         for (c, uri) in held.subs {
@@ -267,7 +269,8 @@ impl Subscriptions {
                 Err(RecvError::Closed) => break,
             }
         }
-        if let Ok(mut state) = self.state.lock() {
+        {
+            let mut state = self.state.lock();
             state.conns.retain(|c| c.id != conn.id);
             for held in state.subscribers.values_mut() {
                 held.subs.retain(|(c, _)| *c != conn.id);
@@ -290,20 +293,16 @@ impl Subscriptions {
         let ids: BTreeSet<SubscriberId> = conn
             .uris
             .lock()
-            .map(|u| {
-                u.iter()
-                    .filter(|(s, _)| covers(s, uri))
-                    .filter(|(s, _)| stream.as_ref().is_none_or(|only| only == *s))
-                    .flat_map(|(_, ids)| ids.iter().copied())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let targets: Vec<Subscriber> = match self.state.lock() {
-            Ok(s) => ids
-                .iter()
+            .iter()
+            .filter(|(s, _)| covers(s, uri))
+            .filter(|(s, _)| stream.as_ref().is_none_or(|only| only == *s))
+            .flat_map(|(_, ids)| ids.iter().copied())
+            .collect();
+        let targets: Vec<Subscriber> = {
+            let s = self.state.lock();
+            ids.iter()
                 .filter_map(|id| s.subscribers.get(id).map(|h| h.subscriber.clone()))
-                .collect(),
-            Err(_) => return,
+                .collect()
         };
         if targets.is_empty() {
             tracing::debug!(upstream = %conn.upstream, uri, "resource update no subscriber holds");
@@ -324,7 +323,7 @@ impl Conn {
     /// streams (a legacy one), `Some(Some(uri))` for the stream of `uri` named by its
     /// `subscriptionId`, `None` for an update on no stream of ours.
     fn stream_of(&self, p: &ResourceUpdatedNotificationParams) -> Option<Option<String>> {
-        let streams = self.streams.lock().ok()?;
+        let streams = self.streams.lock();
         if streams.is_empty() {
             return Some(None);
         }
@@ -337,9 +336,7 @@ impl Conn {
 
     /// Adds `id` to `uri`'s subscribers; true when it is the first.
     fn add(&self, uri: &str, id: SubscriberId) -> bool {
-        let Ok(mut uris) = self.uris.lock() else {
-            return false;
-        };
+        let mut uris = self.uris.lock();
         let set = uris.entry(uri.to_owned()).or_default();
         let first = set.is_empty();
         set.insert(id);
@@ -349,9 +346,7 @@ impl Conn {
 
     /// Removes `id` from `uri`'s subscribers; true when it was the last.
     fn remove(&self, uri: &str, id: SubscriberId) -> bool {
-        let Ok(mut uris) = self.uris.lock() else {
-            return false;
-        };
+        let mut uris = self.uris.lock();
         let Some(set) = uris.get_mut(uri) else {
             return false;
         };
@@ -452,16 +447,14 @@ impl Conn {
                 self.upstream
             )));
         };
-        if let Ok(mut streams) = self.streams.lock() {
-            streams.insert(uri.to_owned(), (id, cancel));
-        }
+        self.streams.lock().insert(uri.to_owned(), (id, cancel));
         Ok(())
     }
 
     /// Unsubscribes the upstream from `uri`: `resources/unsubscribe`, or the end of its
     /// listen stream.
     async fn close(&self, uri: &str) {
-        let stream = self.streams.lock().ok().and_then(|mut s| s.remove(uri));
+        let stream = self.streams.lock().remove(uri);
         if let Some((_, cancel)) = stream {
             cancel.notify_one();
             return;
@@ -478,10 +471,6 @@ impl Conn {
             tracing::warn!(upstream = %self.upstream, uri, "resources/unsubscribe failed: {e}");
         }
     }
-}
-
-fn unavailable() -> ErrorObject {
-    ErrorObject::new(codes::INTERNAL_ERROR, "subscription table unavailable")
 }
 
 impl Aggregator {

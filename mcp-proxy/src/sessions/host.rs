@@ -4,10 +4,11 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use mcp_server::{HostSession, HostSessionId};
+use parking_lot::Mutex;
 use tokio::sync::OnceCell;
 
 use super::{shutting_down, Link, LinkError, PerHostLimits};
@@ -57,7 +58,7 @@ impl HostLinks {
 
     /// The open session of `host`, if it has one now (no waiting).
     pub(crate) fn get(&self, host: HostSessionId) -> Option<Link> {
-        let mut entries = self.entries.lock().ok()?;
+        let mut entries = self.entries.lock();
         let e = entries.get_mut(&host)?;
         let link = e.link.get().filter(|l| l.client.close_reason().is_none())?;
         e.last_used = Instant::now();
@@ -110,11 +111,7 @@ impl HostLinks {
         upstream: &str,
         host: HostSessionId,
     ) -> Result<(Arc<OnceCell<Link>>, bool), LinkError> {
-        let mut entries = self.entries.lock().map_err(|_| {
-            LinkError::Connect(crate::UpstreamError::Unavailable(
-                "host sessions unavailable".into(),
-            ))
-        })?;
+        let mut entries = self.entries.lock();
         if self.closed.load(Ordering::SeqCst) {
             return Err(shutting_down());
         }
@@ -155,7 +152,7 @@ impl HostLinks {
 
     /// Removes `host`'s entry if it is still `cell`.
     fn forget(&self, host: HostSessionId, cell: &Arc<OnceCell<Link>>) -> Option<Link> {
-        let mut entries = self.entries.lock().ok()?;
+        let mut entries = self.entries.lock();
         if entries
             .get(&host)
             .is_some_and(|e| Arc::ptr_eq(&e.link, cell))
@@ -207,15 +204,13 @@ impl HostLinks {
         cell: &Arc<OnceCell<Link>>,
         idle: Duration,
     ) -> Option<Instant> {
-        let entries = self.entries.lock().ok()?;
+        let entries = self.entries.lock();
         let e = entries.get(&host).filter(|e| Arc::ptr_eq(&e.link, cell))?;
         Some(e.last_used + idle)
     }
 
     fn is_idle(&self, host: HostSessionId, cell: &Arc<OnceCell<Link>>, idle: Duration) -> bool {
-        let Ok(entries) = self.entries.lock() else {
-            return false;
-        };
+        let entries = self.entries.lock();
         let Some(e) = entries.get(&host).filter(|e| Arc::ptr_eq(&e.link, cell)) else {
             return false;
         };
@@ -233,20 +228,17 @@ impl HostLinks {
 
     /// How many host sessions are open (or opening).
     pub(crate) fn len(&self) -> usize {
-        self.entries.lock().map(|e| e.len()).unwrap_or(0)
+        self.entries.lock().len()
     }
 
     /// How many host calls are in flight on the hosts' sessions.
     pub(crate) fn in_flight(&self) -> usize {
         self.entries
             .lock()
-            .map(|e| {
-                e.values()
-                    .filter_map(|e| e.link.get())
-                    .map(|l| l.calls.in_flight())
-                    .sum()
-            })
-            .unwrap_or(0)
+            .values()
+            .filter_map(|e| e.link.get())
+            .map(|l| l.calls.in_flight())
+            .sum()
     }
 
     /// Closes every host session, all at once, and opens none after.
@@ -255,12 +247,9 @@ impl HostLinks {
         let links: Vec<Link> = self
             .entries
             .lock()
-            .map(|mut e| {
-                e.drain()
-                    .filter_map(|(_, e)| e.link.get().cloned())
-                    .collect()
-            })
-            .unwrap_or_default();
+            .drain()
+            .filter_map(|(_, e)| e.link.get().cloned())
+            .collect();
         super::close_at_once(links).await;
     }
 }

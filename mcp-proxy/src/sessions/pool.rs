@@ -18,10 +18,11 @@
 //! it: hosts that never answer hold sessions that long.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use mcp_types::protocol::ClientCapabilities;
+use parking_lot::Mutex;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::{shutting_down, Link, LinkError, PoolLimits};
@@ -96,15 +97,9 @@ impl SessionPool {
         }
     }
 
-    /// The pool's state. A panic elsewhere while it was held leaves it consistent (each
-    /// change is one push, removal or count), so it is taken back rather than skipped.
-    fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// How many sessions are open (or opening).
     pub(crate) fn len(&self) -> usize {
-        let state = self.state();
+        let state = self.state.lock();
         state.sessions.len() + state.opening
     }
 
@@ -115,7 +110,7 @@ impl SessionPool {
 
     /// How many host calls are in flight on the pool's sessions.
     pub(crate) fn in_flight(&self) -> usize {
-        let state = self.state();
+        let state = self.state.lock();
         state
             .sessions
             .iter()
@@ -186,7 +181,7 @@ impl SessionPool {
     ) -> Result<Link, OwnedSemaphorePermit> {
         let mut gone = Vec::new();
         let result = {
-            let mut state = self.state();
+            let mut state = self.state.lock();
             // Sessions their upstream ended are dropped from the pool as they are found.
             state.sessions.retain(|s| {
                 let dead = s.idle_since.is_some() && s.link.client.close_reason().is_some();
@@ -247,7 +242,7 @@ impl SessionPool {
         link: Link,
         permit: OwnedSemaphorePermit,
     ) -> Option<Link> {
-        let mut state = self.state();
+        let mut state = self.state.lock();
         if self.closed.load(Ordering::SeqCst) {
             drop(state);
             close_later(vec![link]);
@@ -268,7 +263,7 @@ impl SessionPool {
     /// its upstream ended it, or the pool is closing.
     fn give_back(&self, id: u64, answered: bool) {
         let gone = {
-            let mut state = self.state();
+            let mut state = self.state.lock();
             let Some(k) = state.sessions.iter().position(|s| s.id == id) else {
                 return;
             };
@@ -309,7 +304,7 @@ impl SessionPool {
                     return;
                 }
                 let gone: Vec<Link> = {
-                    let mut state = pool.state();
+                    let mut state = pool.state.lock();
                     let (stale, keep) = std::mem::take(&mut state.sessions)
                         .into_iter()
                         .partition(|s| s.idle_since.is_some_and(|t| t.elapsed() >= idle));
@@ -331,7 +326,13 @@ impl SessionPool {
     pub(crate) async fn close_all(&self) {
         self.closed.store(true, Ordering::SeqCst);
         self.permits.close();
-        let links: Vec<Link> = self.state().sessions.drain(..).map(|s| s.link).collect();
+        let links: Vec<Link> = self
+            .state
+            .lock()
+            .sessions
+            .drain(..)
+            .map(|s| s.link)
+            .collect();
         super::close_at_once(links).await;
     }
 }
@@ -341,7 +342,7 @@ struct Opening<'a>(&'a SessionPool);
 
 impl Drop for Opening<'_> {
     fn drop(&mut self) {
-        let mut state = self.0.state();
+        let mut state = self.0.state.lock();
         state.opening = state.opening.saturating_sub(1);
     }
 }

@@ -87,9 +87,7 @@ pub(crate) async fn hold(
             None
         }
     };
-    if let Ok(mut o) = input.outcome.lock() {
-        *o = kept;
-    }
+    *input.outcome.lock() = kept;
     input.requests.send_replace(None);
     input.done.store(true, Ordering::SeqCst);
 }

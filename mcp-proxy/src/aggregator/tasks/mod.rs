@@ -264,10 +264,7 @@ impl Aggregator {
         {
             match task.status {
                 TaskStatus::Completed | TaskStatus::Failed => {
-                    let held = route
-                        .input
-                        .as_ref()
-                        .and_then(|i| i.outcome.lock().ok()?.clone());
+                    let held = route.input.as_ref().and_then(|i| i.outcome.lock().clone());
                     let outcome = match held {
                         Some(o) => o,
                         None => {

@@ -4,11 +4,12 @@
 use super::super::id::UpstreamId;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp_types::protocol::*;
 use mcp_types::{codes, ErrorObject};
+use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, watch};
 
@@ -76,7 +77,8 @@ impl TaskTable {
     ) -> String {
         let id = new_state();
         let now = Instant::now();
-        if let Ok(mut routes) = self.routes.lock() {
+        {
+            let mut routes = self.routes.lock();
             routes.retain(|_, r| r.expires > now);
             if routes.len() >= MAX_TASKS {
                 let first = routes
@@ -105,7 +107,7 @@ impl TaskTable {
     /// The held input of task `id`: the live one, or a fresh one with the receiver of its
     /// answers (the caller starts holding the call).
     pub(crate) fn input(&self, id: &str) -> Option<(Arc<TaskInput>, Option<Answers>)> {
-        let mut routes = self.routes.lock().ok()?;
+        let mut routes = self.routes.lock();
         let route = routes.get_mut(id)?;
         if let Some(live) = route
             .input
@@ -126,7 +128,7 @@ impl TaskTable {
     }
 
     pub(crate) fn get(&self, id: &str) -> Option<Route> {
-        let routes = self.routes.lock().ok()?;
+        let routes = self.routes.lock();
         routes
             .get(id)
             .filter(|r| r.expires > Instant::now())
@@ -167,7 +169,9 @@ mod tests {
     #[test]
     fn gateway_task_ids_route_to_their_upstream_task_until_they_expire() {
         let table = TaskTable::default();
-        let ids: Vec<UpstreamId> = crate::aggregator::id::PerUpstream::new(vec![(), ()])
+        let ids: Vec<UpstreamId> = [(), ()]
+            .into_iter()
+            .collect::<crate::aggregator::id::PerUpstream<()>>()
             .ids()
             .collect();
         let (u0, u1) = (ids[0], ids[1]);
