@@ -84,7 +84,10 @@ struct Upstream {
 impl Upstream {
     fn new(mode: &str) -> Upstream {
         let dir = std::env::temp_dir();
-        let stem = format!("mcp-proxy-exact-{mode}-{}", std::process::id());
+        // One pair of files per upstream: tests run at once, and each removes its own.
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let stem = format!("mcp-proxy-exact-{mode}-{}-{n}", std::process::id());
         let script = dir.join(format!("{stem}.py"));
         std::fs::write(&script, UPSTREAM).expect("script");
         let log = dir.join(format!("{stem}.log"));
