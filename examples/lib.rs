@@ -17,6 +17,31 @@ pub fn init_logging() {
     let _ = mcp_proxy::cli::init_logging(None, mcp_proxy::cli::LogFormat::Text);
 }
 
+/// Waits until `cond` holds, for at most `limit`; whether it held. For tests whose only
+/// observable has no event to wait on (a process count, a status read from outside, an
+/// answer over the wire): it checks at once, then again after 5 ms, doubling the pause up
+/// to 100 ms, and returns as soon as `cond` holds. The tests' one polling loop: a bound,
+/// never a fixed wait. Under paused tokio time the pauses are virtual.
+pub async fn wait_until<F, Fut>(limit: std::time::Duration, mut cond: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut pause = std::time::Duration::from_millis(5);
+    loop {
+        if cond().await {
+            return true;
+        }
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            return false;
+        }
+        tokio::time::sleep(pause.min(deadline - now)).await;
+        pause = (pause * 2).min(std::time::Duration::from_millis(100));
+    }
+}
+
 /// Log lines kept in memory, for tests that read what was logged.
 #[derive(Clone, Default)]
 pub struct LogCapture(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
