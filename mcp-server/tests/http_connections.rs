@@ -9,6 +9,7 @@
 use std::io::{BufRead, BufReader as StdBufReader};
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcp_server::http::{bind, HttpOptions};
@@ -16,20 +17,29 @@ use mcp_server::{NoArgs, Outcome, Server};
 use mcp_types::protocol::{CallToolResult, ContentBlock};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::sync::Notify;
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
 async fn start(options: HttpOptions) -> SocketAddr {
+    start_gated(options, Arc::new(Notify::new())).await
+}
+
+/// A server whose tool `slow` answers once `gate` is notified.
+async fn start_gated(options: HttpOptions, gate: Arc<Notify>) -> SocketAddr {
     let mut tools = mcp_examples::echo_tools();
     tools.tool(
         "slow",
-        "Answers after 700 ms.",
-        |_: NoArgs, _ctx| async move {
-            tokio::time::sleep(Duration::from_millis(700)).await;
-            Ok(Outcome::Complete(CallToolResult {
-                content: vec![ContentBlock::text("late")],
-                ..Default::default()
-            }))
+        "Answers once the test lets it.",
+        move |_: NoArgs, _ctx| {
+            let gate = gate.clone();
+            async move {
+                gate.notified().await;
+                Ok(Outcome::Complete(CallToolResult {
+                    content: vec![ContentBlock::text("late")],
+                    ..Default::default()
+                }))
+            }
         },
     );
     let server = Server::new(tools);
@@ -124,11 +134,18 @@ async fn headers_sent_a_byte_at_a_time_are_cut_off_while_others_are_served() {
     let addr = start(HttpOptions::default().header_read_timeout(Duration::from_millis(400))).await;
     let mut slow = TcpStream::connect(addr).await.expect("connect");
     let started = Instant::now();
+    let (begun, trickling) = tokio::sync::oneshot::channel();
     let trickle = tokio::spawn(async move {
+        let mut begun = Some(begun);
         for b in post_text(addr, INITIALIZE, false).bytes() {
             if slow.write_all(&[b]).await.is_err() {
                 break;
             }
+            if let Some(begun) = begun.take() {
+                let _ = begun.send(());
+            }
+            // The slow client is the behaviour under test: a byte every 50 ms on a real
+            // socket, against the server's real header timer (bounded at 3 s below).
             tokio::time::sleep(Duration::from_millis(50)).await;
             if started.elapsed() > Duration::from_secs(3) {
                 break;
@@ -136,8 +153,8 @@ async fn headers_sent_a_byte_at_a_time_are_cut_off_while_others_are_served() {
         }
         slow
     });
-    // Meanwhile a normal call on its own connection is served.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Meanwhile, once the trickle has begun, a normal call on its own connection is served.
+    trickling.await.expect("the trickle began");
     assert_eq!(initialize_on_new_connection(addr).await, "HTTP/1.1 200 OK");
     let mut slow = trickle.await.expect("joined");
     let took = started.elapsed() + closed_within(&mut slow, Duration::from_millis(500)).await;
@@ -150,7 +167,8 @@ async fn headers_sent_a_byte_at_a_time_are_cut_off_while_others_are_served() {
 #[tokio::test]
 async fn an_idle_connection_is_closed_but_a_long_call_is_not() {
     let options = HttpOptions::default().idle_timeout(Duration::from_millis(300));
-    let addr = start(options).await;
+    let gate = Arc::new(Notify::new());
+    let addr = start_gated(options, gate.clone()).await;
     let mut s = TcpStream::connect(addr).await.expect("connect");
     s.write_all(post_text(addr, INITIALIZE, false).as_bytes())
         .await
@@ -169,6 +187,11 @@ async fn an_idle_connection_is_closed_but_a_long_call_is_not() {
     s.write_all(post_in(addr, call, false, &extra).as_bytes())
         .await
         .expect("write");
+    // Twice the idle timeout with the call running: neither answered nor closed.
+    let mut byte = [0u8; 1];
+    let quiet = tokio::time::timeout(Duration::from_millis(600), s.peek(&mut byte)).await;
+    assert!(quiet.is_err(), "answered or closed mid-call: {quiet:?}");
+    gate.notify_one();
     let (head, body) = read_response(&mut s).await;
     assert_eq!(status(&head), "HTTP/1.1 200 OK");
     assert!(body.contains("late"), "{body}");
@@ -185,10 +208,11 @@ async fn connections_past_the_cap_wait_until_one_closes() {
     let addr = start(HttpOptions::default().max_connections(2)).await;
     let first = TcpStream::connect(addr).await.expect("connect");
     let _second = TcpStream::connect(addr).await.expect("connect");
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let third = tokio::spawn(initialize_on_new_connection(addr));
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(!third.is_finished(), "served past the cap");
+    // Both are in the kernel's accept queue, which is first in, first out: the third is
+    // accepted after them, whenever the server gets to it.
+    let mut third = tokio::spawn(initialize_on_new_connection(addr));
+    let early = tokio::time::timeout(Duration::from_millis(300), &mut third).await;
+    assert!(early.is_err(), "served past the cap: {early:?}");
     drop(first);
     let status = tokio::time::timeout(Duration::from_secs(2), third)
         .await
@@ -200,8 +224,8 @@ async fn connections_past_the_cap_wait_until_one_closes() {
 /// Set in the child process the `prlimit` tests start.
 const CHILD: &str = "MCP_HTTP_BOUNDS_CHILD";
 
-/// In the child (under `prlimit`): serves on a port it prints, for at most 30 s (the
-/// parent kills it sooner).
+/// In the child (under `prlimit`): serves on a port it prints until its stdin closes (the
+/// parent kills it sooner, or ends and so closes the pipe).
 #[tokio::test]
 #[ignore = "run by the prlimit tests, in a child process"]
 async fn serve_with_few_file_descriptors() {
@@ -211,13 +235,73 @@ async fn serve_with_few_file_descriptors() {
     mcp_examples::init_logging();
     let addr = start(HttpOptions::default()).await;
     println!("PORT {}", addr.port());
-    tokio::time::sleep(Duration::from_secs(30)).await;
+    let mut rest = Vec::new();
+    let _ = tokio::io::stdin().read_to_end(&mut rest).await;
     println!("STILL SERVING");
 }
 
+/// A child's standard error, read on a thread of its own as it comes.
+struct ChildLog {
+    text: Arc<Mutex<String>>,
+    lines: tokio::sync::watch::Receiver<usize>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl ChildLog {
+    fn read(stderr: std::process::ChildStderr) -> Self {
+        let text = Arc::new(Mutex::new(String::new()));
+        let (count, lines) = tokio::sync::watch::channel(0);
+        let kept = text.clone();
+        let reader = std::thread::spawn(move || {
+            for line in StdBufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if let Ok(mut t) = kept.lock() {
+                    t.push_str(&line);
+                    t.push('\n');
+                }
+                count.send_modify(|n| *n += 1);
+            }
+        });
+        ChildLog {
+            text,
+            lines,
+            reader,
+        }
+    }
+
+    fn text(&self) -> String {
+        self.text.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// Whether the child writes `needle` within `limit`.
+    async fn says(&mut self, needle: &str, limit: Duration) -> bool {
+        let lines = &mut self.lines;
+        let text = &self.text;
+        let said = || text.lock().is_ok_and(|t| t.contains(needle));
+        tokio::time::timeout(limit, async {
+            while !said() {
+                if lines.changed().await.is_err() {
+                    return said();
+                }
+            }
+            true
+        })
+        .await
+        .unwrap_or(false)
+    }
+
+    /// All of it, once the child has ended.
+    fn all(self) -> String {
+        let ChildLog { text, reader, .. } = self;
+        let _ = reader.join();
+        let all = text.lock().map(|t| t.clone()).unwrap_or_default();
+        all
+    }
+}
+
 /// This test binary run again as a server with at most `nofile` file descriptors; the
-/// child and its address.
-fn serve_in_child(nofile: u32) -> (std::process::Child, SocketAddr) {
+/// child, its address and its standard error.
+fn serve_in_child(nofile: u32) -> (std::process::Child, SocketAddr, ChildLog) {
     let exe = std::env::current_exe().expect("the test binary");
     let mut child = Command::new("prlimit")
         .arg(format!("--nofile={nofile}:{nofile}"))
@@ -230,10 +314,12 @@ fn serve_in_child(nofile: u32) -> (std::process::Child, SocketAddr) {
         ])
         .env(CHILD, "1")
         .env("RUST_LOG", "warn")
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("prlimit runs");
+    let log = ChildLog::read(child.stderr.take().expect("stderr"));
     let mut out = StdBufReader::new(child.stdout.take().expect("stdout"));
     let port = loop {
         let mut line = String::new();
@@ -245,18 +331,25 @@ fn serve_in_child(nofile: u32) -> (std::process::Child, SocketAddr) {
             break p.parse::<u16>().expect("a port");
         }
     };
-    (child, SocketAddr::from(([127, 0, 0, 1], port)))
+    (child, SocketAddr::from(([127, 0, 0, 1], port)), log)
 }
 
 #[tokio::test]
 async fn accept_errors_do_not_end_the_server() {
-    let (mut child, addr) = serve_in_child(40);
+    let (mut child, addr, mut log) = serve_in_child(40);
     // More idle connections than the child has descriptors: it runs out while accepting.
     let mut idle = Vec::new();
     for _ in 0..60 {
         idle.push(TcpStream::connect(addr).await.expect("connect (backlog)"));
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let ran_out = log
+        .says("Too many open files", Duration::from_secs(5))
+        .await;
+    assert!(
+        ran_out,
+        "the child never ran out of descriptors: {}",
+        log.text()
+    );
     assert!(
         child.try_wait().expect("wait").is_none(),
         "the server exited"
@@ -273,9 +366,7 @@ async fn accept_errors_do_not_end_the_server() {
     );
     child.kill().expect("kill the child");
     let _ = child.wait();
-    let mut log = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut log)
-        .expect("read stderr");
+    let log = log.all();
     assert!(
         log.contains("Too many open files"),
         "the child never ran out of descriptors: {log}"
@@ -401,7 +492,7 @@ async fn a_connection_whose_request_never_came_is_told_408_an_idle_one_is_not() 
 
 #[tokio::test]
 async fn out_of_descriptors_every_client_of_a_burst_is_answered() {
-    let (mut child, addr) = serve_in_child(64);
+    let (mut child, addr, log) = serve_in_child(64);
     let (endings, open) = tokio::time::timeout(Duration::from_secs(15), burst(addr, 200))
         .await
         .expect("every client's call ended within 15 s");
@@ -421,9 +512,7 @@ async fn out_of_descriptors_every_client_of_a_burst_is_answered() {
     drop(open);
     child.kill().expect("kill the child");
     let _ = child.wait();
-    let mut log = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut log)
-        .expect("read stderr");
+    let log = log.all();
     // Linux drops a handshake its full backlog cannot take (the client sends it again)
     // rather than refusing it: a refusal would be the kernel's, never a closed request.
     assert_eq!((silent, refused), (Vec::new(), 0), "{log}");
@@ -449,7 +538,7 @@ async fn a_thousand_clients_at_once_past_the_default_cap_are_all_answered() {
 #[tokio::test]
 async fn five_thousand_clients_at_once_past_the_descriptor_limit_are_none_closed_silently() {
     // Fewer descriptors than clients, and than the connection cap (512): it runs out.
-    let (mut child, addr) = serve_in_child(300);
+    let (mut child, addr, log) = serve_in_child(300);
     let (endings, open) = tokio::time::timeout(Duration::from_secs(60), burst(addr, 5000))
         .await
         .expect("every client's call ended within 60 s");
@@ -465,9 +554,7 @@ async fn five_thousand_clients_at_once_past_the_descriptor_limit_are_none_closed
     drop(open);
     child.kill().expect("kill the child");
     let _ = child.wait();
-    let mut log = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut log)
-        .expect("read stderr");
+    let log = log.all();
     let tail = &log[log.len().saturating_sub(2000)..];
     assert_eq!(silent, Vec::new(), "{tail}");
     // Each client has an HTTP answer: its call's, or a status saying why not.
