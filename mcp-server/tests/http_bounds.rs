@@ -174,6 +174,8 @@ async fn a_session_in_use_does_not_expire() {
     let http = StreamableHttp::new(Server::new(mcp_examples::echo_tools()), options);
     let id = open(&http).await;
     for i in 0..8 {
+        // Time passing between uses is the behaviour under test: the sweeper reads the
+        // real clock (std's Instant), so paused tokio time cannot stand in. 8 × 100 ms.
         tokio::time::sleep(Duration::from_millis(100)).await;
         let a = send(
             &http,
@@ -301,12 +303,14 @@ async fn calls_leave_no_per_call_entries_and_replay_stays_bounded() {
     );
 }
 
-/// A tool that waits for a permit, so calls stay in flight until the test lets them go.
-fn held_tools(gate: Arc<Semaphore>) -> ToolRegistry {
+/// A tool that waits for a permit, so calls stay in flight until the test lets them go;
+/// each call adds a permit to `entered` as it starts.
+fn held_tools(gate: Arc<Semaphore>, entered: Arc<Semaphore>) -> ToolRegistry {
     let mut tools = ToolRegistry::new();
     tools.tool("wait", "Waits for the gate.", move |_: NoArgs, _ctx| {
-        let gate = gate.clone();
+        let (gate, entered) = (gate.clone(), entered.clone());
         async move {
+            entered.add_permits(1);
             if let Ok(p) = gate.acquire().await {
                 p.forget();
             }
@@ -321,9 +325,10 @@ fn held_tools(gate: Arc<Semaphore>) -> ToolRegistry {
 
 #[tokio::test]
 async fn requests_past_the_in_flight_cap_are_refused_with_429() {
-    let gate = Arc::new(Semaphore::new(0));
+    let (gate, entered) = (Arc::new(Semaphore::new(0)), Arc::new(Semaphore::new(0)));
     let options = HttpOptions::default().max_in_flight_per_session(2);
-    let http = StreamableHttp::new(Server::new(held_tools(gate.clone())), options);
+    let tools = held_tools(gate.clone(), entered.clone());
+    let http = StreamableHttp::new(Server::new(tools), options);
     let id = open(&http).await;
     let waiting: Vec<_> = (1..=2)
         .map(|i| {
@@ -333,13 +338,12 @@ async fn requests_past_the_in_flight_cap_are_refused_with_429() {
             )
         })
         .collect();
-    tokio::time::timeout(Duration::from_secs(2), async {
-        while http.retained_entries().waiting < 2 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await
-    .expect("both calls in flight");
+    tokio::time::timeout(Duration::from_secs(2), entered.acquire_many(2))
+        .await
+        .expect("both calls in flight")
+        .expect("the semaphore is open")
+        .forget();
+    assert_eq!(http.retained_entries().waiting, 2);
     let a = send(&http, "POST", Some(&id), call(3, "wait", json!({}))).await;
     assert_eq!(a.status, StatusCode::TOO_MANY_REQUESTS);
     let body = a.body.expect("a JSON-RPC error");
@@ -373,14 +377,13 @@ async fn expired_sessions_leave_no_task_behind() {
         "each session forwards list changes on a task of its own"
     );
     let _ = first;
-    let settled = tokio::time::timeout(Duration::from_secs(3), async {
-        while http.session_count() > 0 || metrics.num_alive_tasks() >= before {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    // Neither the sweep nor a task's end is an event a test can wait on.
+    let settled = mcp_examples::wait_until(Duration::from_secs(3), || {
+        std::future::ready(http.session_count() == 0 && metrics.num_alive_tasks() < before)
     })
     .await;
     assert!(
-        settled.is_ok(),
+        settled,
         "{} sessions, {} tasks alive (was {before} with one session)",
         http.session_count(),
         metrics.num_alive_tasks()
