@@ -17,14 +17,18 @@ use tokio::sync::Notify;
 mod python;
 
 /// A 2025-06-18 server whose one tool sends `roots/list` and answers the call at once,
-/// without waiting for the roots.
+/// without waiting for the roots; once the roots' answer comes, it logs `roots answered`.
 fn server() -> String {
     python::python_upstream(
         "asker",
         "",
         serde_json::json!([{"name": "ask", "inputSchema": {"type": "object"}}]),
         r#"send({"jsonrpc": "2.0", "id": "roots-1", "method": "roots/list"})
-send({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": "done"}]}})"#,
+send({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": "done"}]}})
+for reply in sys.stdin:
+    if json.loads(reply).get("id") == "roots-1":
+        break
+send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "roots answered"}})"#,
     )
 }
 
@@ -59,14 +63,18 @@ async fn a_request_read_before_an_answer_is_counted_until_it_is_answered() {
         1,
         "the roots/list read before the answer is being served"
     );
+    let mut heard = client.notifications();
     release.notify_one();
-    let counted_out = async {
-        while client.requests_being_served() > 0 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(5), counted_out)
+    // The answer is written after it is counted out: once the server has read it, it is.
+    let answered =
+        async { while !matches!(heard.recv().await, Ok(TypedNotification::Log(_)) | Err(_)) {} };
+    tokio::time::timeout(Duration::from_secs(5), answered)
         .await
-        .expect("counted out once answered");
+        .expect("the server read the roots' answer");
+    assert_eq!(
+        client.requests_being_served(),
+        0,
+        "counted out once answered"
+    );
     client.close().await;
 }
