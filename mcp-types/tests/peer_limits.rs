@@ -87,24 +87,32 @@ async fn an_error_without_an_id_fails_the_only_request_waiting() {
     );
 }
 
-#[tokio::test]
+// Paused time: in-memory pipes only, so a timeout fires only once every task is idle.
+#[tokio::test(start_paused = true)]
 async fn among_several_only_an_unreadable_message_is_tied_to_the_last_written() {
     let (peer, mut lines, mut w) = peer(1 << 16);
-    let first = tokio::spawn({
+    let mut first = tokio::spawn({
         let peer = peer.clone();
         async move { peer.request("ping", None, None).await }
     });
     lines.next_line().await.expect("read");
-    let second = tokio::spawn({
+    let mut second = tokio::spawn({
         let peer = peer.clone();
         async move { peer.request("ping", None, None).await }
     });
     lines.next_line().await.expect("read");
     answer(&mut w, OTHER).await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Fires once the peer has done all it will with `OTHER`, and no request has ended.
+    let tied = tokio::time::timeout(Duration::from_millis(100), async {
+        tokio::select! {
+            _ = &mut first => "the first",
+            _ = &mut second => "the second",
+        }
+    })
+    .await;
     assert!(
-        !first.is_finished() && !second.is_finished(),
-        "an error of unknown cause is tied to nobody"
+        tied.is_err(),
+        "an error of unknown cause is tied to nobody, not {tied:?}"
     );
     answer(&mut w, UNREADABLE).await;
     let out = tokio::time::timeout(Duration::from_secs(5), second)
