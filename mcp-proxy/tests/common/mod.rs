@@ -134,13 +134,11 @@ pub fn processes_marked(marker: &str) -> usize {
 /// How many processes have `marker` on their command line once that is `want`, or after
 /// five seconds: processes start and end a moment after what caused it.
 pub async fn settle_marked(marker: &str, want: usize) -> usize {
-    let mut n = processes_marked(marker);
-    for _ in 0..50 {
-        if n == want {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        n = processes_marked(marker);
-    }
-    n
+    // A process count has no event to wait on: the shared bounded poll.
+    let five_seconds = std::time::Duration::from_secs(5);
+    mcp_examples::wait_until(five_seconds, || {
+        std::future::ready(processes_marked(marker) == want)
+    })
+    .await;
+    processes_marked(marker)
 }
