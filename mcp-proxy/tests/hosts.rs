@@ -27,7 +27,7 @@ fn per_host() -> SessionMode {
 
 #[tokio::test]
 async fn per_host_sessions_deliver_every_question_to_its_own_host() {
-    let agg = gateway(per_host()).await;
+    let (agg, held) = gateway_holding(per_host()).await;
     let (a, b) = (Recorder::new("A"), Recorder::new("B"));
     let host_a = host(
         &agg,
@@ -40,8 +40,12 @@ async fn per_host_sessions_deliver_every_question_to_its_own_host() {
     each_answered_in_turn(&host_a, &host_b, rounds).await;
     // A question that arrives while the other host's plain call is in flight.
     let (ra, rb) = tokio::join!(
-        call(&host_a, "ask", json!({"who": "A", "delay_ms": 100})),
-        call(&host_b, "slow", json!({"ms": 300})),
+        async {
+            let ra = call(&host_a, "ask", json!({"who": "A", "after_held": true})).await;
+            held.release();
+            ra
+        },
+        call(&host_b, "slow", json!({"held": true})),
     );
     assert_eq!(ra.as_deref(), Ok("A answered by A"));
     assert_eq!(rb.as_deref(), Ok("slept"));
@@ -69,7 +73,7 @@ async fn per_host_sessions_deliver_every_log_line_to_its_own_host() {
         chat_both(&host_a, &host_b, 20, round % 2 == 1).await;
     }
     // Notifications may trail the answer by a moment.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    all_logged(&a, &b, 100).await;
     each_heard_only_its_own(&a, &b);
     assert_eq!(
         (a.logs().len(), b.logs().len()),
@@ -111,7 +115,7 @@ async fn per_host_sessions_hear_each_hosts_own_capabilities_and_roots() {
 
 #[tokio::test]
 async fn a_shared_connection_refuses_what_it_cannot_attribute() {
-    let agg = gateway(SessionMode::Shared).await;
+    let (agg, held) = gateway_holding(SessionMode::Shared).await;
     let (a, b) = (Recorder::new("A"), Recorder::new("B"));
     let legacy = eliciting(EraChoice::Legacy(Revision::V2025_06_18));
     let host_a = host(&agg, a.clone(), legacy.clone()).await;
@@ -123,8 +127,12 @@ async fn a_shared_connection_refuses_what_it_cannot_attribute() {
 
     // A's question comes while B's call is in flight too: it names neither, and is refused.
     let (ra, rb) = tokio::join!(
-        call(&host_a, "ask", json!({"who": "A", "delay_ms": 100})),
-        call(&host_b, "slow", json!({"ms": 300})),
+        async {
+            let ra = call(&host_a, "ask", json!({"who": "A", "after_held": true})).await;
+            held.release();
+            ra
+        },
+        call(&host_b, "slow", json!({"held": true})),
     );
     assert!(
         ra.is_err(),
@@ -146,7 +154,13 @@ async fn a_shared_connection_refuses_what_it_cannot_attribute() {
     }
     chat_both(&host_a, &host_b, 30, false).await;
     chat_both(&host_a, &host_b, 30, true).await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // How many lines it could tie to a call is not known: a line not its own may still
+    // trail, for the 100 ms this waits for one.
+    let (stray_a, stray_b) = tokio::join!(
+        a.logs_within(Duration::from_millis(100), |l| !all_from(l, "A:")),
+        b.logs_within(Duration::from_millis(100), |l| !all_from(l, "B:")),
+    );
+    assert!(!stray_a && !stray_b, "{:?} {:?}", a.logs(), b.logs());
     each_heard_only_its_own(&a, &b);
     leave(agg, [host_a, host_b]).await;
 }
@@ -177,10 +191,31 @@ async fn http_hosts_each_in_a_session_of_their_own_hear_only_their_own_questions
     each_answered_in_turn(&host_a, &host_b, 50).await;
     chat_both(&host_a, &host_b, 20, false).await;
     chat_both(&host_a, &host_b, 20, true).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    all_logged(&a, &b, 40).await;
     each_heard_only_its_own(&a, &b);
     assert_eq!((a.logs().len(), b.logs().len()), (40, 40));
     leave(agg, [host_a, host_b]).await;
+}
+
+/// Waits (five seconds at most) until `a` and `b` have each heard `n` log lines:
+/// notifications may trail the answer by a moment.
+async fn all_logged(a: &Recorder, b: &Recorder, n: usize) {
+    let limit = Duration::from_secs(5);
+    let (la, lb) = tokio::join!(
+        a.logs_within(limit, |l| l.len() >= n),
+        b.logs_within(limit, |l| l.len() >= n),
+    );
+    assert!(
+        la && lb,
+        "{} and {} lines of {n}",
+        a.logs().len(),
+        b.logs().len()
+    );
+}
+
+/// Whether every line is from `who`.
+fn all_from(lines: &[String], who: &str) -> bool {
+    lines.iter().all(|l| l.starts_with(who))
 }
 
 /// A legacy stdio upstream that lists `who` and answers a call with its own process id.
@@ -254,8 +289,7 @@ async fn a_stdio_upstream_runs_one_process_per_host_capped_and_reaped() {
     let p3 = pid(&h3).await.expect("host 3 fits now");
     assert!(p3 != p1 && p3 != p2, "a process of its own");
     assert_eq!(settle(2).await, 2);
-    // An idle host's process is reaped, and its next call opens another.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // An idle host's process is reaped (after 1.5 s), and its next call opens another.
     assert_eq!(settle(1).await, 1, "the idle host's process was reaped");
     assert_eq!(agg.status()[0].host_sessions, 0);
     let again = pid(&h3).await.expect("host 3 after reaping");
@@ -296,7 +330,7 @@ async fn pooled_hosts_hear_only_their_own(max: usize) {
         chat_both(&host_a, &host_b, 20, round % 2 == 1).await;
     }
     // Notifications may trail the answer by a moment.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    all_logged(&a, &b, 80).await;
     each_heard_only_its_own(&a, &b);
     assert_eq!((a.questions().len(), b.questions().len()), (50, 50));
     assert_eq!(
@@ -353,38 +387,34 @@ fn opts_without_anything() -> mcp_client::ClientOptions {
 
 #[tokio::test]
 async fn a_pooled_session_whose_call_was_cancelled_is_not_lent_again() {
-    let agg = gateway(pooled(1)).await;
+    let (agg, held) = gateway_holding(pooled(1)).await;
     let host_a = host(&agg, Recorder::new("A"), opts_without_anything()).await;
     assert_eq!(
-        call(&host_a, "slow", json!({"ms": 0})).await.as_deref(),
+        call(&host_a, "slow", json!({})).await.as_deref(),
         Ok("slept")
     );
     assert_eq!(agg.status()[0].pooled_sessions, 1);
     // A call that times out is cancelled upstream; the upstream may still be at it.
     let cancel = std::sync::Arc::new(tokio::sync::Notify::new());
     let opts = mcp_client::CallOptions::default().cancel(cancel.clone());
-    let slow = host_a.call_tool_with("up__slow", arguments(json!({"ms": 60_000})), &opts);
+    let slow = host_a.call_tool_with("up__slow", arguments(json!({"held": true})), &opts);
     let cancelled = async {
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(held.entered().await, "the call reached the upstream");
         cancel.notify_one();
     };
     let (r, ()) = tokio::join!(slow, cancelled);
     assert!(r.is_err(), "the call was cancelled: {r:?}");
-    let mut closed = false;
-    for _ in 0..50 {
-        if agg.status()[0].pooled_sessions == 0 {
-            closed = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let closed = mcp_examples::wait_until(Duration::from_secs(1), || {
+        std::future::ready(agg.status()[0].pooled_sessions == 0)
+    })
+    .await;
     assert!(
         closed,
         "the session of a cancelled call is closed, not lent again"
     );
     // The next call opens another.
     assert_eq!(
-        call(&host_a, "slow", json!({"ms": 0})).await.as_deref(),
+        call(&host_a, "slow", json!({})).await.as_deref(),
         Ok("slept")
     );
     assert_eq!(agg.status()[0].pooled_sessions, 1);

@@ -10,12 +10,50 @@ use mcp_server::{Outcome, RequestContext, ServerHandler};
 use mcp_types::protocol::*;
 use mcp_types::{ErrorObject, Revision};
 use serde_json::{json, Map, Value};
+use tokio::sync::{watch, Semaphore};
 
 use super::*;
 
-/// The upstream: `ask {who, delay_ms}` waits, then asks its client a question naming
-/// `who`; `chatty {who, n}` logs `n` lines naming `who`; `slow {ms}` only waits.
-pub struct Upstream;
+/// The upstream: `ask {who, yields, after_held}` yields `yields` times (and with
+/// `after_held` first waits for a held `slow` call to begin), then asks its client a
+/// question naming `who`; `chatty {who, n}` logs `n` lines naming `who`, yielding between
+/// them; `slow {held}` answers at once, or with `held` once the test releases it.
+pub struct Upstream(pub Held);
+
+/// The test's hold on `slow {held: true}` calls.
+#[derive(Clone)]
+pub struct Held {
+    entered: Arc<Semaphore>,
+    release: Arc<Semaphore>,
+}
+
+impl Default for Held {
+    fn default() -> Self {
+        Held {
+            entered: Arc::new(Semaphore::new(0)),
+            release: Arc::new(Semaphore::new(0)),
+        }
+    }
+}
+
+impl Held {
+    /// Waits (five seconds at most) for a held call to begin; whether one did.
+    pub async fn entered(&self) -> bool {
+        let begun = self.entered.acquire();
+        match tokio::time::timeout(Duration::from_secs(5), begun).await {
+            Ok(Ok(p)) => {
+                p.forget();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Lets one held call answer.
+    pub fn release(&self) {
+        self.release.add_permits(1);
+    }
+}
 
 pub fn arg<'a>(p: &'a CallToolRequestParams, key: &str) -> Option<&'a Value> {
     p.arguments.as_ref()?.get(key)
@@ -50,8 +88,12 @@ impl ServerHandler for Upstream {
                     let name = a.pointer("/content/name").and_then(Value::as_str);
                     return text_outcome(format!("{who} answered by {}", name.unwrap_or("nobody")));
                 }
-                let ms = arg(&p, "delay_ms").and_then(Value::as_u64).unwrap_or(0);
-                tokio::time::sleep(Duration::from_millis(ms)).await;
+                if arg(&p, "after_held").is_some() && !self.0.entered().await {
+                    return Err(ErrorObject::new(-32603, "no held call began"));
+                }
+                for _ in 0..arg(&p, "yields").and_then(Value::as_u64).unwrap_or(0) {
+                    tokio::task::yield_now().await;
+                }
                 let mut requests = Map::new();
                 requests.insert(
                     "q".into(),
@@ -73,7 +115,8 @@ impl ServerHandler for Upstream {
                     ctx.log(LoggingLevel::Info, None, json!(line)).await;
                     ctx.progress((k + 1) as f64, Some(n as f64), Some(&line))
                         .await;
-                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    // Lets the other host's lines in between.
+                    tokio::task::yield_now().await;
                 }
                 text_outcome("done")
             }
@@ -100,25 +143,36 @@ impl ServerHandler for Upstream {
                 }))
             }
             _ => {
-                let ms = arg(&p, "ms").and_then(Value::as_u64).unwrap_or(0);
-                tokio::time::sleep(Duration::from_millis(ms)).await;
+                if arg(&p, "held").is_some() {
+                    self.0.entered.add_permits(1);
+                    if let Ok(p) = self.0.release.acquire().await {
+                        p.forget();
+                    }
+                }
                 text_outcome("slept")
             }
         }
     }
 }
 
-pub fn upstream(session: SessionMode) -> UpstreamConfig {
-    in_process("up", Upstream)
+pub fn upstream(session: SessionMode, held: Held) -> UpstreamConfig {
+    in_process("up", Upstream(held))
         .revision(Revision::V2025_06_18)
         .session(session)
 }
 
 /// A gateway in front of the one upstream, shared by its hosts as `session` says.
 pub async fn gateway(session: SessionMode) -> Aggregator {
-    Aggregator::start(vec![upstream(session)], Default::default())
+    gateway_holding(session).await.0
+}
+
+/// [`gateway`], and the hold on its upstream's `slow {held: true}` calls.
+pub async fn gateway_holding(session: SessionMode) -> (Aggregator, Held) {
+    let held = Held::default();
+    let agg = Aggregator::start(vec![upstream(session, held.clone())], Default::default())
         .await
-        .expect("start")
+        .expect("start");
+    (agg, held)
 }
 
 /// The hosts go, then the gateway.
@@ -130,19 +184,37 @@ pub async fn leave(agg: Aggregator, hosts: [Client; 2]) {
 }
 
 /// A host that answers every question with its own name and records what reached it.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Recorder {
     pub name: &'static str,
     questions: Arc<Mutex<Vec<String>>>,
     logs: Arc<Mutex<Vec<String>>>,
+    /// How many log lines reached it.
+    logged: Arc<watch::Sender<usize>>,
 }
 
 impl Recorder {
     pub fn new(name: &'static str) -> Self {
         Recorder {
             name,
-            ..Default::default()
+            questions: Arc::default(),
+            logs: Arc::default(),
+            logged: Arc::new(watch::Sender::new(0)),
         }
+    }
+
+    /// Whether its log lines come to satisfy `cond` within `limit`: it is checked now and
+    /// again as each line arrives.
+    pub async fn logs_within(&self, limit: Duration, cond: impl Fn(&[String]) -> bool) -> bool {
+        let mut logged = self.logged.subscribe();
+        tokio::time::timeout(limit, async {
+            while !cond(&self.logs()) {
+                // The sender lives as long as `self`: `changed` does not fail.
+                let _ = logged.changed().await;
+            }
+        })
+        .await
+        .is_ok()
     }
 
     pub fn questions(&self) -> Vec<String> {
@@ -186,6 +258,7 @@ impl ClientHandler for Recorder {
         if let Ok(mut l) = self.logs.lock() {
             l.push(params.data.as_str().unwrap_or_default().to_owned());
         }
+        self.logged.send_modify(|n| *n += 1);
         None
     }
 }
@@ -202,15 +275,15 @@ pub async fn call(client: &Client, tool: &str, args: Value) -> Result<String, St
     }
 }
 
-/// Hosts A and B each call `ask` at once, with this round's delays.
+/// Hosts A and B each call `ask` at once, with this round's yields.
 pub async fn ask_both(
     a: &Client,
     b: &Client,
     round: u64,
 ) -> (Result<String, String>, Result<String, String>) {
     tokio::join!(
-        call(a, "ask", json!({"who": "A", "delay_ms": delay(round, 1)})),
-        call(b, "ask", json!({"who": "B", "delay_ms": delay(round, 2)})),
+        call(a, "ask", json!({"who": "A", "yields": spread(round, 1)})),
+        call(b, "ask", json!({"who": "B", "yields": spread(round, 2)})),
     )
 }
 
@@ -272,8 +345,8 @@ pub fn each_heard_only_its_own(a: &Recorder, b: &Recorder) {
     assert!(lb.iter().all(|l| l.starts_with("B:")), "{lb:?}");
 }
 
-/// A small deterministic spread of delays, so that rounds interleave differently.
-pub fn delay(round: u64, salt: u64) -> u64 {
+/// A small deterministic spread of yields, so that rounds interleave differently.
+pub fn spread(round: u64, salt: u64) -> u64 {
     (round.wrapping_mul(2_654_435_761).wrapping_add(salt * 97)) % 7
 }
 
