@@ -15,11 +15,11 @@ use common::python::python_upstream;
 use common::*;
 
 /// A stdio server that lists one tool, `act`, and misbehaves when it is called, as
-/// argv[1] says: `die`, `garbage`, or (anything else) hang.
+/// argv[1] says: `die`, `garbage`, or (anything else) hang until a signal ends it.
 fn faulty_script() -> String {
     python_upstream(
         "faulty",
-        "import time\nmode = sys.argv[1]",
+        "import signal\nmode = sys.argv[1]",
         json!([object_tool("act")]),
         r#"
 if mode == "die":
@@ -27,7 +27,7 @@ if mode == "die":
 if mode == "garbage":
     print("this is not json", flush=True)
     print('{"also": "not json-rpc"}', flush=True)
-time.sleep(3600)
+signal.pause()
 "#,
     )
 }
@@ -119,14 +119,11 @@ async fn faulty_upstreams_fail_clearly_and_alone() {
     );
 
     // The dead one is restarted with backoff and serves again.
-    let mut back = false;
-    for _ in 0..50 {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        if agg.status().iter().any(|s| s.key == "dies" && s.connected) {
-            back = true;
-            break;
-        }
-    }
+    let back = mcp_examples::wait_until(Duration::from_secs(10), || {
+        let status = agg.status();
+        std::future::ready(status.iter().any(|s| s.key == "dies" && s.connected))
+    })
+    .await;
     assert!(back, "the upstream that died was restarted");
 
     agg.shutdown().await;
@@ -287,8 +284,12 @@ async fn merged_lists_page_deterministically_and_stale_cursors_are_refused() {
     agg.shutdown().await;
 }
 
-/// A tool that runs until its caller cancels it, and says when that happened.
-struct Patient(std::sync::Arc<tokio::sync::Notify>);
+/// A tool that runs until its caller cancels it (or five seconds pass), and says when it
+/// began (`.0`) and when it was cancelled (`.1`).
+struct Patient(
+    std::sync::Arc<tokio::sync::Notify>,
+    std::sync::Arc<tokio::sync::Notify>,
+);
 
 #[async_trait::async_trait]
 impl ServerHandler for Patient {
@@ -307,12 +308,13 @@ impl ServerHandler for Patient {
         ctx: &RequestContext,
         _: CallToolRequestParams,
     ) -> Result<Outcome<CallToolResult>, mcp_types::ErrorObject> {
-        for _ in 0..200 {
-            if ctx.is_cancelled() {
-                self.0.notify_one();
-                return Err(mcp_types::ErrorObject::new(-32800, "cancelled"));
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
+        self.0.notify_one();
+        if tokio::time::timeout(Duration::from_secs(5), ctx.cancelled())
+            .await
+            .is_ok()
+        {
+            self.1.notify_one();
+            return Err(mcp_types::ErrorObject::new(-32800, "cancelled"));
         }
         Ok(Outcome::Complete(CallToolResult::default()))
     }
@@ -320,9 +322,10 @@ impl ServerHandler for Patient {
 
 #[tokio::test]
 async fn a_host_cancelling_a_call_cancels_it_upstream() {
+    let began = std::sync::Arc::new(tokio::sync::Notify::new());
     let seen = std::sync::Arc::new(tokio::sync::Notify::new());
     let agg = Aggregator::start(
-        vec![in_process("slow", Patient(seen.clone()))],
+        vec![in_process("slow", Patient(began.clone(), seen.clone()))],
         Default::default(),
     )
     .await
@@ -332,7 +335,9 @@ async fn a_host_cancelling_a_call_cancels_it_upstream() {
     let opts = mcp_client::CallOptions::default().cancel(cancel.clone());
     let call = host.call_tool_with("slow__wait", Default::default(), &opts);
     let trigger = async {
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        tokio::time::timeout(Duration::from_secs(5), began.notified())
+            .await
+            .expect("the call reached the upstream");
         cancel.notify_one();
     };
     let (out, ()) = tokio::join!(call, trigger);
@@ -411,6 +416,7 @@ async fn idempotent_retry(session: SessionMode) {
             .count()
     };
 
+    let restarts = agg.status()[0].restarts;
     let order = call(&agg, "flaky__order", json!({}))
         .await
         .expect("a result");
@@ -419,16 +425,12 @@ async fn idempotent_retry(session: SessionMode) {
 
     if shared {
         // Let the restart after `order` finish, so `lookup` meets a live upstream first.
-        let up = || agg.status().iter().any(|s| s.connected);
-        let mut went_down = false;
-        for _ in 0..500 {
-            went_down |= !up();
-            if went_down && up() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        assert!(went_down && up(), "the upstream restarted after `order`");
+        let restarted = mcp_examples::wait_until(Duration::from_secs(10), || {
+            let s = &agg.status()[0];
+            std::future::ready(s.restarts > restarts && s.connected)
+        })
+        .await;
+        assert!(restarted, "the upstream restarted after `order`");
     }
     let lookup = call(&agg, "flaky__lookup", json!({}))
         .await
@@ -488,14 +490,10 @@ async fn calls_follow_the_catalog_after_an_upstream_list_change() {
     .expect("start");
     let r = call(&agg, "g__grow", json!({})).await.expect("grow");
     assert_eq!(text(&r), "ran grow");
-    let mut listed = false;
-    for _ in 0..100 {
-        if agg.tools().iter().any(|t| t.name == "g__extra") {
-            listed = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let listed = mcp_examples::wait_until(Duration::from_secs(5), || {
+        std::future::ready(agg.tools().iter().any(|t| t.name == "g__extra"))
+    })
+    .await;
     assert!(
         listed,
         "the new tool is listed after the upstream's list change"
