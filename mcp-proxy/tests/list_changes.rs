@@ -46,21 +46,38 @@ impl ServerHandler for Counting {
 
 /// Counts the list changes the gateway announces to its hosts, by list (what its server
 /// sends every host, each in its own era).
-#[derive(Default, Clone)]
+#[derive(Clone)]
 struct Heard {
-    tools: Arc<AtomicUsize>,
+    tools: Arc<tokio::sync::watch::Sender<usize>>,
     other: Arc<AtomicUsize>,
 }
 
+impl Heard {
+    /// Tools list changes heard so far.
+    fn tools(&self) -> usize {
+        *self.tools.borrow()
+    }
+
+    /// Whether `n` tools list changes have been heard within `limit` (on paused time, a
+    /// virtual limit: it ends once every task is idle that long).
+    async fn tools_reach(&self, n: usize, limit: Duration) -> bool {
+        let mut said = self.tools.subscribe();
+        let reached = tokio::time::timeout(limit, said.wait_for(|t| *t >= n)).await;
+        matches!(reached, Ok(Ok(_)))
+    }
+}
+
 fn listen(agg: &Aggregator) -> Heard {
-    let heard = Heard::default();
+    let heard = Heard {
+        tools: Arc::new(tokio::sync::watch::Sender::new(0)),
+        other: Arc::default(),
+    };
     let h = heard.clone();
-    agg.on_list_changed(move |what| {
-        let count = match what {
-            ListChanged::Tools => &h.tools,
-            _ => &h.other,
-        };
-        count.fetch_add(1, Ordering::SeqCst);
+    agg.on_list_changed(move |what| match what {
+        ListChanged::Tools => h.tools.send_modify(|n| *n += 1),
+        _ => {
+            h.other.fetch_add(1, Ordering::SeqCst);
+        }
     });
     heard
 }
@@ -82,18 +99,24 @@ async fn flood(upstream_revision: Option<Revision>) {
     for n in 1..=100 {
         up.n.store(n, Ordering::SeqCst);
         server.notify_list_changed(ListChanged::Tools);
+        // The flood's pace is the scenario; on paused time the 50 ms are virtual.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // The last change is followed within the coalescing interval.
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(
-        tool_names(&legacy).await,
-        ["up__tool-100"],
-        "ends on the final list"
-    );
-    let tools = heard.tools.load(Ordering::SeqCst);
+    let last = mcp_examples::wait_until(Duration::from_secs(2), || async {
+        tool_names(&legacy).await == ["up__tool-100"]
+    })
+    .await;
     assert!(
-        (1..=15).contains(&tools),
+        last,
+        "ends on the final list: {:?}",
+        tool_names(&legacy).await
+    );
+    // And no more than 15 announcements, then or in the (virtual) two seconds after.
+    let too_many = heard.tools_reach(16, Duration::from_secs(2)).await;
+    let tools = heard.tools();
+    assert!(
+        !too_many && (1..=15).contains(&tools),
         "{upstream_revision:?}: {tools} tools list changes heard for 100 sent"
     );
     assert_eq!(
@@ -127,13 +150,16 @@ async fn a_tools_list_change_is_announced_as_that_list_only() {
     let heard = listen(&agg);
     // Said, though the list reads the same: passed on, as a 2026 listen stream must hear.
     server.notify_list_changed(ListChanged::Tools);
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(heard.tools.load(Ordering::SeqCst), 1);
+    // Each announcement within two (virtual) seconds, and no other in the two after.
+    let two = Duration::from_secs(2);
+    assert!(heard.tools_reach(1, two).await, "the change was announced");
+    assert!(!heard.tools_reach(2, two).await, "announced once");
     up.n.store(1, Ordering::SeqCst);
     server.notify_list_changed(ListChanged::Tools);
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(heard.tools_reach(2, two).await, "the change was announced");
+    assert!(!heard.tools_reach(3, two).await, "one per change said");
     assert_eq!(tool_names(&legacy).await, ["up__tool-1"]);
-    assert_eq!(heard.tools.load(Ordering::SeqCst), 2, "one per change said");
+    assert_eq!(heard.tools(), 2, "one per change said");
     assert_eq!(
         heard.other.load(Ordering::SeqCst),
         0,
@@ -173,10 +199,10 @@ send({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text":
     let first = h.call_tool("mortal__pid", Map::new()).await.expect("pid");
     let _ = h.call_tool("mortal__die", Map::new()).await;
     // Its connection ended; it is not back yet.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while agg.status()[0].connected && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    mcp_examples::wait_until(Duration::from_secs(5), || {
+        std::future::ready(!agg.status()[0].connected)
+    })
+    .await;
     assert!(
         !agg.status()[0].connected,
         "the upstream's connection ended"
@@ -194,17 +220,13 @@ send({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text":
     assert!(!during.contains("Unknown tool"), "{during}");
     assert!(during.contains("restarting"), "{during}");
     // Back: the same tools, and nobody was told a list changed.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while !agg.status()[0].connected && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    mcp_examples::wait_until(Duration::from_secs(20), || {
+        std::future::ready(agg.status()[0].connected)
+    })
+    .await;
     let next = h.call_tool("mortal__pid", Map::new()).await.expect("pid");
     assert_ne!(text(&first.result), text(&next.result), "a new process");
-    assert_eq!(
-        heard.tools.load(Ordering::SeqCst),
-        0,
-        "no tools list change"
-    );
+    assert_eq!(heard.tools(), 0, "no tools list change");
     assert_eq!(heard.other.load(Ordering::SeqCst), 0);
     h.close().await;
     agg.shutdown().await;
