@@ -5,7 +5,7 @@
 //! take no tasks (they get the result as from an ordinary tool). And the same server
 //! spoken in 2026-07-28 with the tasks extension: its task reaches a 2026 host as it is.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -16,6 +16,7 @@ use mcp_server::{Outcome, RequestContext, ServerHandler};
 use mcp_types::protocol::*;
 use mcp_types::{codes, ErrorObject, Revision};
 use serde_json::{json, Map, Value};
+use tokio::sync::watch;
 
 mod common;
 use common::*;
@@ -42,9 +43,23 @@ struct Job {
 /// A 2025-11-25 upstream: `build` must run as a task, `quick` may, `plain` may not; `ask`
 /// must, and asks its client for a name (on `tasks/result`, as 2025-11-25 tasks do). Its
 /// task ids are small integers, as a real server's often are.
-#[derive(Default)]
 struct Jobs {
     tasks: Mutex<HashMap<String, Job>>,
+    /// Told of every cancel, so that a blocking `tasks/result` ends at once.
+    cancels: watch::Sender<()>,
+    /// `Some`: each task's first question waits (five seconds at most) until two tasks are
+    /// at theirs, so that questions of tasks held at once are in flight together.
+    together: Option<watch::Sender<HashSet<String>>>,
+}
+
+impl Default for Jobs {
+    fn default() -> Self {
+        Jobs {
+            tasks: Mutex::default(),
+            cancels: watch::Sender::new(()),
+            together: None,
+        }
+    }
 }
 
 impl Jobs {
@@ -212,9 +227,16 @@ impl ServerHandler for Jobs {
                 j.started = Instant::now() - WORK;
             }
             if answers.len() < job.asks {
-                if answers.is_empty() {
-                    // Late, so that questions of tasks held at once are in flight together.
-                    tokio::time::sleep(Duration::from_millis(200)).await;
+                if let (true, Some(at)) = (answers.is_empty(), &self.together) {
+                    at.send_modify(|ids| {
+                        ids.insert(p.task_id.clone());
+                    });
+                    let mut both = at.subscribe();
+                    let _ = tokio::time::timeout(
+                        Duration::from_secs(5),
+                        both.wait_for(|ids| ids.len() >= 2),
+                    )
+                    .await;
                 }
                 let message = match answers.first() {
                     None => format!("What is your name, {}?", job.who),
@@ -243,13 +265,18 @@ impl ServerHandler for Jobs {
                 "content": [{"type": "text", "text": greeting}]
             })));
         }
+        let mut cancels = self.cancels.subscribe();
         loop {
             match self.state(&p.task_id)?.status {
                 TaskStatus::Completed => return Ok(Outcome::Complete(json!(built()))),
                 TaskStatus::Cancelled => {
                     return Err(ErrorObject::new(codes::INTERNAL_ERROR, "cancelled"))
                 }
-                _ => tokio::time::sleep(Duration::from_millis(20)).await,
+                _ => {
+                    // It works for WORK on the real clock, unless cancelled first.
+                    let left = WORK.saturating_sub(self.job(&p.task_id)?.started.elapsed());
+                    let _ = tokio::time::timeout(left, cancels.changed()).await;
+                }
             }
         }
     }
@@ -268,6 +295,7 @@ impl ServerHandler for Jobs {
         if let Some(t) = self.tasks.lock().expect("lock").get_mut(&p.task_id) {
             t.cancelled = true;
         }
+        self.cancels.send_replace(());
         self.state(&p.task_id)
     }
 }
@@ -278,7 +306,12 @@ async fn gateway() -> Aggregator {
 
 /// The gateway in front of `Jobs` spoken in `revision`.
 async fn gateway_to(revision: Revision) -> Aggregator {
-    let jobs = in_process("jobs", Jobs::default()).revision(revision);
+    gateway_of(Jobs::default(), revision).await
+}
+
+/// The gateway in front of `jobs` spoken in `revision`.
+async fn gateway_of(jobs: Jobs, revision: Revision) -> Aggregator {
+    let jobs = in_process("jobs", jobs).revision(revision);
     Aggregator::start(vec![jobs], AggregatorOptions::default())
         .await
         .expect("starts")
@@ -303,19 +336,22 @@ async fn host_of(agg: &Aggregator, era: EraChoice) -> Client {
     host(agg, NoHandler, options).await
 }
 
-/// Polls `tasks/get` until the task is completed (or gives up) and returns its state.
+/// The task's state by `tasks/get`.
+async fn state_of(host: &Client, id: &str) -> Value {
+    request(host, method::TASKS_GET, json!({"taskId": id}))
+        .await
+        .expect("tasks/get")
+}
+
+/// Polls `tasks/get` (the host's only view of a task) until the task is completed, or
+/// five seconds pass, and returns its state.
 async fn completed(host: &Client, id: &str) -> Value {
-    let mut state = Value::Null;
-    for _ in 0..100 {
-        state = request(host, method::TASKS_GET, json!({"taskId": id}))
-            .await
-            .expect("tasks/get");
-        if state["status"] == "completed" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    state
+    let five_seconds = Duration::from_secs(5);
+    mcp_examples::wait_until(five_seconds, || async {
+        state_of(host, id).await["status"] == "completed"
+    })
+    .await;
+    state_of(host, id).await
 }
 
 async fn request(host: &Client, m: &str, params: Value) -> Result<Value, ClientError> {
@@ -340,18 +376,15 @@ async fn started_and_cancelled(host: &Client) -> String {
     id
 }
 
-/// Polls `tasks/get` until the task leaves `working`.
+/// Polls `tasks/get` until the task leaves `working` (five seconds at most).
 async fn settled(host: &Client, id: &str) -> Value {
-    for _ in 0..100 {
-        let t = request(host, method::TASKS_GET, json!({"taskId": id}))
-            .await
-            .expect("tasks/get");
-        if t["status"] != "working" {
-            return t;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("task {id} never settled");
+    let five_seconds = Duration::from_secs(5);
+    let left = mcp_examples::wait_until(five_seconds, || async {
+        state_of(host, id).await["status"] != "working"
+    })
+    .await;
+    assert!(left, "task {id} never settled");
+    state_of(host, id).await
 }
 
 #[tokio::test]
@@ -558,7 +591,11 @@ async fn answer(host: &Client, id: &str, name: &str) -> String {
 
 #[tokio::test]
 async fn each_task_s_question_reaches_the_host_of_that_task() {
-    let agg = gateway().await;
+    let together = Jobs {
+        together: Some(watch::Sender::new(HashSet::new())),
+        ..Jobs::default()
+    };
+    let agg = gateway_of(together, Revision::V2025_11_25).await;
     let (a, b) = (task_host(&agg, true).await, task_host(&agg, true).await);
     let mut ids = Vec::new();
     for (h, who) in [(&a, "first"), (&b, "second")] {
@@ -640,19 +677,16 @@ async fn a_task_s_later_questions_get_new_keys_and_stray_answers_are_ignored() {
     assert_eq!(still["inputRequests"], first["inputRequests"], "{still}");
 
     assert_eq!(answer(&host, &id, "Ada").await, "What is your name, you?");
-    let mut second = Value::Null;
-    for _ in 0..100 {
-        second = request(&host, method::TASKS_GET, json!({"taskId": id}))
-            .await
-            .expect("tasks/get");
-        if second["inputRequests"]
+    let asked_again = |state: Value| {
+        state["inputRequests"]
             .as_object()
             .is_some_and(|r| !r.contains_key(&first_key))
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    };
+    mcp_examples::wait_until(Duration::from_secs(5), || async {
+        asked_again(state_of(&host, &id).await)
+    })
+    .await;
+    let second = state_of(&host, &id).await;
     let keys: Vec<&String> = second["inputRequests"]
         .as_object()
         .map(|r| r.keys().collect())
