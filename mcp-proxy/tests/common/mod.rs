@@ -142,3 +142,39 @@ pub async fn settle_marked(marker: &str, want: usize) -> usize {
     .await;
     processes_marked(marker)
 }
+
+/// A gate a Python upstream waits at before it serves: [`Gate::python`] connects to the
+/// test and blocks until the test lets it through (or ends), so a "slow" upstream is as
+/// slow as the test wants and no slower.
+pub struct Gate {
+    listener: std::net::TcpListener,
+}
+
+impl Gate {
+    pub fn new() -> Gate {
+        Gate {
+            listener: std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port"),
+        }
+    }
+
+    /// Python (for a script's head) that waits at the gate.
+    pub fn python(&self) -> String {
+        let port = self.listener.local_addr().expect("addr").port();
+        format!(
+            "import socket\n_gate = socket.create_connection((\"127.0.0.1\", {port}))\ntry:\n    _gate.recv(1)\nexcept OSError:\n    pass\n"
+        )
+    }
+
+    /// Waits (at most `limit`) for an upstream to arrive at the gate; its connection,
+    /// whose drop lets it through.
+    pub fn arrived(&self, limit: std::time::Duration) -> std::net::TcpStream {
+        let listener = self.listener.try_clone().expect("listener");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(listener.accept().map(|(s, _)| s));
+        });
+        rx.recv_timeout(limit)
+            .expect("an upstream arrived at the gate")
+            .expect("accept")
+    }
+}
