@@ -6,6 +6,7 @@
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, ChildStderr, Command, Stdio};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -13,9 +14,7 @@ mod common;
 use common::python::python_upstream;
 use common::raw_http::exchange;
 use common::stdio_host::StdioHost;
-
-/// Seconds the slow upstream sleeps before it reads its first line (the 15).
-const SLOW_START_SECONDS: u64 = 15;
+use common::Gate;
 
 fn upstream(name: &str, head: &str) -> Value {
     let tools = json!([{"name": "hello", "inputSchema": {"type": "object"}}]);
@@ -24,15 +23,20 @@ fn upstream(name: &str, head: &str) -> Value {
 }
 
 /// The gateway on stdio with `gateway`'s settings in front of three upstreams: `ready`,
-/// `slow` (starts after [`SLOW_START_SECONDS`]) and `mute` (never answers).
-fn gateway(name: &str, settings: Value, admin: bool) -> (Child, BufReader<ChildStderr>) {
+/// `slow` (waits at `gate` before it reads its first line) and `mute` (never answers).
+fn gateway(
+    name: &str,
+    settings: Value,
+    admin: bool,
+    gate: &Gate,
+) -> (Child, BufReader<ChildStderr>) {
     let dir = std::env::temp_dir().join(format!("mcp-gateway-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let config = json!({
         "mcpServers": {
             "ready": upstream("ready", ""),
-            "slow": upstream("slow", &format!("import time\ntime.sleep({SLOW_START_SECONDS})")),
-            "mute": {"command": "python3", "args": ["-c", "import time\ntime.sleep(3600)"]},
+            "slow": upstream("slow", &gate.python()),
+            "mute": {"command": "python3", "args": ["-c", "import sys\nsys.stdin.read()"]},
         },
         "gateway": settings,
     });
@@ -71,26 +75,23 @@ fn a_host_is_served_before_the_slow_upstreams_and_hears_of_the_late_one() {
     // Two seconds for `ready` (a Python process) to come on a loaded machine; the default
     // is 500 ms.
     let started = std::time::Instant::now();
-    let (mut gw, _stderr) = gateway("startup", json!({"startupWaitMillis": 2000}), false);
+    let gate = Gate::new();
+    let (mut gw, _stderr) = gateway("startup", json!({"startupWaitMillis": 2000}), false, &gate);
     // The host's initialize is read once the start is over: it does not wait for `slow`
-    // (fifteen seconds) nor for `mute` (never): `ready`'s tools are there, `slow`'s not yet.
+    // (held at its gate) nor for `mute` (never): `ready`'s tools are there, `slow`'s not yet.
     let mut host = StdioHost::initialize(&mut gw);
     assert_eq!(tool_names(&mut host, 1), ["ready__hello"]);
     // The bound is the start's wait (2 s here, for a loaded machine) with room to spare,
     // and far below what `slow` and `mute` would have held it for.
     let served = started.elapsed();
     assert!(
-        served < std::time::Duration::from_secs(5),
+        served < Duration::from_secs(5),
         "initialize answered after {served:?}"
     );
-    // `slow` comes later, and the host is told.
+    // `slow` comes once the test lets it through, and the host is told.
+    drop(gate.arrived(Duration::from_secs(10)));
     let changed = host.notification("notifications/tools/list_changed");
     assert_eq!(changed["method"], "notifications/tools/list_changed");
-    let late = started.elapsed();
-    assert!(
-        late >= std::time::Duration::from_secs(SLOW_START_SECONDS),
-        "its tools came once it started, after {late:?}"
-    );
     assert_eq!(tool_names(&mut host, 2), ["ready__hello", "slow__hello"]);
     host.close();
     let _ = gw.wait();
@@ -100,7 +101,13 @@ fn a_host_is_served_before_the_slow_upstreams_and_hears_of_the_late_one() {
 fn admin_answers_probes_while_the_gateway_starts() {
     // A start that waits a minute for its upstreams: the probes are answered meanwhile.
     let started = std::time::Instant::now();
-    let (mut gw, mut stderr) = gateway("admin-start", json!({"startupWaitMillis": 60000}), true);
+    let gate = Gate::new();
+    let (mut gw, mut stderr) = gateway(
+        "admin-start",
+        json!({"startupWaitMillis": 60000}),
+        true,
+        &gate,
+    );
     let mut addr = None;
     for _ in 0..50 {
         let mut line = String::new();
@@ -121,7 +128,7 @@ fn admin_answers_probes_while_the_gateway_starts() {
     // process start on an idle machine; a loaded CI machine gets a second).
     let alive = started.elapsed();
     assert!(
-        alive < std::time::Duration::from_secs(1),
+        alive < Duration::from_secs(1),
         "/healthz answered {alive:?} after the gateway was started"
     );
     let (ready, details) = exchange(&addr, "GET /readyz HTTP/1.1\r\nHost: 127.0.0.1", "");
