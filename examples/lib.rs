@@ -42,6 +42,75 @@ where
     }
 }
 
+/// What a child process writes on one of its streams, read line by line on a thread of its
+/// own as it comes: for tests that wait for a line rather than for time.
+pub struct OutputLog {
+    text: std::sync::Arc<std::sync::Mutex<String>>,
+    lines: tokio::sync::watch::Receiver<usize>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl OutputLog {
+    /// Starts reading `stream` (a child's stderr or stdout) to its end.
+    pub fn read(stream: impl std::io::Read + Send + 'static) -> OutputLog {
+        use std::io::BufRead;
+        let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let (count, lines) = tokio::sync::watch::channel(0);
+        let kept = text.clone();
+        let reader = std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stream).lines() {
+                let Ok(line) = line else { break };
+                if let Ok(mut t) = kept.lock() {
+                    t.push_str(&line);
+                    t.push('\n');
+                }
+                count.send_modify(|n| *n += 1);
+            }
+        });
+        OutputLog {
+            text,
+            lines,
+            reader,
+        }
+    }
+
+    /// What was read so far.
+    pub fn text(&self) -> String {
+        self.text.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// Whether `needle` is written (or was already) within `limit`.
+    pub async fn says(&mut self, needle: &str, limit: std::time::Duration) -> bool {
+        self.until(limit, |text| text.contains(needle)).await
+    }
+
+    /// Whether what was read comes to satisfy `cond` within `limit`: checked now and again
+    /// as each line arrives.
+    pub async fn until(&mut self, limit: std::time::Duration, cond: impl Fn(&str) -> bool) -> bool {
+        let text = &self.text;
+        let said = || text.lock().is_ok_and(|t| cond(&t));
+        let lines = &mut self.lines;
+        tokio::time::timeout(limit, async {
+            while !said() {
+                if lines.changed().await.is_err() {
+                    return said();
+                }
+            }
+            true
+        })
+        .await
+        .unwrap_or(false)
+    }
+
+    /// All of it, once the stream has ended (the child has exited or been killed).
+    pub fn all(self) -> String {
+        let OutputLog { text, reader, .. } = self;
+        let _ = reader.join();
+        let all = text.lock().map(|t| t.clone()).unwrap_or_default();
+        all
+    }
+}
+
 /// Log lines kept in memory, for tests that read what was logged.
 #[derive(Clone, Default)]
 pub struct LogCapture(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
