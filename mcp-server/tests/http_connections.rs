@@ -9,9 +9,10 @@
 use std::io::{BufRead, BufReader as StdBufReader};
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use mcp_examples::OutputLog;
 use mcp_server::http::{bind, HttpOptions};
 use mcp_server::{NoArgs, Outcome, Server};
 use mcp_types::protocol::{CallToolResult, ContentBlock};
@@ -240,68 +241,9 @@ async fn serve_with_few_file_descriptors() {
     println!("STILL SERVING");
 }
 
-/// A child's standard error, read on a thread of its own as it comes.
-struct ChildLog {
-    text: Arc<Mutex<String>>,
-    lines: tokio::sync::watch::Receiver<usize>,
-    reader: std::thread::JoinHandle<()>,
-}
-
-impl ChildLog {
-    fn read(stderr: std::process::ChildStderr) -> Self {
-        let text = Arc::new(Mutex::new(String::new()));
-        let (count, lines) = tokio::sync::watch::channel(0);
-        let kept = text.clone();
-        let reader = std::thread::spawn(move || {
-            for line in StdBufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                if let Ok(mut t) = kept.lock() {
-                    t.push_str(&line);
-                    t.push('\n');
-                }
-                count.send_modify(|n| *n += 1);
-            }
-        });
-        ChildLog {
-            text,
-            lines,
-            reader,
-        }
-    }
-
-    fn text(&self) -> String {
-        self.text.lock().map(|t| t.clone()).unwrap_or_default()
-    }
-
-    /// Whether the child writes `needle` within `limit`.
-    async fn says(&mut self, needle: &str, limit: Duration) -> bool {
-        let lines = &mut self.lines;
-        let text = &self.text;
-        let said = || text.lock().is_ok_and(|t| t.contains(needle));
-        tokio::time::timeout(limit, async {
-            while !said() {
-                if lines.changed().await.is_err() {
-                    return said();
-                }
-            }
-            true
-        })
-        .await
-        .unwrap_or(false)
-    }
-
-    /// All of it, once the child has ended.
-    fn all(self) -> String {
-        let ChildLog { text, reader, .. } = self;
-        let _ = reader.join();
-        let all = text.lock().map(|t| t.clone()).unwrap_or_default();
-        all
-    }
-}
-
 /// This test binary run again as a server with at most `nofile` file descriptors; the
 /// child, its address and its standard error.
-fn serve_in_child(nofile: u32) -> (std::process::Child, SocketAddr, ChildLog) {
+fn serve_in_child(nofile: u32) -> (std::process::Child, SocketAddr, OutputLog) {
     let exe = std::env::current_exe().expect("the test binary");
     let mut child = Command::new("prlimit")
         .arg(format!("--nofile={nofile}:{nofile}"))
@@ -319,7 +261,7 @@ fn serve_in_child(nofile: u32) -> (std::process::Child, SocketAddr, ChildLog) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("prlimit runs");
-    let log = ChildLog::read(child.stderr.take().expect("stderr"));
+    let log = OutputLog::read(child.stderr.take().expect("stderr"));
     let mut out = StdBufReader::new(child.stdout.take().expect("stdout"));
     let port = loop {
         let mut line = String::new();
