@@ -4,7 +4,7 @@
 //! the configuration in force keeps serving.
 #![cfg(feature = "cli")]
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -16,6 +16,8 @@ use serde_json::json;
 
 mod common;
 use common::python::python_upstream;
+use common::Gate;
+use mcp_examples::OutputLog;
 
 /// A `mcpServers` entry: python answering `tool` with its process id.
 fn server(key: &str, tool: &str) -> serde_json::Value {
@@ -68,15 +70,9 @@ async fn names(client: &Client) -> Vec<String> {
 
 /// The tool names once they are `want`, within ten seconds.
 async fn until(client: &Client, want: &[&str]) -> Vec<String> {
-    let mut seen = Vec::new();
-    for _ in 0..100 {
-        seen = names(client).await;
-        if seen == want {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    seen
+    let ten_seconds = Duration::from_secs(10);
+    mcp_examples::wait_until(ten_seconds, || async { names(client).await == want }).await;
+    names(client).await
 }
 
 async fn pid(client: &Client, tool: &str) -> String {
@@ -102,6 +98,7 @@ async fn an_edited_configuration_is_applied_and_a_broken_one_refused() {
     };
     write(json!({"keep": server("keep", "pid"), "gone": server("gone", "old")}));
     let mut gateway = spawn(&config, Stdio::piped());
+    let mut err = OutputLog::read(gateway.stderr.take().expect("stderr"));
     let host = connect(&mut gateway).await;
     assert_eq!(names(&host).await, ["gone__old", "keep__pid"]);
     let before = pid(&host, "keep__pid").await;
@@ -117,17 +114,21 @@ async fn an_edited_configuration_is_applied_and_a_broken_one_refused() {
         "the unchanged upstream kept running"
     );
 
+    let refusals = |text: &str| text.matches("configuration refused").count();
+    let refused_before = refusals(&err.text());
     std::fs::write(&config, "{\"mcpServers\": {\"keep\": ").expect("write");
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    let refused = err
+        .until(Duration::from_secs(10), |text| {
+            refusals(text) > refused_before
+        })
+        .await;
+    assert!(refused, "{}", err.text());
     assert_eq!(names(&host).await, ["keep__pid", "new__fresh"]);
     assert_eq!(pid(&host, "keep__pid").await, before);
 
     host.close().await;
     stop(&mut gateway);
-    let mut err = String::new();
-    if let Some(mut e) = gateway.stderr.take() {
-        let _ = e.read_to_string(&mut err);
-    }
+    let err = err.all();
     assert!(err.contains("configuration reloaded"), "{err}");
     assert!(err.contains("configuration refused"), "{err}");
     let _ = std::fs::remove_dir_all(dir);
@@ -184,13 +185,16 @@ async fn an_edit_during_start_up_is_applied() {
     let config = dir.join("gateway.json");
     let tools = json!([{"name": "slow", "inputSchema": {"type": "object"}}]);
     let on_call = "send({\"jsonrpc\": \"2.0\", \"id\": i, \"result\": {\"content\": []}})";
-    // Takes a second to start: the edit below lands before the gateway watches.
-    let slow = json!({"command": "python3", "args": ["-c", python_upstream("slow", "import time; time.sleep(1)", tools, on_call)]});
+    // Held at its gate while it starts: the edit below lands before the gateway watches.
+    let gate = Gate::new();
+    let slow = json!({"command": "python3", "args": ["-c", python_upstream("slow", &gate.python(), tools, on_call)]});
     std::fs::write(&config, json!({"mcpServers": {"slow": slow}}).to_string()).expect("write");
     let mut gateway = spawn(&config, Stdio::null());
-    std::thread::sleep(Duration::from_millis(300));
+    // The gateway has read its configuration and is starting `slow`.
+    let held = gate.arrived(Duration::from_secs(10));
     let edited = json!({"mcpServers": {"slow": slow, "new": server("new", "fresh")}});
     std::fs::write(&config, edited.to_string()).expect("edit");
+    drop(held);
     let host = connect(&mut gateway).await;
     assert_eq!(
         until(&host, &["new__fresh", "slow__slow"]).await,
