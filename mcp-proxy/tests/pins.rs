@@ -96,18 +96,16 @@ async fn drift(
     if let Ok(mut t) = up.tools.lock() {
         *t = tools;
     }
-    for _ in 0..200 {
+    let became = mcp_examples::wait_until(Duration::from_secs(2), || {
         // Again each round: a notification sent before the gateway's listen stream to
         // this (2026) upstream is open reaches no one.
         server.notify_list_changed(ListChanged::Tools);
         let mut now: Vec<String> = agg.tools().into_iter().map(|t| t.name).collect();
         now.sort();
-        if now == expect {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the catalog never became {expect:?}");
+        std::future::ready(now == expect)
+    })
+    .await;
+    assert!(became, "the catalog never became {expect:?}");
 }
 
 const ERAS: [EraChoice; 2] = [EraChoice::Legacy(Revision::V2025_06_18), EraChoice::Modern];
