@@ -43,14 +43,12 @@ async fn call(agg: &Aggregator, name: &str) {
     host.close().await;
 }
 
+/// Whether readiness becomes `want` within three seconds.
 async fn until(agg: &Aggregator, want: bool) -> bool {
-    for _ in 0..300 {
-        if agg.readiness().ready == want {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    false
+    mcp_examples::wait_until(Duration::from_secs(3), || {
+        std::future::ready(agg.readiness().ready == want)
+    })
+    .await
 }
 
 #[tokio::test]
@@ -70,7 +68,12 @@ async fn readiness_follows_the_required_upstreams_through_a_death_and_a_restart(
 
     // The one not required dies: still ready.
     call(&agg, "extra__die").await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let gone = mcp_examples::wait_until(Duration::from_secs(3), || {
+        let extra = upstream(&agg.readiness().detail, "extra").clone();
+        std::future::ready(extra["connected"] == false || extra["restarts"] != 0)
+    })
+    .await;
+    assert!(gone, "`extra` died: {}", agg.readiness().detail);
     let r = agg.readiness();
     assert!(r.ready, "{}", r.detail);
 
