@@ -25,14 +25,11 @@ fn scraped_restarts(agg: &Aggregator, key: &str) -> Option<u64> {
 
 /// Waits (bounded) until upstream 0 of `agg` has been restarted at least `want` times.
 async fn restarted(agg: &Aggregator, want: u64) -> u64 {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let n = agg.status()[0].restarts;
-        if n >= want || tokio::time::Instant::now() >= deadline {
-            return n;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    mcp_examples::wait_until(Duration::from_secs(20), || {
+        std::future::ready(agg.status()[0].restarts >= want)
+    })
+    .await;
+    agg.status()[0].restarts
 }
 
 #[tokio::test]
