@@ -103,19 +103,21 @@ async fn a_custom_transport_is_opened_by_its_connector_and_again_after_it_ends()
         .and_then(|l| l.clone())
         .expect("open");
     cut.close().await;
-    let mut again = None;
-    for _ in 0..100 {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        if let Ok(call) = host
+    let again = std::sync::Mutex::new(None);
+    mcp_examples::wait_until(Duration::from_secs(2), || async {
+        let call = host
             .call_tool("own__which", common::arguments(json!({})))
-            .await
-        {
-            if !call.result.is_error() {
-                again = Some(text(&call));
-                break;
+            .await;
+        match call {
+            Ok(call) if !call.result.is_error() => {
+                *again.lock().expect("lock") = Some(text(&call));
+                true
             }
+            _ => false,
         }
-    }
+    })
+    .await;
+    let again = again.into_inner().expect("lock");
     assert_eq!(again.as_deref(), Some("connection 2"));
     assert_eq!(pairs.opened.load(Ordering::SeqCst), 2);
     assert_eq!(agg.status()[0].restarts, 1);
