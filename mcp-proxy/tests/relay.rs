@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -10,10 +11,16 @@ use common::{host, in_process, listing, object_tool, text, text_outcome, tools_o
 use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig};
 use mcp_server::{Outcome, RequestContext, ServerHandler};
 use mcp_types::protocol::*;
-use serde_json::{json, Map};
+use serde_json::Map;
+use tokio::sync::{Notify, Semaphore};
 
-/// `wait` answers after `ms` milliseconds (default 300); `now` at once.
-struct Slow;
+/// `wait` answers once the test releases the calls waiting (each adds a permit to
+/// `entered` as it begins); `now` at once.
+#[derive(Clone)]
+struct Slow {
+    entered: Arc<Semaphore>,
+    release: Arc<Notify>,
+}
 
 #[async_trait]
 impl ServerHandler for Slow {
@@ -33,20 +40,23 @@ impl ServerHandler for Slow {
         p: CallToolRequestParams,
     ) -> Result<Outcome<CallToolResult>, mcp_types::ErrorObject> {
         if p.name == "wait" {
-            let ms = p
-                .arguments
-                .as_ref()
-                .and_then(|a| a.get("ms"))
-                .and_then(|v| v.as_u64())
-                .unwrap_or(300);
-            tokio::time::sleep(Duration::from_millis(ms)).await;
+            // Waiting before it says it began: a release after that reaches it.
+            let released = self.release.notified();
+            tokio::pin!(released);
+            released.as_mut().enable();
+            self.entered.add_permits(1);
+            released.await;
         }
         text_outcome(p.name)
     }
 }
 
-fn slow(options: AggregatorOptions) -> (Vec<UpstreamConfig>, AggregatorOptions) {
-    (vec![in_process("slow", Slow)], options)
+fn slow(options: AggregatorOptions) -> (Vec<UpstreamConfig>, AggregatorOptions, Slow) {
+    let slow = Slow {
+        entered: Arc::new(Semaphore::new(0)),
+        release: Arc::new(Notify::new()),
+    };
+    (vec![in_process("slow", slow.clone())], options, slow)
 }
 
 #[test]
@@ -69,9 +79,10 @@ fn hosts_that_leave_mid_call_leave_the_gateway_serving() {
 }
 
 async fn leave_mid_call() {
-    let (ups, options) = slow(AggregatorOptions::default());
+    let (ups, options, slow) = slow(AggregatorOptions::default());
     let agg = Aggregator::start(ups, options).await.expect("start");
-    // Several hosts leave with calls in flight (their connections close under them)...
+    // Several hosts leave with calls in flight (their connections close under them), the
+    // answers coming after they left...
     for _ in 0..3 {
         let gone = host(&agg, mcp_client::NoHandler, Default::default()).await;
         let calls: Vec<_> = (0..4)
@@ -80,8 +91,14 @@ async fn leave_mid_call() {
                 tokio::spawn(async move { gone.call_tool("slow__wait", Map::new()).await })
             })
             .collect();
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        let begun = tokio::time::timeout(Duration::from_secs(5), slow.entered.acquire_many(4));
+        begun
+            .await
+            .expect("the calls reached the upstream")
+            .expect("open")
+            .forget();
         gone.close().await;
+        slow.release.notify_waiters();
         for c in calls {
             let _ = tokio::time::timeout(Duration::from_secs(5), c).await;
         }
@@ -103,12 +120,11 @@ async fn leave_mid_call() {
 #[tokio::test]
 async fn a_call_without_an_answer_in_time_is_an_error_result() {
     let options = AggregatorOptions::default().call_timeout(Duration::from_millis(200));
-    let (ups, options) = slow(options);
+    let (ups, options, _never_released) = slow(options);
     let agg = Aggregator::start(ups, options).await.expect("start");
     let host = host(&agg, mcp_client::NoHandler, Default::default()).await;
-    let mut args = Map::new();
-    args.insert("ms".into(), json!(2000));
-    let r = tokio::time::timeout(Duration::from_secs(5), host.call_tool("slow__wait", args))
+    let wait = host.call_tool("slow__wait", Map::new());
+    let r = tokio::time::timeout(Duration::from_secs(5), wait)
         .await
         .expect("answered in time")
         .expect("a result");
