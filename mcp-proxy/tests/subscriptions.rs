@@ -36,6 +36,8 @@ struct Upstream {
     /// Each subscriber, with what it subscribed to.
     subscribers: Arc<Mutex<Vec<Held>>>,
     heard: Arc<Mutex<Vec<(bool, String)>>>,
+    /// Told of each (un)subscription heard.
+    told: Arc<tokio::sync::Notify>,
     /// Whether it declares `resources.subscribe`.
     no_subscribe: bool,
 }
@@ -68,12 +70,19 @@ impl Upstream {
 
     /// Waits (up to five seconds) until it has been unsubscribed from `uri` `n` times.
     async fn unsubscribed(&self, uri: &str, n: usize) -> usize {
-        for _ in 0..50 {
-            if self.count(false, uri) >= n {
-                break;
+        let _ = tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                // Registered before the count is read: an unsubscription after it wakes us.
+                let told = self.told.notified();
+                tokio::pin!(told);
+                told.as_mut().enable();
+                if self.count(false, uri) >= n {
+                    return;
+                }
+                told.await;
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        })
+        .await;
         self.count(false, uri)
     }
 }
@@ -124,6 +133,7 @@ impl ServerHandler for Upstream {
             .lock()
             .expect("lock")
             .push((subscribe, p.uri.clone()));
+        self.told.notify_waiters();
         let s = ctx.subscriber().expect("a session or stream to send to");
         let mut all = self.subscribers.lock().expect("lock");
         match all.iter_mut().find(|(x, _)| x.id() == s.id()) {
@@ -301,15 +311,9 @@ async fn with_sessions_per_host_each_session_carries_its_own_subscriptions() {
     agg.shutdown().await;
 }
 
-/// Whether `cond` holds within five seconds.
+/// Whether `cond` holds within five seconds (the gateway's own bookkeeping: no event).
 async fn settled(cond: impl Fn() -> bool) -> bool {
-    for _ in 0..50 {
-        if cond() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    cond()
+    mcp_examples::wait_until(Duration::from_secs(5), || std::future::ready(cond())).await
 }
 
 #[tokio::test]
