@@ -60,14 +60,15 @@ async fn era_seen(host: &Client) -> String {
 /// (the legacy session opens in the background): the first one that differs from
 /// 2026-07-28, or 2026-07-28 if none does within a second.
 async fn settled_era(host: &Client) -> String {
-    for _ in 0..50 {
-        let seen = era_seen(host).await;
-        if seen != Revision::V2026_07_28.as_str() {
-            return seen;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    era_seen(host).await
+    let seen = std::sync::Mutex::new(String::new());
+    mcp_examples::wait_until(Duration::from_secs(1), || async {
+        let era = era_seen(host).await;
+        let differs = era != Revision::V2026_07_28.as_str();
+        *seen.lock().expect("lock") = era;
+        differs
+    })
+    .await;
+    seen.into_inner().expect("lock")
 }
 
 const LEGACY_HOST: EraChoice = EraChoice::Legacy(Revision::V2025_06_18);
