@@ -16,6 +16,7 @@ use mcp_server::{ListChanged, Outcome, RequestContext, Server, ServerHandler};
 use mcp_types::protocol::TypedNotification;
 use mcp_types::protocol::*;
 use mcp_types::{ErrorObject, Revision};
+use tokio::sync::broadcast::error::RecvError;
 
 mod common;
 use common::*;
@@ -175,25 +176,28 @@ async fn each_principal_sees_and_calls_only_its_view_in_both_eras() {
         heard.is_ok(),
         "bob's view reaches the bank: he hears of its change"
     );
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    while let Ok(n) = alice_hears.try_recv() {
-        assert!(
-            !matches!(n, TypedNotification::Bare(_)),
-            "alice must not hear of the bank's change: {n:?}"
-        );
-    }
+    // Nothing to wait for but its absence: a window of 300 ms after bob heard, ended
+    // early (and failed) by a change alice hears.
+    let alice_heard = tokio::time::timeout(std::time::Duration::from_millis(300), async {
+        loop {
+            match alice_hears.recv().await {
+                Ok(n @ TypedNotification::Bare(_)) => return n,
+                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => std::future::pending().await,
+            }
+        }
+    })
+    .await;
+    assert!(
+        alice_heard.is_err(),
+        "alice must not hear of the bank's change: {alice_heard:?}"
+    );
     let bob = host(&url, Some(BOB), EraChoice::Modern)
         .await
         .expect("bob connects");
-    let mut seen = Vec::new();
-    for _ in 0..100 {
-        seen = tool_names(&bob).await;
-        if seen.len() == 2 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    assert_eq!(seen, ["bank__audit", "bank__transfer"]);
+    let two_seconds = std::time::Duration::from_secs(2);
+    mcp_examples::wait_until(two_seconds, || async { tool_names(&bob).await.len() == 2 }).await;
+    assert_eq!(tool_names(&bob).await, ["bank__audit", "bank__transfer"]);
     for era in ERAS {
         let alice = host(&url, Some(ALICE), era).await.expect("alice connects");
         assert_eq!(tool_names(&alice).await, ["shop__plain"], "{era:?}");
