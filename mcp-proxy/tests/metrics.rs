@@ -127,14 +127,11 @@ async fn metrics_count_the_calls_a_host_made_by_upstream_tool_and_outcome() {
     assert_eq!(slow.result.is_error, Some(true));
     let _ = host.call_tool("up__die", args()).await;
     // Back after the restart.
-    let mut back = false;
-    for _ in 0..100 {
-        if agg.status()[0].connected && agg.status()[0].restarts == 1 {
-            back = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let back = mcp_examples::wait_until(Duration::from_secs(2), || {
+        let up = &agg.status()[0];
+        std::future::ready(up.connected && up.restarts == 1)
+    })
+    .await;
     assert!(back, "{:?}", agg.status());
     host.call_tool("up__ok", args())
         .await
@@ -202,15 +199,12 @@ async fn metrics_count_the_calls_a_host_made_by_upstream_tool_and_outcome() {
     let (status, _) = get(addr, "/metrics", "evil.example").await;
     assert!(status.contains(" 403 "), "{status}");
     host.close().await;
-    let mut gone = false;
-    for _ in 0..100 {
-        let (_, text) = get(addr, "/metrics", &format!("127.0.0.1:{}", addr.port())).await;
-        if hosts(&samples(&text)) == 0.0 {
-            gone = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let local = format!("127.0.0.1:{}", addr.port());
+    let gone = mcp_examples::wait_until(Duration::from_secs(2), || async {
+        let (_, text) = get(addr, "/metrics", &local).await;
+        hosts(&samples(&text)) == 0.0
+    })
+    .await;
     assert!(gone, "the host that left is still counted");
     agg.shutdown().await;
 }
