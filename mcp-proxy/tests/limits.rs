@@ -19,13 +19,13 @@ use common::*;
 fn picky() -> UpstreamConfig {
     let script = python_upstream(
         "picky",
-        "import time",
+        "import signal",
         json!([object_tool("echo"), object_tool("slow")]),
         r#"
 if len(line) > 1000:
     send({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "line too long for picky"}})
 elif msg["params"]["name"] == "slow":
-    time.sleep(3600)
+    signal.pause()
 else:
     send({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": "ok"}]}})
 "#,
