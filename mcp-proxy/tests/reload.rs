@@ -5,8 +5,6 @@
 //! configuration that cannot be served (clashing names) is refused and the one in force
 //! keeps serving.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_client::http::HttpConfig;
@@ -17,18 +15,21 @@ use mcp_server::http::{HttpOptions, StreamableHttp};
 use mcp_types::protocol::{ContentBlock, TypedNotification};
 use mcp_types::Revision;
 use serde_json::json;
+use tokio::sync::watch;
 
 mod common;
 use common::python::python_upstream;
+use common::Gate;
 
-/// A stdio upstream `key` with tool `tool`, which answers with its process id after
-/// `delay` seconds.
-fn upstream(key: &str, tool: &str, delay: f64) -> UpstreamConfig {
+/// A stdio upstream `key` with tool `tool`, which answers with its process id (with a
+/// `gate`, once the test lets the call through it).
+fn upstream(key: &str, tool: &str, gate: Option<&Gate>) -> UpstreamConfig {
     let tools = json!([{"name": tool, "inputSchema": {"type": "object"}}]);
     let on_call = format!(
-        "time.sleep({delay})\nsend({{\"jsonrpc\": \"2.0\", \"id\": i, \"result\": {{\"content\": [{{\"type\": \"text\", \"text\": str(os.getpid())}}]}}}})"
+        "{}send({{\"jsonrpc\": \"2.0\", \"id\": i, \"result\": {{\"content\": [{{\"type\": \"text\", \"text\": str(os.getpid())}}]}}}})",
+        gate.map(Gate::python).unwrap_or_default()
     );
-    let script = python_upstream(key, "import os, time", tools, &on_call);
+    let script = python_upstream(key, "import os", tools, &on_call);
     UpstreamConfig::new(
         key,
         UpstreamTransport::Stdio(mcp_client::StdioCommand::new(
@@ -40,18 +41,27 @@ fn upstream(key: &str, tool: &str, delay: f64) -> UpstreamConfig {
 }
 
 /// Counts the list changes a host hears.
-fn count_list_changes(client: &Client) -> Arc<AtomicUsize> {
-    let n = Arc::new(AtomicUsize::new(0));
+fn count_list_changes(client: &Client) -> watch::Receiver<usize> {
+    let (seen, n) = watch::channel(0);
     let mut notes = client.notifications();
-    let seen = n.clone();
     tokio::spawn(async move {
         while let Ok(note) = notes.recv().await {
             if matches!(note, TypedNotification::Bare(_)) {
-                seen.fetch_add(1, Ordering::SeqCst);
+                seen.send_modify(|n| *n += 1);
             }
         }
     });
     n
+}
+
+/// Whether `n` comes to satisfy `cond` within `limit`.
+async fn heard_within(
+    n: &mut watch::Receiver<usize>,
+    limit: Duration,
+    cond: impl FnMut(&usize) -> bool,
+) -> bool {
+    let reached = tokio::time::timeout(limit, n.wait_for(cond)).await;
+    matches!(reached, Ok(Ok(_)))
 }
 
 async fn tool_names(client: &Client) -> Vec<String> {
@@ -80,8 +90,12 @@ async fn answer(client: &Client, tool: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reload_adds_and_removes_upstreams_under_running_hosts() {
+    let gate = Gate::new();
     let agg = Aggregator::start(
-        vec![upstream("keep", "pid", 0.0), upstream("gone", "slow", 1.0)],
+        vec![
+            upstream("keep", "pid", None),
+            upstream("gone", "slow", Some(&gate)),
+        ],
         AggregatorOptions::default(),
     )
     .await
@@ -107,26 +121,36 @@ async fn a_reload_adds_and_removes_upstreams_under_running_hosts() {
     let remote = mcp_client::connect_http(HttpConfig::new(url), NoHandler, legacy())
         .await
         .expect("HTTP host");
-    let heard = [count_list_changes(&local), count_list_changes(&remote)];
+    let mut heard = [count_list_changes(&local), count_list_changes(&remote)];
     for host in [&local, &remote] {
         assert_eq!(tool_names(host).await, ["gone__slow", "keep__pid"]);
     }
     let pid = answer(&local, "keep__pid").await;
 
-    // A call to the upstream about to go, in flight during the reload.
+    // A call to the upstream about to go, held there during the reload.
     let caller = local.clone();
     let in_flight = tokio::spawn(async move { answer(&caller, "gone__slow").await });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let held = tokio::task::block_in_place(|| gate.arrived(Duration::from_secs(10)));
 
-    let reloaded = live
-        .reload(
-            vec![upstream("keep", "pid", 0.0), upstream("new", "hello", 0.0)],
-            AggregatorOptions::default(),
-            |c| c.key == "keep",
-            Duration::from_secs(10),
-        )
-        .await
-        .expect("reload");
+    let reload = live.reload(
+        vec![
+            upstream("keep", "pid", None),
+            upstream("new", "hello", None),
+        ],
+        AggregatorOptions::default(),
+        |c| c.key == "keep",
+        Duration::from_secs(10),
+    );
+    let mut told = heard[0].clone();
+    let release = async {
+        // The hosts are told before the old upstreams are drained: the reload is now
+        // waiting for the call in flight, which the test lets through.
+        let ten_seconds = Duration::from_secs(10);
+        assert!(heard_within(&mut told, ten_seconds, |n| *n >= 1).await);
+        drop(held);
+    };
+    let (reloaded, ()) = tokio::join!(reload, release);
+    let reloaded = reloaded.expect("reload");
     assert_eq!(reloaded.started, ["new"]);
     assert_eq!(reloaded.closed, ["gone"]);
     assert_eq!(reloaded.announced, [mcp_server::ListChanged::Tools]);
@@ -144,16 +168,26 @@ async fn a_reload_adds_and_removes_upstreams_under_running_hosts() {
         pid,
         "the kept upstream was not restarted"
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    for n in &heard {
-        assert_eq!(n.load(Ordering::SeqCst), 1, "one list_changed per host");
+    for n in &mut heard {
+        let told = heard_within(n, Duration::from_secs(5), |n| *n >= 1).await;
+        assert!(told, "a list_changed for each host");
     }
+    // And no second one, in the 300 ms after.
+    let [a, b] = &mut heard;
+    let second = tokio::time::timeout(Duration::from_millis(300), async {
+        tokio::select! {
+            _ = a.wait_for(|n| *n >= 2) => {}
+            _ = b.wait_for(|n| *n >= 2) => {}
+        }
+    })
+    .await;
+    assert!(second.is_err(), "one list_changed per host");
 
     // Two upstreams under one namespace: refused; the configuration in force serves on.
-    let clash = upstream("other", "pid2", 0.0).namespace("keep");
+    let clash = upstream("other", "pid2", None).namespace("keep");
     let refused = live
         .reload(
-            vec![upstream("keep", "pid", 0.0), clash],
+            vec![upstream("keep", "pid", None), clash],
             AggregatorOptions::default(),
             |c| c.key == "keep",
             Duration::from_secs(1),
