@@ -15,20 +15,23 @@ use mcp_client::{Client, ClientOptions, NoHandler};
 use serde_json::{json, Map};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
+use tokio::sync::mpsc::UnboundedReceiver;
 
 mod common;
 use common::{example, http_transport};
 
-/// An MCP server on stdio with one tool, `slow`, answered after half a second. It starts
-/// a child first (same process group, same marker). `stubborn`: it ignores `SIGTERM`
-/// (so does its child, which inherits that) and stays when its stdin closes; otherwise it
-/// exits when its stdin closes, leaving its child behind.
+/// An MCP server on stdio with one tool, `slow`, answered at once or, given a gate port
+/// (argv[3]), once the test lets the call through that gate. It starts a child first
+/// (same process group, same marker) that waits for a signal. `stubborn`: it ignores
+/// `SIGTERM` (so does its child, which inherits that) and stays when its stdin closes;
+/// otherwise it exits when its stdin closes, leaving its child behind.
 const UPSTREAM: &str = r#"
-import json, signal, subprocess, sys, time
+import json, signal, socket, subprocess, sys
 marker, mode = sys.argv[1], sys.argv[2]
+gate = int(sys.argv[3]) if len(sys.argv) > 3 else 0
 if mode == "stubborn":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1000)", marker],
+subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()", marker],
                  stdin=subprocess.DEVNULL)
 def send(msg):
     sys.stdout.write(json.dumps(msg) + "\n")
@@ -50,7 +53,12 @@ while True:
         send({"jsonrpc": "2.0", "id": i, "result": {"tools": [
             {"name": "slow", "inputSchema": {"type": "object"}}]}})
     elif m == "tools/call":
-        time.sleep(0.5)
+        if gate:
+            held = socket.create_connection(("127.0.0.1", gate))
+            try:
+                held.recv(1)
+            except OSError:
+                pass
         send({"jsonrpc": "2.0", "id": i, "result": {
             "content": [{"type": "text", "text": "done"}]}})
     elif m == "ping":
@@ -59,7 +67,7 @@ while True:
         send({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": m}})
 if mode == "stubborn":
     while True:
-        time.sleep(1000)
+        signal.pause()
 "#;
 
 /// How the upstream behaves when asked to leave.
@@ -80,6 +88,11 @@ struct Setup {
 impl Setup {
     /// A config whose one upstream is the script in `mode`; `None` without `python3`.
     fn new(tag: &str, mode: Upstream) -> Option<Setup> {
+        Setup::gated(tag, mode, None)
+    }
+
+    /// [`Setup::new`], the upstream's calls waiting at `gate` (a loopback port).
+    fn gated(tag: &str, mode: Upstream, gate: Option<u16>) -> Option<Setup> {
         let python = std::process::Command::new("python3")
             .arg("--version")
             .output();
@@ -97,9 +110,15 @@ impl Setup {
             Upstream::Polite => "polite",
             Upstream::Stubborn => "stubborn",
         };
+        let mut args = vec![
+            script.display().to_string(),
+            marker.clone(),
+            mode.to_owned(),
+        ];
+        args.extend(gate.map(|port| port.to_string()));
         let config = json!({"mcpServers": {"up": {
             "command": "python3",
-            "args": [script.display().to_string(), marker, mode],
+            "args": args,
             "protocolVersion": "2025-06-18",
             "session": "shared",
         }}, "gateway": {"startupWaitMillis": 60000}});
@@ -126,17 +145,18 @@ impl Setup {
         marked(&self.marker)
     }
 
-    /// Waits (up to 20 s) until `n` processes carry the marker.
+    /// Waits (up to 20 s) until `n` processes carry the marker: a process count, with no
+    /// event to wait on.
     async fn until_marked(&self, n: usize) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while self.marked().len() != n {
-            assert!(
-                Instant::now() < deadline,
-                "expected {n} upstream processes, found {:?}",
-                self.marked()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let counted = mcp_examples::wait_until(Duration::from_secs(20), || {
+            std::future::ready(self.marked().len() == n)
+        })
+        .await;
+        assert!(
+            counted,
+            "expected {n} upstream processes, found {:?}",
+            self.marked()
+        );
     }
 }
 
@@ -191,8 +211,8 @@ async fn first_line(child: &mut Child) -> String {
 }
 
 /// Waits until `child` writes a stderr line containing `what`; the lines go on to our
-/// stderr, then and after.
-async fn stderr_until(child: &mut Child, what: &str) {
+/// stderr, then and after, and those after to the receiver returned.
+async fn stderr_until(child: &mut Child, what: &str) -> UnboundedReceiver<String> {
     let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
     let wait = async {
         while let Ok(Some(line)) = lines.next_line().await {
@@ -206,11 +226,29 @@ async fn stderr_until(child: &mut Child, what: &str) {
     tokio::time::timeout(Duration::from_secs(60), wait)
         .await
         .expect("the gateway started in time");
+    let (later, rest) = tokio::sync::mpsc::unbounded_channel();
     tokio::spawn(async move {
         while let Ok(Some(line)) = lines.next_line().await {
             eprintln!("  gateway| {line}");
+            let _ = later.send(line);
         }
     });
+    rest
+}
+
+/// Waits (at most 10 s) for a line of `rest` containing `what`.
+async fn later_line(rest: &mut UnboundedReceiver<String>, what: &str) {
+    let wait = async {
+        while let Some(line) = rest.recv().await {
+            if line.contains(what) {
+                return;
+            }
+        }
+        panic!("the gateway ended before writing `{what}`");
+    };
+    tokio::time::timeout(Duration::from_secs(10), wait)
+        .await
+        .unwrap_or_else(|_| panic!("the gateway wrote no `{what}`"));
 }
 
 /// Waits for `child` to exit, at most `limit`: its status and how long it took.
@@ -288,22 +326,32 @@ async fn stdio_gateway_stops_when_stdin_closes() {
     assert!(setup.marked().is_empty(), "left: {:?}", setup.marked());
 }
 
-/// A call in flight when `SIGTERM` comes (the tool takes half a second) gets its answer;
-/// then the gateway exits 0, upstream gone.
+/// A call in flight when `SIGTERM` comes (held at a gate upstream until the gateway says
+/// it is shutting down) gets its answer; then the gateway exits 0, upstream gone.
 #[tokio::test]
 async fn a_call_in_flight_at_sigterm_is_answered() {
-    let Some(setup) = Setup::new("inflight", Upstream::Polite) else {
+    let gate = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    let port = gate.local_addr().expect("addr").port();
+    let Some(setup) = Setup::gated("inflight", Upstream::Polite, Some(port)) else {
         return;
     };
     let mut gateway = setup.gateway(&["--http", "127.0.0.1:0"]);
     let url = first_line(&mut gateway).await;
-    stderr_until(&mut gateway, "serving MCP on http").await;
+    let mut rest = stderr_until(&mut gateway, "serving MCP on http").await;
     let host = Client::connect(http_transport(&url), NoHandler, ClientOptions::default())
         .await
         .expect("host connects");
     let call = tokio::spawn(async move { host.call_tool("up__slow", Map::new()).await });
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    // The call has reached the upstream when it connects to the gate.
+    let arrived = tokio::task::spawn_blocking(move || gate.accept().map(|(held, _)| held));
+    let held = tokio::time::timeout(Duration::from_secs(10), arrived)
+        .await
+        .expect("the call reached the upstream in time")
+        .expect("the accept task")
+        .expect("accept");
     send(&gateway, "TERM");
+    later_line(&mut rest, "shutting down").await;
+    drop(held);
     let answer = tokio::time::timeout(Duration::from_secs(5), call)
         .await
         .expect("answered in time")
