@@ -159,18 +159,16 @@ pub fn free_port() -> u16 {
         .expect("a free port")
 }
 
-/// Waits until something listens on `port`.
+/// Waits (at most 15 s) until something listens on `port`: a peer that prints nothing
+/// when it does, so a connection is the only sign.
 pub async fn wait_for_port(port: u16) {
-    for _ in 0..150 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+    let listening = mcp_examples::wait_until(std::time::Duration::from_secs(15), || async {
+        tokio::net::TcpStream::connect(("127.0.0.1", port))
             .await
             .is_ok()
-        {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    panic!("nothing listens on 127.0.0.1:{port}");
+    })
+    .await;
+    assert!(listening, "nothing listens on 127.0.0.1:{port}");
 }
 
 /// `server-everything` (its `script`) serving over HTTP in `mode` (`streamableHttp` or
@@ -214,6 +212,8 @@ impl Drop for Stopped {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
         while std::time::Instant::now() < deadline {
             match self.0.try_wait() {
+                // A synchronous drop, maybe outside any runtime: nothing to await a real
+                // process's exit on, so it is polled (bounded by the deadline above).
                 Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
                 _ => return,
             }
