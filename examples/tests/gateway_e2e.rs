@@ -56,15 +56,15 @@ fn extension_caps() -> mcp_types::protocol::ClientCapabilities {
 
 /// Polls a task with `tasks/get` until it leaves `working` (at most a minute).
 async fn settled(host: &Client, id: &str) -> Value {
-    let mut state = Value::Null;
-    for _ in 0..240 {
-        state = raw(host, "tasks/get", json!({"taskId": id})).await;
-        if state["status"] != "working" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    state
+    let state = std::sync::Mutex::new(Value::Null);
+    mcp_examples::wait_until(Duration::from_secs(60), || async {
+        let now = raw(host, "tasks/get", json!({"taskId": id})).await;
+        let left = now["status"] != "working";
+        *state.lock().expect("lock") = now;
+        left
+    })
+    .await;
+    state.into_inner().expect("lock")
 }
 
 /// The peers, or a skip (a failure under `MCP_INTEROP=required`).
