@@ -153,6 +153,9 @@ async fn request_state_is_single_use_expires_and_cannot_be_invented() {
         .await
         .expect("input required");
     let state = again["requestState"].as_str().expect("state").to_owned();
+    // The state expiring is the behaviour under test: the gateway's own timer drops it
+    // after input_timeout (300 ms) and tells no one, so there is no event to wait on.
+    // 800 ms, well past it.
     tokio::time::sleep(Duration::from_millis(800)).await;
     refused(client.request("tools/call", retry(&state), &raw).await);
     client.close().await;

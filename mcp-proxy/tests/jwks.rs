@@ -137,6 +137,9 @@ async fn keys_are_discovered_cached_and_rotated_at_a_bounded_rate() {
         1,
         "forged or new key ids are rate limited"
     );
+    // The refetch interval passing is the behaviour under test: the key set's rate limit
+    // reads the real clock (std's Instant) and the issuer is real HTTP, so neither an event
+    // nor paused time can stand in. 350 ms, just past the 300 ms interval.
     tokio::time::sleep(Duration::from_millis(350)).await;
     let p = jwt
         .authenticate(&request(&rs))

@@ -33,6 +33,9 @@ fn server_with(gauge: Arc<Gauge>, options: ServerOptions) -> Server {
         async move {
             let now = gauge.now.fetch_add(1, Ordering::SeqCst) + 1;
             gauge.most.fetch_max(now, Ordering::SeqCst);
+            // A call that takes a while is the behaviour measured: calls overlap only if
+            // each stays in flight, and the fixed script of lines gives the test no point
+            // at which to release them. 30 ms each.
             tokio::time::sleep(Duration::from_millis(30)).await;
             gauge.now.fetch_sub(1, Ordering::SeqCst);
             Ok(Outcome::Complete(CallToolResult {
