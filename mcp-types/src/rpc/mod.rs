@@ -384,16 +384,21 @@ mod tests {
     use super::*;
     use crate::transport::memory_pair;
 
+    /// Echoes requests; `slow` never answers. Says when a `slow` one begins and when a
+    /// notification comes.
     #[derive(Default)]
     struct Echo {
         notified: Mutex<Vec<String>>,
+        heard: tokio::sync::Notify,
+        slow_began: tokio::sync::Notify,
     }
 
     #[async_trait]
     impl Inbound for Echo {
         async fn request(&self, _peer: &Peer, r: Request) -> Message {
             if r.method == "slow" {
-                tokio::time::sleep(Duration::from_secs(60)).await;
+                self.slow_began.notify_one();
+                std::future::pending::<()>().await;
             }
             match r.method.as_str() {
                 "fail" => error_response(r.id, ErrorObject::new(-32000, "nope")),
@@ -407,6 +412,7 @@ mod tests {
         async fn notification(&self, _peer: &Peer, n: Notification) {
             let params = n.params.map(|p| p.get().to_owned()).unwrap_or_default();
             self.notified.lock().push(format!("{} {params}", n.method));
+            self.heard.notify_one();
         }
     }
 
@@ -434,7 +440,9 @@ mod tests {
             client.request("slow", None, Some(t)).await.unwrap_err(),
             RpcError::Timeout(t)
         );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::timeout(Duration::from_secs(5), server_side.heard.notified())
+            .await
+            .expect("the other side heard");
         let notified = server_side.notified.lock().clone();
         assert_eq!(
             notified,
@@ -487,7 +495,9 @@ mod tests {
                 r#"x ok {"n":1}"#,
             ]
         );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::timeout(Duration::from_secs(5), server_side.heard.notified())
+            .await
+            .expect("the other side heard");
         let notified = server_side.notified.lock().clone();
         assert_eq!(
             notified,
@@ -525,12 +535,15 @@ mod tests {
     async fn closing_fails_requests_in_flight() {
         let (a, b) = memory_pair(16);
         let (client, _) = Peer::start(Arc::new(a), Arc::new(Echo::default()));
-        let (server, _) = Peer::start(Arc::new(b), Arc::new(Echo::default()));
+        let server_side = Arc::new(Echo::default());
+        let (server, _) = Peer::start(Arc::new(b), server_side.clone());
         let call = tokio::spawn({
             let client = client.clone();
             async move { client.request("slow", None, None).await }
         });
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::timeout(Duration::from_secs(5), server_side.slow_began.notified())
+            .await
+            .expect("the request reached the other side");
         server.close().await;
         let got = tokio::time::timeout(Duration::from_secs(5), call)
             .await
