@@ -70,15 +70,16 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    #[tokio::test]
+    // Paused time: the timeout below fires only once the reader is idle, waiting.
+    #[tokio::test(start_paused = true)]
     async fn a_waiting_reader_ends_when_the_signal_is_set() {
         let stop = Arc::new(Stop::default());
-        let waiting = {
+        let mut waiting = {
             let stop = stop.clone();
             tokio::spawn(async move { stop.until(std::future::pending::<()>()).await })
         };
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert!(!waiting.is_finished());
+        let early = tokio::time::timeout(Duration::from_millis(20), &mut waiting).await;
+        assert!(early.is_err(), "ended before the signal: {early:?}");
         stop.set();
         let out = tokio::time::timeout(Duration::from_secs(5), waiting).await;
         assert_eq!(out.ok().and_then(Result::ok), Some(None));
