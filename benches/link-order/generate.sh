@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Writes mcp-proxy/link-order.txt: the functions the gateway runs to start and to relay
+# Writes benches/link-order/link-order.txt: the functions the gateway runs to start and to relay
 # calls (legacy and 2026-07-28 hosts, stdio; legacy hosts with `legacySession` too), in the order it first runs them, traced
-# with valgrind's lackey. mcp-proxy/build.rs hands the list to the linker, which puts
+# with valgrind's lackey. benches/link-order/build.rs (the examples' build script) hands the list to the linker, which puts
 # those functions side by side (see there for why). Run it after a change of
 # dependencies, of the start-up path, or of where relay functions live (a function moved
 # to another module or renamed has a new symbol name), then rebuild and compare peak RSS
@@ -33,7 +33,7 @@ for era in legacy modern both; do
 done
 nm -n "$GW" | awk '$2 ~ /^[tT]$/ {print $1, $3}' >"$WORK/symbols.txt"
 # valgrind maps a position-independent executable at 0x108000.
-python3 - "$WORK" >mcp-proxy/link-order.txt <<'PY'
+python3 - "$WORK" >benches/link-order/link-order.txt <<'PY'
 import bisect, sys
 work = sys.argv[1]
 addrs, names = [], []
@@ -51,4 +51,4 @@ for era in ("legacy", "modern", "both"):
             seen.add(i); order.append(names[i])
 print("\n".join(order))
 PY
-echo "mcp-proxy/link-order.txt: $(wc -l <mcp-proxy/link-order.txt) functions" >&2
+echo "benches/link-order/link-order.txt: $(wc -l <benches/link-order/link-order.txt) functions" >&2
