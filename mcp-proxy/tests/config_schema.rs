@@ -1,6 +1,6 @@
 //! The configuration's JSON Schema (`mcp-gateway --print-config-schema`): a valid 2020-12
-//! schema that accepts every configuration README.md shows, and refuses what the reader
-//! refuses for the shape of a member.
+//! schema that accepts every configuration README.md and `docs/` show, and refuses what
+//! the reader refuses for the shape of a member.
 
 use serde_json::Value;
 
@@ -18,13 +18,55 @@ fn validator() -> jsonschema::Validator {
 fn readme_configs() -> Vec<Value> {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
         .expect("README.md");
-    readme
+    configs_in(&readme)
+}
+
+/// The complete configurations in the `json` blocks of every page under `docs/`.
+fn docs_configs() -> Vec<(String, Value)> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs");
+    let mut pages: Vec<_> = std::fs::read_dir(dir)
+        .expect("docs/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    pages.sort();
+    pages
+        .iter()
+        .flat_map(|p| {
+            let text = std::fs::read_to_string(p).expect("a page");
+            let name = p.display().to_string();
+            configs_in(&text)
+                .into_iter()
+                .map(move |c| (name.clone(), c))
+        })
+        .collect()
+}
+
+fn configs_in(markdown: &str) -> Vec<Value> {
+    markdown
         .split("```json\n")
         .skip(1)
         .filter_map(|block| block.split("```").next())
         .filter_map(|block| serde_json::from_str::<Value>(block).ok())
         .filter(|v| v.get("mcpServers").is_some())
         .collect()
+}
+
+#[test]
+fn the_schema_accepts_every_configuration_the_docs_show() {
+    let validator = validator();
+    let configs = docs_configs();
+    assert!(
+        configs.len() >= 3,
+        "docs/ shows configurations: {configs:?}"
+    );
+    for (page, config) in &configs {
+        let errors: Vec<String> = validator
+            .iter_errors(config)
+            .map(|e| format!("{}: {e}", e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "{page}: {config}:\n{errors:#?}");
+    }
 }
 
 #[test]
