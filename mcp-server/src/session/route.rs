@@ -48,6 +48,10 @@ impl Session {
     ) -> Answer {
         let h = &self.handler;
         let list = |p: Option<&RawValue>| decode::<PaginatedRequestParams>(m, p);
+        if let Some(kind) = crate::ListKind::of_method(m) {
+            let page = h.list_raw(&ctx, kind, list(raw)?).await?;
+            return self.finish(m, ctx.revision, page);
+        }
         match m {
             method::DISCOVER => self.done(m, &ctx, &self.discover()),
             method::PING => self.done(m, &ctx, &json!({})),
@@ -60,14 +64,6 @@ impl Session {
             method::LOGGING_SET_LEVEL => {
                 self.set_level(decode::<SetLevelRequestParams>(m, raw)?.level);
                 self.done(m, &ctx, &json!({}))
-            }
-            method::TOOLS_LIST
-            | method::PROMPTS_LIST
-            | method::RESOURCES_LIST
-            | method::RESOURCES_TEMPLATES_LIST => {
-                let kind = crate::ListKind::of_method(m).ok_or_else(|| internal(m))?;
-                let page = h.list_raw(&ctx, kind, list(raw)?).await?;
-                self.finish(m, ctx.revision, page)
             }
             method::RESOURCES_SUBSCRIBE | method::RESOURCES_UNSUBSCRIBE => {
                 let p: ResourceRequestParams = decode(m, raw)?;
