@@ -386,7 +386,7 @@ impl Aggregator {
         self.prompt_entries_for(ctx)
             .into_iter()
             .filter(|(_, i, _)| self.reaches(&scope, *i))
-            .map(|(exposed, _, p)| renamed(p, &exposed, |p| p.name = exposed.clone()))
+            .map(|(exposed, _, p)| renamed(p, &exposed))
             .collect()
     }
 

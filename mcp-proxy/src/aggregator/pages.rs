@@ -3,20 +3,45 @@
 //! the union model, which each host's session translates to its revision.
 
 use mcp_server::{ListKind, RawResult};
-use mcp_types::protocol::{TaskSupport, Tool};
+use mcp_types::protocol::{Prompt, TaskSupport, Tool};
 use mcp_types::raw::Exact;
 use mcp_types::{codes, ErrorObject};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-/// `item` shown under `name`: its `name` member rewritten in its place (`set` makes the
-/// same change to the decoded value), every other member as listed.
-pub(super) fn renamed<T: Serialize + Clone>(
-    item: Exact<T>,
-    name: &str,
-    set: impl FnOnce(&mut T),
-) -> Exact<T> {
-    match item.with_member("name", name, set) {
+/// An item listed by name (a tool, a prompt), which hosts may be shown under another.
+pub(super) trait Named {
+    /// Its `name`.
+    fn name(&self) -> &str;
+    /// Its `name`, to change.
+    fn name_mut(&mut self) -> &mut String;
+}
+
+impl Named for Tool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn name_mut(&mut self) -> &mut String {
+        &mut self.name
+    }
+}
+
+impl Named for Prompt {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn name_mut(&mut self) -> &mut String {
+        &mut self.name
+    }
+}
+
+/// `item` shown under `name`: its `name` member rewritten in its place (and in the
+/// decoded value), every other member as listed; `item` itself when that is its name.
+pub(super) fn renamed<T: Named + Serialize + Clone>(item: Exact<T>, name: &str) -> Exact<T> {
+    if item.name() == name {
+        return item;
+    }
+    match item.with_member("name", name, |t| *t.name_mut() = name.to_owned()) {
         Ok(shown) => shown,
         Err(e) => {
             // Not reached for an item read as an object; kept under its own name.
@@ -39,10 +64,7 @@ pub(super) fn as_exposed(exposed: String, t: Exact<Tool>) -> Exact<Tool> {
         });
         return shown.unwrap_or(t);
     }
-    if t.name == exposed {
-        return t;
-    }
-    renamed(t, &exposed, |t| t.name = exposed.clone())
+    renamed(t, &exposed)
 }
 
 /// One page of list `kind`: its items as they are, and the cursor of the next page.
