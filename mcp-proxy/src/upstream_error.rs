@@ -51,16 +51,6 @@ impl UpstreamError {
         }
     }
 
-    /// Every kind [`UpstreamError::kind`] names.
-    pub const KINDS: [&'static str; 6] = [
-        "unauthorized",
-        "unavailable",
-        "transport",
-        "protocol",
-        "timeout",
-        "too_large",
-    ];
-
     /// The same error, said to have happened while doing `what` (`tools/list`): its words
     /// say so; its kind stays.
     pub fn during(self, what: &str) -> Self {
@@ -111,12 +101,6 @@ impl UpstreamError {
             format!("upstream `{upstream}` failed: {self}"),
         )
         .with_data(serde_json::json!({"upstream": upstream, "kind": self.kind()}))
-    }
-}
-
-impl From<&ClientError> for UpstreamError {
-    fn from(e: &ClientError) -> Self {
-        UpstreamError::from_client(e)
     }
 }
 
