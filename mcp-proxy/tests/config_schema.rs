@@ -61,12 +61,17 @@ fn the_schema_accepts_every_configuration_the_docs_show() {
         "docs/ shows configurations: {configs:?}"
     );
     for (page, config) in &configs {
-        let errors: Vec<String> = validator
-            .iter_errors(config)
-            .map(|e| format!("{}: {e}", e.instance_path))
-            .collect();
+        let errors = schema_errors(&validator, config);
         assert!(errors.is_empty(), "{page}: {config}:\n{errors:#?}");
     }
+}
+
+/// What the schema finds wrong with `config`, each with where.
+fn schema_errors(validator: &jsonschema::Validator, config: &Value) -> Vec<String> {
+    validator
+        .iter_errors(config)
+        .map(|e| format!("{}: {e}", e.instance_path))
+        .collect()
 }
 
 #[test]
@@ -78,10 +83,7 @@ fn the_schema_accepts_every_configuration_the_readme_shows() {
         "README shows configurations: {configs:?}"
     );
     for config in &configs {
-        let errors: Vec<String> = validator
-            .iter_errors(config)
-            .map(|e| format!("{}: {e}", e.instance_path))
-            .collect();
+        let errors = schema_errors(&validator, config);
         assert!(errors.is_empty(), "{config}:\n{errors:#?}");
     }
 }
