@@ -242,19 +242,20 @@ impl ServerHandler for Live {
     ) -> Result<Outcome<CallToolResult>, ErrorObject> {
         self.current().call_tool(ctx, p).await
     }
-    async fn call_tool_raw(
-        &self,
-        ctx: &RequestContext,
-        params: &RawObject<'_>,
-    ) -> Result<Outcome<RawResult>, ErrorObject> {
+    fn call_tool_raw(&self, call: Call, params: RawObject<'_>) {
         // A call parked for the host's answers resumes where it was parked.
-        if ctx
+        let parked = call
+            .context()
             .request_state()
-            .is_some_and(|s| s.starts_with(crate::bridge::STATE_PREFIX))
-        {
-            return in_generations!(self, |agg| agg.call_tool_raw(ctx, params));
+            .is_some_and(|s| s.starts_with(crate::bridge::STATE_PREFIX));
+        if !parked {
+            return self.current().call_tool_raw(call, params);
         }
-        self.current().call_tool_raw(ctx, params).await
+        let live = self.clone();
+        call.spawn(move |req| async move {
+            let (ctx, params) = (req.context(), req.params()?);
+            in_generations!(live, |agg| agg.call_on_task(ctx, &params))
+        });
     }
     fn header_params(
         &self,
@@ -262,12 +263,6 @@ impl ServerHandler for Live {
         principal: Option<&mcp_server::auth::Principal>,
     ) -> Vec<mcp_types::headers::HeaderParam> {
         self.current().header_params(name, principal)
-    }
-    fn calls_now(&self) -> bool {
-        self.current().calls_now()
-    }
-    fn call_tool_now(&self, call: Call, params: RawObject<'_>) -> Option<Call> {
-        self.current().call_tool_now(call, params)
     }
     async fn list_prompts(
         &self,

@@ -66,7 +66,7 @@ async fn upstream_elicitation_reaches_hosts_of_both_eras_from_upstreams_of_both_
             let r = client
                 .call_tool("echo__greet", Map::new())
                 .await
-                .expect("call");
+                .unwrap_or_else(|e| panic!("call: {e:?} {pinned:?} upstream, {era:?} host"));
             assert_eq!(
                 text(&r.result),
                 "Hello, Ada!",

@@ -1,35 +1,81 @@
-//! A `tools/call` taken on the connection's read loop ([`ServerHandler::call_tool_now`]).
+//! A `tools/call` handed to [`ServerHandler::call_tool_raw`], the one entry for the
+//! method: the handler answers it from wherever it likes ([`Call::respond`]: a callback,
+//! another task), or serves it on a task of its own ([`Call::spawn`],
+//! [`Call::serve_typed`]).
 //!
-//! [`ServerHandler::call_tool_now`]: crate::ServerHandler::call_tool_now
+//! [`ServerHandler::call_tool_raw`]: crate::ServerHandler::call_tool_raw
 
+use std::future::Future;
 use std::sync::Arc;
 
+use mcp_types::protocol::{method, CallToolRequestParams};
 use mcp_types::raw::RawObject;
 use mcp_types::rpc::Peer;
-use mcp_types::{ErrorObject, RequestId};
+use mcp_types::{codes, ErrorObject, Message, RequestId};
 use serde_json::value::RawValue;
+use tokio::sync::oneshot;
+use tracing::Instrument;
 
 use crate::session::Session;
 use crate::{Outcome, RawResult, RequestContext};
 
-/// A `tools/call` a handler took without a task of its own: its context, its params as
-/// the client wrote them, and the way to answer it ([`Call::respond`], once, from
-/// anywhere: a callback, a task). Dropped unanswered, the client gets an internal error.
+/// What a `tools/call` is answered with.
+pub type CallAnswer = Result<Outcome<RawResult>, ErrorObject>;
+
+/// A `tools/call` to answer: its context, its params as the client wrote them, and where
+/// the answer goes. Answer it once ([`Call::respond`], [`Call::spawn`] or
+/// [`Call::serve_typed`]); dropped unanswered, the client gets an internal error.
 pub struct Call {
-    // Boxed: a call is handed on several times before it is answered, and the context is
-    // most of its size.
-    pub(crate) ctx: Box<RequestContext>,
+    // Shared with a task that serves the call (`spawn`), which reads it while the call
+    // waits to be answered.
+    pub(crate) ctx: Arc<RequestContext>,
     pub(crate) params: Option<Arc<Box<RawValue>>>,
+    pub(crate) session: Arc<Session>,
     pub(crate) reply: Option<Reply>,
     /// The request's span (see `crate::span`), closed with the answer.
     pub(crate) span: tracing::Span,
 }
 
 /// Where a call's answer goes.
-pub(crate) struct Reply {
-    pub(crate) session: Arc<Session>,
-    pub(crate) peer: Peer,
-    pub(crate) id: RequestId,
+pub(crate) enum Reply {
+    /// To the client, as the response to request `id`.
+    Peer { peer: Peer, id: RequestId },
+    /// To the session, which goes on with it (a round of input answered, a batch).
+    Session(oneshot::Sender<CallAnswer>),
+}
+
+/// What a task serving a call reads: its context and params ([`Call::spawn`]).
+pub struct CallRequest {
+    ctx: Arc<RequestContext>,
+    params: Option<Arc<Box<RawValue>>>,
+}
+
+impl CallRequest {
+    /// What the session knows of the request (revision, client capabilities, …).
+    pub fn context(&self) -> &RequestContext {
+        &self.ctx
+    }
+
+    /// The params, read one level deep; every member as the client wrote them.
+    pub fn params(&self) -> Result<RawObject<'_>, ErrorObject> {
+        read_params(self.params.as_deref().map(|p| &**p))
+    }
+}
+
+fn read_params(params: Option<&RawValue>) -> Result<RawObject<'_>, ErrorObject> {
+    match params {
+        Some(p) => RawObject::from_raw(p).map_err(|e| {
+            ErrorObject::new(
+                codes::INVALID_PARAMS,
+                format!(
+                    "Invalid params for {}: {}",
+                    method::TOOLS_CALL,
+                    mcp_types::raw::read_error(&e)
+                ),
+            )
+        }),
+        None => Ok(RawObject::new()),
+    }
 }
 
 impl Call {
@@ -40,11 +86,8 @@ impl Call {
 
     /// The params, read one level deep; every member as the client wrote it. (The
     /// handler is given them read already, when it takes the call.)
-    pub fn params(&self) -> Result<RawObject<'_>, serde_json::Error> {
-        match &self.params {
-            Some(p) => RawObject::from_raw(p),
-            None => Ok(RawObject::new()),
-        }
+    pub fn params(&self) -> Result<RawObject<'_>, ErrorObject> {
+        read_params(self.params.as_deref().map(|p| &**p))
     }
 
     /// Runs `hook` if the client cancels the call (at once if it already has). The call
@@ -55,18 +98,83 @@ impl Call {
 
     /// Answers the call: a result in any revision (translated to the client's), a request
     /// for input (for a client before 2026-07-28 the session asks it with real requests
-    /// and calls [`crate::ServerHandler::call_tool_raw`] again with the answers), a task,
-    /// or an error.
-    pub fn respond(mut self, answer: Result<Outcome<RawResult>, ErrorObject>) {
-        let Some(reply) = self.reply.take() else {
-            return;
+    /// and hands the handler the call again with the answers), a task, or an error.
+    pub fn respond(mut self, answer: CallAnswer) {
+        if let Some((peer, msg)) = self.reply_message(answer) {
+            let _ = peer.send_now(msg);
+        }
+    }
+
+    /// The message answering the call and the peer it goes to, when it goes to a peer
+    /// now (not to the session, nor after rounds of input).
+    fn reply_message(&mut self, answer: CallAnswer) -> Option<(Peer, Message)> {
+        match self.reply.take()? {
+            // The session's request records its own outcome.
+            Reply::Session(to) => {
+                let _ = to.send(answer);
+                None
+            }
+            Reply::Peer { peer, id } => {
+                crate::span::outcome(&self.span, &answer);
+                let params = self.params.take();
+                let msg = self
+                    .session
+                    .clone()
+                    .call_reply(&peer, &id, &self.ctx, params, answer)?;
+                Some((peer, msg))
+            }
+        }
+    }
+
+    /// Serves the call on a task of its own, in the request's span: `serve` gets its
+    /// context and params, and what it returns is the answer.
+    pub fn spawn<F, Fut>(self, serve: F)
+    where
+        F: FnOnce(CallRequest) -> Fut + Send + 'static,
+        Fut: Future<Output = CallAnswer> + Send + 'static,
+    {
+        let request = CallRequest {
+            ctx: self.ctx.clone(),
+            params: self.params.clone(),
         };
-        crate::span::outcome(&self.span, &answer);
-        let params = self.params.take();
-        reply
-            .session
-            .clone()
-            .answer_call(reply, &self.ctx, params, answer);
+        let span = self.span.clone();
+        tokio::spawn(
+            async move {
+                let answer = serve(request).await;
+                let mut call = self;
+                // On a task, the answer can wait for room to be sent.
+                if let Some((peer, msg)) = call.reply_message(answer) {
+                    let _ = peer.send(msg).await;
+                }
+            }
+            .instrument(span),
+        );
+    }
+
+    /// Serves the call on a task with the handler's typed
+    /// [`crate::ServerHandler::call_tool`]: what the default
+    /// [`crate::ServerHandler::call_tool_raw`] does, and what a handler that takes some
+    /// calls itself does with the others.
+    pub fn serve_typed(self) {
+        let handler = self.session.handler().clone();
+        self.spawn(move |request| async move {
+            let text = request.params.as_deref().map_or("{}", |p| p.get());
+            let p: CallToolRequestParams = serde_json::from_str(text).map_err(|e| {
+                ErrorObject::new(
+                    codes::INVALID_PARAMS,
+                    format!(
+                        "Invalid params for {}: {}",
+                        method::TOOLS_CALL,
+                        mcp_types::raw::read_error(&e)
+                    ),
+                )
+            })?;
+            Ok(match handler.call_tool(request.context(), p).await? {
+                Outcome::Complete(r) => Outcome::Complete(RawResult::canonical(&r)?),
+                Outcome::InputRequired(ir) => Outcome::InputRequired(ir),
+                Outcome::Task(t) => Outcome::Task(t),
+            })
+        });
     }
 }
 
@@ -74,15 +182,25 @@ impl Drop for Call {
     fn drop(&mut self) {
         if let Some(reply) = self.reply.take() {
             let _in = self.span.enter();
-            tracing::warn!(id = %reply.id, "a tools/call was dropped unanswered");
+            tracing::warn!("a tools/call was dropped unanswered");
             let e = ErrorObject::new(
-                mcp_types::codes::INTERNAL_ERROR,
+                codes::INTERNAL_ERROR,
                 "Internal error: the call was dropped without an answer",
             );
-            reply
-                .session
-                .clone()
-                .answer_call(reply, &self.ctx, None, Err(e));
+            match reply {
+                Reply::Session(to) => {
+                    let _ = to.send(Err(e));
+                }
+                Reply::Peer { peer, id } => {
+                    let reply =
+                        self.session
+                            .clone()
+                            .call_reply(&peer, &id, &self.ctx, None, Err(e));
+                    if let Some(msg) = reply {
+                        let _ = peer.send_now(msg);
+                    }
+                }
+            }
         }
     }
 }

@@ -159,32 +159,22 @@ pub trait ServerHandler: Send + Sync + 'static {
         ))
     }
 
-    /// `tools/call` with its params still raw: the session has read only what it needs
-    /// (`_meta`, `inputResponses`, `requestState`, `task`), and `arguments` and every other
-    /// member are as the client wrote them. A relay overrides this to pass them on exactly
-    /// and answer with its upstream's result as it came ([`RawResult::in_revision`]).
-    /// Default: decodes the params and calls [`ServerHandler::call_tool`].
-    async fn call_tool_raw(
-        &self,
-        ctx: &RequestContext,
-        params: &RawObject<'_>,
-    ) -> Result<Outcome<RawResult>, ErrorObject> {
-        let p: CallToolRequestParams =
-            serde_json::from_str(params.to_cow().get()).map_err(|e| {
-                ErrorObject::new(
-                    codes::INVALID_PARAMS,
-                    format!(
-                        "Invalid params for {}: {}",
-                        method::TOOLS_CALL,
-                        mcp_types::raw::read_error(&e)
-                    ),
-                )
-            })?;
-        Ok(match self.call_tool(ctx, p).await? {
-            Outcome::Complete(r) => Outcome::Complete(RawResult::canonical(&r)?),
-            Outcome::InputRequired(ir) => Outcome::InputRequired(ir),
-            Outcome::Task(t) => Outcome::Task(t),
-        })
+    /// `tools/call`, the one entry for the method: `call` is the request, to answer once
+    /// ([`Call::respond`] from anywhere, [`Call::spawn`] on a task, or
+    /// [`Call::serve_typed`] with [`ServerHandler::call_tool`]); `params` are its params,
+    /// read one level deep (the session has read only what it acts on: `_meta`,
+    /// `inputResponses`, `requestState`, `task`), and the handler's to keep or edit: a
+    /// relay writes its upstream's params from them without a copy, and answers with
+    /// its upstream's result as it came ([`RawResult::in_revision`]).
+    ///
+    /// Called where the request was read, often on the connection's read loop: it must
+    /// not block or wait (hand what waits to a task). A call asking for input is handed
+    /// over again with the client's answers in its context.
+    ///
+    /// Default: [`Call::serve_typed`].
+    fn call_tool_raw(&self, call: Call, params: RawObject<'_>) {
+        let _ = params;
+        call.serve_typed();
     }
 
     /// The arguments of tool `name` that a 2026-07-28 client mirrors into `Mcp-Param-*`
@@ -200,24 +190,6 @@ pub trait ServerHandler: Send + Sync + 'static {
     ) -> Vec<mcp_types::headers::HeaderParam> {
         let _ = (name, principal);
         Vec::new()
-    }
-
-    /// Whether [`ServerHandler::call_tool_now`] may take calls (checked once per
-    /// connection). Default: no.
-    fn calls_now(&self) -> bool {
-        false
-    }
-
-    /// `tools/call` taken on the connection's read loop, without a task of its own: a
-    /// relay starts forwarding the call, returns `None`, and answers later with
-    /// [`Call::respond`], from a callback. `params` are the call's, read one level deep,
-    /// and the handler's to keep or edit (a relay writes its upstream's params from them
-    /// without a copy). Return the call to have it served by
-    /// [`ServerHandler::call_tool_raw`] on a task instead. Must not block or wait. Only asked when [`ServerHandler::calls_now`] says
-    /// so. Default: gives it back.
-    fn call_tool_now(&self, call: Call, params: RawObject<'_>) -> Option<Call> {
-        let _ = params;
-        Some(call)
     }
 
     /// `prompts/list`.

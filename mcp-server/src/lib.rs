@@ -27,7 +27,7 @@ mod trace;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use call::Call;
+pub use call::{Call, CallAnswer, CallRequest};
 pub use context::RequestContext;
 pub use handler::{method_not_found, ListKind, Outcome, RawResult, ServerHandler};
 pub use host::{HostSession, HostSessionId};

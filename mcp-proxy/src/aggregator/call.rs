@@ -12,7 +12,6 @@
 
 use super::id::UpstreamId;
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use mcp_client::{Client, ClientError};
 use mcp_revisions::{features, Translator};
@@ -23,11 +22,13 @@ use mcp_types::{codes, meta, ErrorObject, Revision};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
+use super::gates::{self, Admitted};
 use super::metered;
 use super::route::Route;
 use super::{call_failure, created_task_id, input_required, tasks, Aggregator, OWN_KEYS};
 
 /// How a call runs with respect to tasks (TOOL-21).
+#[derive(Clone)]
 pub(super) struct TaskPlan {
     /// The upstream is asked to run it as a task.
     pub(super) as_task: bool,
@@ -38,60 +39,51 @@ pub(super) struct TaskPlan {
 }
 
 impl Aggregator {
-    /// Where the tool hosts know as `name` leads, for the request's principal: a tool
-    /// outside its view is refused as one that does not exist.
-    fn route_for(&self, ctx: &RequestContext, name: &str) -> Result<Arc<Route>, ErrorObject> {
-        let scope = self.scope(ctx);
-        let route = self.host_route(ctx, name);
-        if let Some(route) = route.filter(|r| self.sees_tool(&scope, r.upstream, name)) {
-            return Ok(route);
-        }
-        let denied = self.inner.catalog.denied_upstream(name);
-        let message = match denied.filter(|key| scope.sees_upstream(key)) {
-            Some(key) => {
-                format!("Tool {name} of upstream `{key}` is not allowed by this gateway's policy")
-            }
-            None => format!("Unknown tool: {name}"),
-        };
-        Err(ErrorObject::new(codes::INVALID_PARAMS, message))
-    }
-
-    /// A host's `tools/call`, params raw: policy first, then the owning upstream.
+    /// A host's `tools/call`, params raw: the gates first, then the owning upstream.
     pub(crate) async fn relay_call(
         &self,
         ctx: &RequestContext,
         params: &RawObject<'_>,
     ) -> Result<Outcome<RawResult>, ErrorObject> {
-        let Some(name) = params.get_str("name") else {
-            return Err(ErrorObject::new(
-                codes::INVALID_PARAMS,
-                "Invalid params for tools/call: `name` (a string) is required",
-            ));
-        };
-        let route = self.route_for(ctx, &name)?;
+        let name = gates::tool_name(params)?;
+        let admitted = self.admit(ctx, &name)?;
+        self.relay_admitted(ctx, params, &name, admitted).await
+    }
+
+    /// A call the gates let through, driven on a task: the questions they ask first, then
+    /// the owning upstream.
+    pub(super) async fn relay_admitted(
+        &self,
+        ctx: &RequestContext,
+        params: &RawObject<'_>,
+        name: &str,
+        admitted: Admitted,
+    ) -> Result<Outcome<RawResult>, ErrorObject> {
+        let Admitted {
+            route,
+            plan,
+            may_retry,
+            unapproved,
+            confirm,
+        } = admitted;
         let (i, tool) = (route.upstream, &route.tool);
-        let u = &self.inner.upstreams[i];
-        let key = u.config.key.clone();
+        let key = self.inner.upstreams[i].config.key.clone();
         let arguments = || {
             params
                 .get("arguments")
                 .and_then(|a| serde_json::from_str::<Map<String, Value>>(a.get()).ok())
         };
-        if let Some(why) = &route.unapproved {
-            if let Some(refusal) = self.approval(ctx, &name, &key, why) {
+        if let Some(why) = &unapproved {
+            if let Some(refusal) = self.approval(ctx, name, &key, why) {
                 return canonical(refusal);
             }
         }
-        if self.inner.options.confirm.is_some() {
-            let gate = self.confirmation(ctx, &name, &key, tool, route.hints_trusted, arguments);
+        if confirm {
+            let gate = self.confirmation(ctx, name, &key, tool, route.hints_trusted, arguments);
             if let Some(refusal) = Box::pin(gate).await {
                 return canonical(refusal);
             }
         }
-        let plan = self.task_plan(ctx, i, &name, tool)?;
-        // TOOL-18: only a tool its trusted upstream calls idempotent is called again after
-        // the connection dropped under it; anything else might act twice.
-        let may_retry = route.hints_trusted && tool.is_idempotent();
         let (route, plan) = (&*route, &plan);
         let send = |extension: bool| async move {
             let up = match self.hop_params(ctx, route, params.clone(), plan, extension, None) {

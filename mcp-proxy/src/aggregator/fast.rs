@@ -20,11 +20,11 @@ use parking_lot::Mutex;
 use serde_json::value::RawValue;
 
 use super::call::{answer_kind, raw_failure, tidy_result, AnswerKind, TaskPlan};
+use super::gates::Admitted;
 use super::metered;
-use super::{Aggregator, CONFIRM_KEY};
+use super::Aggregator;
 use crate::bridge::{Calls, Event, EventSink, Flight, SlotGuard};
 use crate::metrics::CallMeter;
-use crate::policy::{may_be_destructive, Surface};
 use crate::sessions::pool::{self, Lease};
 use crate::sessions::Link;
 
@@ -62,9 +62,15 @@ struct FastCall {
 }
 
 impl Aggregator {
-    /// Takes `call` without a task if it is the common kind; gives it back otherwise.
-    pub(super) fn call_now(&self, call: Call, params: RawObject<'_>) -> Option<Call> {
-        let Some(p) = self.prepare_now(&call, params) else {
+    /// Takes `call`, which the gates let through as one that needs no task, without a
+    /// task; gives it back when it needs one after all (a session to open first).
+    pub(super) fn call_now(
+        &self,
+        call: Call,
+        params: RawObject<'_>,
+        admitted: &Admitted,
+    ) -> Option<Call> {
+        let Some(p) = self.prepare_now(&call, params, admitted) else {
             return Some(call);
         };
         let u = &self.inner.upstreams[p.i];
@@ -116,44 +122,20 @@ impl Aggregator {
     }
 
     /// The upstream request for a call that can go without a task, or `None` when it
-    /// needs one (or is malformed: the task path says why).
-    fn prepare_now(&self, call: &Call, params: RawObject<'_>) -> Option<Prepared> {
+    /// needs one after all.
+    fn prepare_now(
+        &self,
+        call: &Call,
+        params: RawObject<'_>,
+        admitted: &Admitted,
+    ) -> Option<Prepared> {
         let ctx = call.context();
-        // Progress is relayed by the task that drives a call; a parked call resumes there.
-        if ctx.wants_progress()
-            || ctx
-                .request_state()
-                .is_some_and(|s| s.starts_with(crate::bridge::STATE_PREFIX))
-        {
-            return None;
-        }
-        let name = params.get_str("name")?;
-        if self.surface_for(ctx) == Surface::Dispatcher && crate::dispatcher::is_own_tool(&name) {
-            return None;
-        }
-        let route = self.host_route(ctx, &name)?;
-        if self.inner.options.views.is_some()
-            && !self.sees_tool(&self.scope(ctx), route.upstream, &name)
-        {
-            // The task path refuses it, as it would an unknown tool.
-            return None;
-        }
-        let (i, tool) = (route.upstream, &route.tool);
-        let gated = route.unapproved.is_some()
-            || self.inner.options.confirm.is_some()
-                && (ctx.input_response(CONFIRM_KEY).is_some()
-                    || may_be_destructive(tool, route.hints_trusted));
-        if gated {
-            return None;
-        }
-        let plan = self.task_plan(ctx, i, &name, tool).ok()?;
-        if plan.as_task {
-            return None;
-        }
+        let (route, plan) = (&admitted.route, &admitted.plan);
+        let i = route.upstream;
         // A host's first call to an upstream it gets a session of its own on opens that
         // session, which takes waiting: the task path does it.
         let link = self.link_now(i, ctx)?;
-        let up = self.hop_params(ctx, &route, params, &plan, false, Some(&link.client));
+        let up = self.hop_params(ctx, route, params, plan, false, Some(&link.client));
         let Ok(up) = up else {
             // Nothing was sent: a pooled session may serve the next call as it is.
             if let Some(lease) = &link.lease {
@@ -164,13 +146,13 @@ impl Aggregator {
         let request = link
             .client
             .prepare_raw(method::TOOLS_CALL, up, &CallOptions::default());
-        let meter = self.meter_call(&route, request.params().get().len(), ctx.revision());
+        let meter = self.meter_call(route, request.params().get().len(), ctx.revision());
         Some(Prepared {
             i,
             link,
             request,
-            plan,
-            may_retry: route.hints_trusted && tool.is_idempotent(),
+            plan: plan.clone(),
+            may_retry: admitted.may_retry,
             meter,
         })
     }

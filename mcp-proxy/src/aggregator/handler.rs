@@ -144,10 +144,6 @@ impl ServerHandler for Aggregator {
         self.call_exposed(ctx, &p.name, p.arguments, p.meta).await
     }
 
-    fn calls_now(&self) -> bool {
-        true
-    }
-
     /// The upstream's annotations, as it listed the tool: hosts mirror them, and the
     /// gateway checks what they mirror before relaying.
     fn header_params(
@@ -164,41 +160,38 @@ impl ServerHandler for Aggregator {
             .unwrap_or_default()
     }
 
-    /// The common call goes without a task of its own (see `aggregator/fast.rs`).
-    fn call_tool_now(
-        &self,
-        call: mcp_server::Call,
-        params: RawObject<'_>,
-    ) -> Option<mcp_server::Call> {
-        self.call_now(call, params)
-    }
-
-    /// The relay path: the host's params go on raw (see [`Aggregator::relay_call`]); the
-    /// dispatcher's own tools, which the gateway answers itself, are decoded.
-    async fn call_tool_raw(
-        &self,
-        ctx: &RequestContext,
-        params: &RawObject<'_>,
-    ) -> Result<Outcome<RawResult>, ErrorObject> {
-        let own = self.surface_for(ctx) == Surface::Dispatcher
-            && params
-                .get_str("name")
-                .is_some_and(|n| crate::dispatcher::is_own_tool(&n));
-        if !own {
-            return self.relay_call(ctx, params).await;
-        }
-        let p: CallToolRequestParams =
-            serde_json::from_str(params.to_cow().get()).map_err(|e| {
-                ErrorObject::new(
-                    codes::INVALID_PARAMS,
-                    format!("Invalid params for tools/call: {e}"),
-                )
-            })?;
-        Ok(match self.call_tool(ctx, p).await? {
-            Outcome::Complete(r) => Outcome::Complete(RawResult::canonical(&r)?),
-            Outcome::InputRequired(ir) => Outcome::InputRequired(ir),
-            Outcome::Task(t) => Outcome::Task(t),
-        })
+    /// The gates first (`aggregator/gates.rs`), once: a refusal is answered at once; the
+    /// common call goes without a task of its own (`aggregator/fast.rs`); any other is
+    /// driven on one.
+    fn call_tool_raw(&self, call: mcp_server::Call, params: RawObject<'_>) {
+        let ctx = call.context();
+        let name = match super::gates::tool_name(&params) {
+            Ok(n) if self.is_own_tool(ctx, &n) => {
+                let agg = self.clone();
+                return call.spawn(move |req| async move {
+                    agg.call_own(req.context(), &req.params()?).await
+                });
+            }
+            Ok(n) => n.into_owned(),
+            Err(e) => return call.respond(Err(e)),
+        };
+        let admitted = match self.admit(ctx, &name) {
+            Ok(a) => a,
+            Err(e) => return call.respond(Err(e)),
+        };
+        let call = match admitted.driven(ctx) {
+            None => match self.call_now(call, params, &admitted) {
+                None => return,
+                Some(call) => call,
+            },
+            Some(_) => call,
+        };
+        let agg = self.clone();
+        call.spawn(move |req| async move {
+            let params = req.params()?;
+            agg.relay_admitted(req.context(), &params, &name, admitted)
+                .await
+        });
     }
 
     async fn list_prompts(
@@ -348,6 +341,40 @@ impl ServerHandler for Aggregator {
 }
 
 impl Aggregator {
+    /// A `tools/call` served on a task: the relay path, the host's params going on raw
+    /// (see [`Aggregator::relay_call`]); the dispatcher's own tools, which the gateway
+    /// answers itself, decoded.
+    pub(crate) async fn call_on_task(
+        &self,
+        ctx: &RequestContext,
+        params: &RawObject<'_>,
+    ) -> Result<Outcome<RawResult>, ErrorObject> {
+        match super::gates::tool_name(params) {
+            Ok(n) if self.is_own_tool(ctx, &n) => self.call_own(ctx, params).await,
+            _ => self.relay_call(ctx, params).await,
+        }
+    }
+
+    /// One of the dispatcher's own tools, which the gateway answers itself.
+    async fn call_own(
+        &self,
+        ctx: &RequestContext,
+        params: &RawObject<'_>,
+    ) -> Result<Outcome<RawResult>, ErrorObject> {
+        let p: CallToolRequestParams =
+            serde_json::from_str(params.to_cow().get()).map_err(|e| {
+                ErrorObject::new(
+                    codes::INVALID_PARAMS,
+                    format!("Invalid params for tools/call: {e}"),
+                )
+            })?;
+        Ok(match self.call_tool(ctx, p).await? {
+            Outcome::Complete(r) => Outcome::Complete(RawResult::canonical(&r)?),
+            Outcome::InputRequired(ir) => Outcome::InputRequired(ir),
+            Outcome::Task(t) => Outcome::Task(t),
+        })
+    }
+
     /// The upstream that listed resource `uri`, or the error a host gets for an unknown one.
     pub(super) fn owner_of_resource(
         &self,

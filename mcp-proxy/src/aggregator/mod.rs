@@ -33,6 +33,7 @@ mod connector;
 mod definitions;
 mod fast;
 mod flights;
+mod gates;
 mod handler;
 mod health;
 mod hop_meta;

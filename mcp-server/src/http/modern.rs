@@ -1,7 +1,7 @@
 //! 2026-07-28 requests: each POST is one request, served without a session of the
 //! protocol's: its own session object and a peer without a read loop, which the request
-//! is handed to directly. A call the handler takes at once ([`crate::ServerHandler::call_tool_now`])
-//! is answered without a task; anything else runs on one. The answer goes back as JSON,
+//! is handed to directly. A `tools/call` goes to [`crate::ServerHandler::call_tool_raw`]
+//! where it is read (a relay answers it without a task); anything else runs on a task. The answer goes back as JSON,
 //! or, when notifications come first and the client takes a stream, as SSE events until
 //! the answer. A client that goes away before the answer cancels the request.
 

@@ -34,7 +34,8 @@ impl Session {
         Some(req)
     }
 
-    /// Builds the context of a call and offers it to the handler; whether it took it.
+    /// Builds the context of a call and hands it to the handler; whether it could (the
+    /// task path answers a call whose params are malformed).
     fn take_call(
         &self,
         me: Arc<Session>,
@@ -65,10 +66,10 @@ impl Session {
         crate::span::tool(&span, &params);
         crate::span::join(&span, ctx.trace_context());
         let call = Call {
-            ctx,
+            ctx: Arc::new(ctx),
             params: text.clone(),
-            reply: Some(Reply {
-                session: me,
+            session: me,
+            reply: Some(Reply::Peer {
                 peer: peer.clone(),
                 id: id.clone(),
             }),
@@ -76,23 +77,39 @@ impl Session {
         };
         // What the handler opens for the call (a relay's upstream call) is the request's.
         let _in = span.enter();
-        match self.handler.call_tool_now(call, params) {
-            None => true,
-            Some(mut call) => {
-                // Served on a task after all: that path registers it again, in this span.
-                call.reply = None;
-                self.answered(id);
-                if !call.span.is_disabled() {
-                    // Bounded as the requests in flight are: one the peer refuses before
-                    // serving it would otherwise leave its span here for good.
-                    let mut h = self.handed_back.lock();
-                    if h.len() < self.shared.options.max_in_flight_requests {
-                        h.insert(id.clone(), call.span.clone());
-                    }
-                }
-                false
-            }
-        }
+        self.handler.call_tool_raw(call, params);
+        true
+    }
+
+    /// A call handed to the handler from a task (a batch's, or a round after the
+    /// client's answers), whose answer comes back here.
+    pub(super) async fn call_handler(
+        &self,
+        ctx: RequestContext,
+        text: Option<Arc<Box<RawValue>>>,
+    ) -> Result<Outcome<RawResult>, ErrorObject> {
+        let me = self
+            .me
+            .upgrade()
+            .ok_or_else(|| internal("the session is gone"))?;
+        let params = match text.as_deref() {
+            Some(t) => RawObject::from_raw(t).map_err(|e| {
+                super::invalid_params(method::TOOLS_CALL, mcp_types::raw::read_error(&e))
+            })?,
+            None => RawObject::new(),
+        };
+        let (to, answer) = tokio::sync::oneshot::channel();
+        let call = Call {
+            ctx: Arc::new(ctx),
+            params: text.clone(),
+            session: me,
+            reply: Some(Reply::Session(to)),
+            span: tracing::Span::current(),
+        };
+        self.handler.call_tool_raw(call, params);
+        answer
+            .await
+            .unwrap_or_else(|_| Err(internal("the call was dropped without an answer")))
     }
 
     /// The context of a `tools/call`, from its params; `None` when something in them is
@@ -103,12 +120,12 @@ impl Session {
         params: &RawObject<'_>,
         mut meta: RequestMeta<'_>,
         cancelled: Arc<Cancellation>,
-    ) -> Option<Box<RequestContext>> {
+    ) -> Option<RequestContext> {
         if !self.serves_modern() {
             meta.protocol_version = None;
         }
         let asker = self.asker(method::TOOLS_CALL, &meta).ok()?;
-        let mut ctx = Box::new(self.context(peer, asker, &meta, cancelled));
+        let mut ctx = self.context(peer, asker, &meta, cancelled);
         ctx.input_responses = decoded(params.get("inputResponses"))?.unwrap_or_default();
         ctx.request_state = decoded(params.get("requestState"))?;
         let task: Option<TaskMetadata> = decoded(params.get("task"))?;
@@ -116,48 +133,48 @@ impl Session {
         Some(ctx)
     }
 
-    /// Sends a call's answer: at once, or (a request for input a client before 2026-07-28
-    /// must be asked with real requests) after the input rounds, on a task.
-    pub(crate) fn answer_call(
+    /// The message that answers a call, to send at once; `None` when a client before
+    /// 2026-07-28 must first be asked for input with real requests: the rounds go on, on
+    /// a task, which sends the answer.
+    pub(crate) fn call_reply(
         self: Arc<Self>,
-        reply: Reply,
+        peer: &Peer,
+        id: &RequestId,
         ctx: &RequestContext,
         params: Option<Arc<Box<RawValue>>>,
         answer: Result<Outcome<RawResult>, ErrorObject>,
-    ) {
+    ) -> Option<Message> {
         let revision = ctx.revision;
         let accepts_task = ctx.accepts_task();
         let bridged = matches!(answer, Ok(Outcome::InputRequired(_)))
             && !features::input_required_results(revision);
         if !bridged {
-            let msg = self.call_message(&reply.id, revision, accepts_task, answer);
-            self.answered(&reply.id);
-            let _ = reply.peer.send_now(msg);
-            return;
+            let answer = match answer {
+                Ok(Outcome::InputRequired(ir)) => {
+                    super::input::input_required_answer(ctx, ir).map(Outcome::InputRequired)
+                }
+                other => other,
+            };
+            let msg = self.call_message(id, revision, accepts_task, answer);
+            self.answered(id);
+            return Some(msg);
         }
         // Only the rounds of questions outlive the call: they get a context of their own.
-        let ctx = ctx.clone();
+        let (ctx, peer, id) = (ctx.clone(), peer.clone(), id.clone());
         tokio::spawn(async move {
-            let Ok(Outcome::InputRequired(ir)) = answer else {
+            let Ok(first) = answer else {
                 return;
             };
-            let empty = RawObject::new();
-            let parsed = params.as_deref().map(|p| RawObject::from_raw(p));
-            let params = match &parsed {
-                Some(Ok(p)) => p,
-                _ => &empty,
-            };
-            let h = self.handler.clone();
             let out = self
-                .with_input_after(&reply.peer, ctx, Outcome::InputRequired(ir), |ctx| {
-                    let h = h.clone();
-                    async move { h.call_tool_raw(&ctx, params).await }
+                .with_input_after(&peer, ctx, first, |ctx| {
+                    self.call_handler(ctx, params.clone())
                 })
                 .await;
-            let msg = self.call_message(&reply.id, revision, accepts_task, out);
-            self.answered(&reply.id);
-            let _ = reply.peer.send(msg).await;
+            let msg = self.call_message(&id, revision, accepts_task, out);
+            self.answered(&id);
+            let _ = peer.send(msg).await;
         });
+        None
     }
 
     /// The message that answers a `tools/call`.

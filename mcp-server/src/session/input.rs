@@ -206,17 +206,7 @@ impl Session {
                 return Ok(out);
             };
             let requests = ir.requests().map_err(internal)?;
-            for (_, r) in &requests {
-                if let Some(cap) = capability_for(&r.method) {
-                    if !has_capability(&ctx.client_capabilities, cap) {
-                        return Err(ErrorObject::new(
-                            codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
-                            format!("Missing required client capability: {cap}"),
-                        )
-                        .with_data(json!({"requiredCapabilities": {cap: {}}})));
-                    }
-                }
-            }
+            check_capabilities(&ctx, &requests)?;
             if features::input_required_results(ctx.revision) {
                 ir.result_type = Some(ResultType::InputRequired);
                 return Ok(Outcome::InputRequired(ir));
@@ -329,4 +319,35 @@ fn current_principal(
     caller: &parking_lot::RwLock<crate::context::Caller>,
 ) -> Option<std::sync::Arc<crate::auth::Principal>> {
     caller.read().principal.clone()
+}
+
+/// Refuses input requests the client cannot answer: it did not declare the capability
+/// their method needs.
+fn check_capabilities(
+    ctx: &RequestContext,
+    requests: &[(String, InputRequest)],
+) -> Result<(), ErrorObject> {
+    for (_, r) in requests {
+        if let Some(cap) = capability_for(&r.method) {
+            if !has_capability(&ctx.client_capabilities, cap) {
+                return Err(ErrorObject::new(
+                    codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    format!("Missing required client capability: {cap}"),
+                )
+                .with_data(json!({"requiredCapabilities": {cap: {}}})));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A request for input as a 2026-07-28 client receives it: checked against what it
+/// declared, and marked as such.
+pub(super) fn input_required_answer(
+    ctx: &RequestContext,
+    mut ir: InputRequiredResult,
+) -> Result<InputRequiredResult, ErrorObject> {
+    check_capabilities(ctx, &ir.requests().map_err(internal)?)?;
+    ir.result_type = Some(ResultType::InputRequired);
+    Ok(ir)
 }

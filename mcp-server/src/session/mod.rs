@@ -55,8 +55,6 @@ pub(crate) struct Session {
     declared: DeclaredCache,
     /// Itself, for the answers of calls taken on the read loop, which come later.
     me: Weak<Session>,
-    /// Whether the handler takes calls on the read loop.
-    calls_now: bool,
     /// The host this connection is (none for a lone 2026-07-28 HTTP request); ended when
     /// the connection closes or the session goes.
     host: Option<HostSessionGuard>,
@@ -65,9 +63,6 @@ pub(crate) struct Session {
     /// Updated by each POST of a legacy HTTP session, so its requests are served for
     /// the credentials they came with.
     caller: Arc<RwLock<crate::context::Caller>>,
-    /// The spans of calls the handler gave back to be served on a task, by request id:
-    /// that path goes on in the span the call began in.
-    handed_back: Mutex<HashMap<RequestId, tracing::Span, ahash::RandomState>>,
     /// The revision it was counted as a host under (see [`crate::ServerStats`]).
     counted: std::sync::OnceLock<Revision>,
 }
@@ -124,7 +119,6 @@ impl Session {
         Arc::new_cyclic(|me| Session {
             caller: Arc::new(RwLock::new(caller)),
             host: host.then(|| HostSession::start().1),
-            calls_now: handler.calls_now(),
             handler,
             shared,
             legacy: Mutex::new(None),
@@ -132,8 +126,12 @@ impl Session {
             declared: DeclaredCache::default(),
             me: me.clone(),
             counted: std::sync::OnceLock::new(),
-            handed_back: Mutex::new(HashMap::default()),
         })
+    }
+
+    /// The handler it serves with.
+    pub(crate) fn handler(&self) -> &Arc<dyn ServerHandler> {
+        &self.handler
     }
 
     /// Who the session's requests are for now.
@@ -378,19 +376,13 @@ impl Inbound for Session {
         };
         let meta = RequestMeta::of(params.as_ref());
         let revision = self.revision_of(&meta);
-        let handed_back = (self.calls_now && req.method == method::TOOLS_CALL)
-            .then(|| self.handed_back.lock().remove(&req.id))
-            .flatten();
-        let span = handed_back.unwrap_or_else(|| {
-            let span = crate::span::request(&req.method, &req.id, revision);
-            if let (Some(p), true) = (&params, req.method == method::TOOLS_CALL) {
-                crate::span::tool(&span, p);
-            }
-            if crate::span::joins_traces() {
-                crate::span::join(&span, self.trace_of(&meta).as_deref());
-            }
-            span
-        });
+        let span = crate::span::request(&req.method, &req.id, revision);
+        if let (Some(p), true) = (&params, req.method == method::TOOLS_CALL) {
+            crate::span::tool(&span, p);
+        }
+        if crate::span::joins_traces() {
+            crate::span::join(&span, self.trace_of(&meta).as_deref());
+        }
         let out = self
             .dispatch(peer, &req, params.as_ref(), meta, cancelled)
             .instrument(span.clone())
@@ -401,7 +393,7 @@ impl Inbound for Session {
     }
 
     fn request_now(&self, peer: &Peer, req: Request) -> Option<Request> {
-        if !self.calls_now || req.method != method::TOOLS_CALL {
+        if req.method != method::TOOLS_CALL {
             return Some(req);
         }
         self.call_now(peer, req)

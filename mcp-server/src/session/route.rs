@@ -31,7 +31,7 @@ impl Session {
         ctx: RequestContext,
     ) -> Answer {
         match m {
-            method::TOOLS_CALL => self.call_tool(peer, params, ctx).await,
+            method::TOOLS_CALL => self.call_tool(peer, raw, params, ctx).await,
             // Boxed: the hot path's future (every call's) stays as small as its own state.
             _ => Box::pin(self.route_typed(peer, id, m, raw, ctx)).await,
         }
@@ -154,6 +154,7 @@ impl Session {
     async fn call_tool(
         &self,
         peer: &Peer,
+        raw: Option<&RawValue>,
         params: Option<&RawObject<'_>>,
         mut ctx: RequestContext,
     ) -> Answer {
@@ -166,16 +167,12 @@ impl Session {
         ctx.task = task.filter(|_| features::has_task_param(ctx.revision));
         let accepts_task = ctx.accepts_task();
         let revision = ctx.revision;
-        let h = &self.handler;
-        // The first round is called directly; only a handler that asks for input goes on
-        // in the (boxed, rarer) input loop.
-        let first = h.call_tool_raw(&ctx, params).await?;
+        let text = raw.map(|p| Arc::new(p.to_owned()));
+        let first = self.call_handler(ctx.clone(), text.clone()).await?;
         let out = match first {
             Outcome::InputRequired(_) => {
-                let more = self.with_input_after(peer, ctx, first, |ctx| {
-                    let h = Arc::clone(h);
-                    async move { h.call_tool_raw(&ctx, params).await }
-                });
+                let more = self
+                    .with_input_after(peer, ctx, first, |ctx| self.call_handler(ctx, text.clone()));
                 Box::pin(more).await?
             }
             done => done,
