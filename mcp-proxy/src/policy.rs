@@ -6,25 +6,52 @@ use async_trait::async_trait;
 use mcp_types::protocol::Tool;
 use serde_json::{Map, Value};
 
-/// Which tools of one upstream are exposed. Patterns are exact names, or contain `*`
-/// for any run of characters (`admin_*`). Deny wins over allow.
+/// Decides which of one upstream's tools hosts are shown and may call
+/// ([`crate::UpstreamConfig::tools`]). A tool it does not permit is absent from every list
+/// (the dispatcher's too), and a call to it is refused with an error that says the
+/// gateway's policy does not allow it. [`GlobFilter`] (name patterns, what the
+/// configuration file's `allowTools`/`denyTools` make) is the default; implement this to
+/// decide some other way (a tool's annotations, a registry of approved tools).
+pub trait ToolFilter: Send + Sync + std::fmt::Debug + 'static {
+    /// Whether `tool` is exposed. `tool` is the definition as the upstream listed it: its
+    /// own name (not the exposed one), before overrides, with its hints even where hosts
+    /// are not shown them; an untrusted upstream's annotations are its own word (TOOL-15).
+    ///
+    /// The catalog asks it whenever it builds a list or its route index (each
+    /// `tools/list`, each new listing, a refused call), not on each relayed call: it must
+    /// be cheap, and give the same answer for the same definition, since hosts are told
+    /// the list changed only when an upstream's listing does.
+    fn permits(&self, tool: &Tool) -> bool;
+}
+
+/// The default [`ToolFilter`]: name patterns. Patterns are exact names, or contain `*`
+/// for any run of characters (`admin_*`). Deny wins over allow. The default permits
+/// every tool.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ToolFilter {
+pub struct GlobFilter {
     /// When set, only tools matching one of these are exposed.
     pub allow: Option<Vec<String>>,
     /// Tools matching one of these are never exposed, and calls to them are refused.
     pub deny: Vec<String>,
 }
 
-impl ToolFilter {
-    /// Whether the upstream tool `name` (its own name, not the exposed one) passes.
-    pub fn permits(&self, name: &str) -> bool {
+impl GlobFilter {
+    /// Whether the name `name` passes: it matches no `deny` pattern and, when `allow` is
+    /// set, one of its patterns (an empty `allow` permits nothing). [`ToolFilter::permits`] asks this of the tool's own name;
+    /// a [`crate::views::View`] of the name hosts see.
+    pub fn permits_name(&self, name: &str) -> bool {
         if self.deny.iter().any(|p| glob(p, name)) {
             return false;
         }
         self.allow
             .as_ref()
             .is_none_or(|a| a.iter().any(|p| glob(p, name)))
+    }
+}
+
+impl ToolFilter for GlobFilter {
+    fn permits(&self, tool: &Tool) -> bool {
+        self.permits_name(&tool.name)
     }
 }
 
@@ -131,15 +158,38 @@ mod tests {
     }
 
     #[test]
-    fn deny_wins_over_allow() {
-        let f = ToolFilter {
-            allow: Some(vec!["file_*".into()]),
-            deny: vec!["file_delete".into()],
+    fn glob_filter_table() {
+        let filter = |allow: Option<&[&str]>, deny: &[&str]| GlobFilter {
+            allow: allow.map(|a| a.iter().map(|p| p.to_string()).collect()),
+            deny: deny.iter().map(|p| p.to_string()).collect(),
         };
-        assert!(f.permits("file_read"));
-        assert!(!f.permits("file_delete"));
-        assert!(!f.permits("shell"));
-        assert!(ToolFilter::default().permits("anything"));
+        let files = ["file_*"];
+        /// Allow, deny, a name, whether it is permitted.
+        type Row<'a> = (Option<&'a [&'a str]>, &'a [&'a str], &'a str, bool);
+        let table: &[Row<'_>] = &[
+            (None, &[], "anything", true),
+            (None, &[], "", true),
+            (Some(&[]), &[], "anything", false),
+            (Some(&files), &[], "file_read", true),
+            (Some(&files), &[], "shell", false),
+            (Some(&files), &["file_delete"], "file_delete", false),
+            (Some(&files), &["file_delete"], "file_read", true),
+            (None, &["*"], "file_read", false),
+            (Some(&["*"]), &["*_secret"], "read_secret", false),
+            (Some(&["*"]), &["*_secret"], "read_secrets", true),
+            (Some(&["read"]), &[], "reader", false),
+            (Some(&["a*b*c"]), &[], "aXbYc", true),
+        ];
+        for &(allow, deny, name, permitted) in table {
+            let f = filter(allow, deny);
+            assert_eq!(f.permits_name(name), permitted, "{f:?} on {name:?}");
+            let tool = Tool::new(name, serde_json::json!({"type": "object"}));
+            assert_eq!(
+                ToolFilter::permits(&f, &tool),
+                permitted,
+                "{f:?} on {name:?}"
+            );
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use mcp_server::auth::Principal;
 
-use crate::policy::{Surface, ToolFilter};
+use crate::policy::{GlobFilter, Surface};
 
 /// Decides what each principal may see. Implement it to take views from elsewhere (a
 /// policy service, a database); [`ViewRules`] takes them from configuration.
@@ -26,7 +26,7 @@ pub struct View {
     /// The upstream keys it reaches (`None`: every upstream).
     pub upstreams: Option<Vec<String>>,
     /// Which tools it sees, by the names hosts see (`fs__read_*`).
-    pub tools: ToolFilter,
+    pub tools: GlobFilter,
     /// Its surface (`None`: the gateway's).
     pub surface: Option<Surface>,
 }
@@ -47,7 +47,7 @@ impl View {
     }
 
     /// Seeing only the tools `filter` permits.
-    pub fn tools(mut self, filter: ToolFilter) -> Self {
+    pub fn tools(mut self, filter: GlobFilter) -> Self {
         self.tools = filter;
         self
     }
@@ -67,7 +67,7 @@ impl View {
 
     /// Whether it sees the tool exposed as `exposed`, of the upstream `key`.
     pub fn sees_tool(&self, key: &str, exposed: &str) -> bool {
-        self.sees_upstream(key) && self.tools.permits(exposed)
+        self.sees_upstream(key) && self.tools.permits_name(exposed)
     }
 }
 
@@ -253,7 +253,7 @@ mod tests {
 
     #[test]
     fn tools_are_seen_by_exposed_name_within_the_upstreams() {
-        let v = View::new("v").upstreams(["fs"]).tools(ToolFilter {
+        let v = View::new("v").upstreams(["fs"]).tools(GlobFilter {
             allow: Some(vec!["fs__read_*".into()]),
             deny: vec!["fs__read_secret".into()],
         });

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use mcp_client::{Client, ClientError, ClientHandler, ClientOptions, EraChoice, NoHandler};
-use mcp_proxy::policy::{AskHost, Confirm, Confirmation, Surface, ToolFilter, Verdict};
+use mcp_proxy::policy::{AskHost, Confirm, Confirmation, GlobFilter, Surface, ToolFilter, Verdict};
 use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig};
 use mcp_server::{Outcome, RequestContext, ServerHandler};
 use mcp_types::protocol::*;
@@ -44,7 +44,7 @@ impl ServerHandler for Shop {
     }
 }
 
-fn shop(trusted: bool, tools: ToolFilter) -> UpstreamConfig {
+fn shop(trusted: bool, tools: impl ToolFilter) -> UpstreamConfig {
     in_process("shop", Shop).trusted(trusted).tools(tools)
 }
 
@@ -57,7 +57,7 @@ async fn call(client: &Client, name: &str, args: Value) -> Result<CallToolResult
 
 #[tokio::test]
 async fn a_denied_tool_is_absent_and_its_call_refused_saying_so() {
-    let filter = ToolFilter {
+    let filter = GlobFilter {
         allow: None,
         deny: vec!["sec*".into()],
     };
@@ -96,6 +96,52 @@ async fn a_denied_tool_is_absent_and_its_call_refused_saying_so() {
     agg.shutdown().await;
 }
 
+/// A filter of the embedder's own: only tools the upstream says are read-only.
+#[derive(Debug)]
+struct ReadOnlyOnly;
+
+impl ToolFilter for ReadOnlyOnly {
+    fn permits(&self, tool: &Tool) -> bool {
+        tool.is_read_only()
+    }
+}
+
+#[tokio::test]
+async fn a_custom_filter_decides_on_the_upstreams_own_definition() {
+    // Hosts are shown none of its hints, yet the filter reads them: it is given the tool
+    // as the upstream listed it.
+    let shop = shop(false, ReadOnlyOnly).withhold_hints(true);
+    let agg = Aggregator::start(vec![shop], Default::default())
+        .await
+        .expect("start");
+    for era in [EraChoice::Legacy(Revision::V2025_06_18), EraChoice::Modern] {
+        let options = ClientOptions::default().era(era);
+        let client = host(&agg, NoHandler, options).await;
+        let listed = client.list_tools().await.expect("list");
+        let names: Vec<&str> = listed.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["shop__reader", "shop__secret"], "{era:?}");
+        assert!(
+            listed.iter().all(|t| !t.is_read_only()),
+            "{era:?}: hints shown"
+        );
+        match call(&client, "shop__plain", json!({})).await {
+            Err(ClientError::Server(e)) => {
+                assert_eq!(e.code, -32602);
+                assert!(
+                    e.message.contains("not allowed by this gateway's policy"),
+                    "{era:?}: {}",
+                    e.message
+                );
+            }
+            other => panic!("{era:?}: expected a refusal, got {other:?}"),
+        }
+        let r = call(&client, "shop__reader", json!({})).await;
+        assert_eq!(text(&r.expect("allowed")), "ran reader", "{era:?}");
+        client.close().await;
+    }
+    agg.shutdown().await;
+}
+
 /// Records what it was asked about; refuses `plain` when told to.
 struct Recorder(Arc<Mutex<Vec<String>>>, bool);
 
@@ -116,7 +162,7 @@ impl Confirm for Recorder {
 async fn gated(trusted: bool, refuse: bool) -> (Aggregator, Arc<Mutex<Vec<String>>>) {
     let asked = Arc::new(Mutex::new(Vec::new()));
     let options = AggregatorOptions::default().confirm(Arc::new(Recorder(asked.clone(), refuse)));
-    let agg = Aggregator::start(vec![shop(trusted, ToolFilter::default())], options)
+    let agg = Aggregator::start(vec![shop(trusted, GlobFilter::default())], options)
         .await
         .expect("start");
     (agg, asked)
@@ -199,7 +245,7 @@ impl ClientHandler for User {
 #[tokio::test]
 async fn confirm_destructive_asks_the_hosts_user_in_either_era() {
     let options = AggregatorOptions::default().confirm(Arc::new(AskHost));
-    let agg = Aggregator::start(vec![shop(true, ToolFilter::default())], options)
+    let agg = Aggregator::start(vec![shop(true, GlobFilter::default())], options)
         .await
         .expect("start");
     for era in [EraChoice::Modern, EraChoice::Legacy(Revision::V2025_06_18)] {
@@ -237,7 +283,7 @@ async fn confirm_destructive_asks_the_hosts_user_in_either_era() {
 #[tokio::test]
 async fn the_dispatcher_surface_lists_three_tools_and_reaches_every_upstream_tool() {
     let options = AggregatorOptions::default().surface(Surface::Dispatcher);
-    let filter = ToolFilter {
+    let filter = GlobFilter {
         allow: None,
         deny: vec!["secret".into()],
     };

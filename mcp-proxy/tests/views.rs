@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use mcp_client::http::HttpConfig;
 use mcp_client::{connect_http, Client, ClientOptions, EraChoice, NoHandler};
-use mcp_proxy::policy::ToolFilter;
+use mcp_proxy::policy::GlobFilter;
 use mcp_proxy::views::{Audience, View, ViewRules};
 use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport};
 use mcp_server::auth::{ApiKey, ApiKeys, Authorization, Principal, ProtectedResource};
@@ -65,7 +65,7 @@ fn views() -> ViewRules {
     ViewRules::new()
         .rule(
             credential("alice"),
-            View::new("alice").upstreams(["shop"]).tools(ToolFilter {
+            View::new("alice").upstreams(["shop"]).tools(GlobFilter {
                 allow: None,
                 deny: vec!["shop__secret".into()],
             }),

@@ -97,8 +97,8 @@ pub(super) struct Member {
     pub(super) key: String,
     /// The namespace of its names.
     pub(super) namespace: String,
-    /// Which of its tools are exposed.
-    pub(super) tools: ToolFilter,
+    /// Which of its tools are exposed ([`crate::UpstreamConfig::tools`]).
+    pub(super) tools: Arc<dyn ToolFilter>,
     /// What hosts see of its tools, by real name.
     pub(super) overrides: Arc<BTreeMap<String, ToolOverride>>,
     /// Whether its annotations are trusted.
@@ -384,7 +384,7 @@ impl Catalog {
         for (i, (tools, hidden)) in listings.into_iter_ids() {
             let u = &self.members[i];
             for t in tools {
-                if !u.tools.permits(&t.name) || hidden.contains(&t.name) {
+                if !u.tools.permits(&t) || hidden.contains(&t.name) {
                     continue;
                 }
                 let exposed = naming.expose(&u.namespace, u.shown_name(&t));
@@ -474,8 +474,7 @@ impl Catalog {
             l.tools
                 .iter()
                 .any(|t| {
-                    !u.tools.permits(&t.name)
-                        && naming.expose(&u.namespace, u.shown_name(t)) == name
+                    !u.tools.permits(t) && naming.expose(&u.namespace, u.shown_name(t)) == name
                 })
                 .then(|| u.key.clone())
         });

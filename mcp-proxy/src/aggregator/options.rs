@@ -8,7 +8,7 @@ use mcp_client::http::HttpConfig;
 use mcp_client::StdioCommand;
 
 use crate::naming::{Namespacing, Prefixed};
-use crate::policy::{Confirm, Surface, ToolFilter};
+use crate::policy::{Confirm, GlobFilter, Surface, ToolFilter};
 use crate::sessions::SessionMode;
 
 /// How to reach an upstream.
@@ -73,8 +73,10 @@ pub struct UpstreamConfig {
     pub transport: UpstreamTransport,
     /// Pins the revision to speak with it; default: detect its era and negotiate.
     pub revision: Option<mcp_types::Revision>,
-    /// Which of its tools are exposed (default: all).
-    pub tools: ToolFilter,
+    /// Which of its tools are exposed and may be called (default: a [`GlobFilter`] that
+    /// permits all; the configuration file's `allowTools`/`denyTools` make one that does
+    /// not). Set it with [`UpstreamConfig::tools`], or assign a filter already shared.
+    pub tools: Arc<dyn ToolFilter>,
     /// How hosts share it, if it speaks a legacy revision (default: a session per host).
     pub session: SessionMode,
     /// Longest it may take to answer one call; default: [`AggregatorOptions::call_timeout`].
@@ -111,7 +113,7 @@ impl UpstreamConfig {
             withhold_hints: false,
             transport,
             revision: None,
-            tools: ToolFilter::default(),
+            tools: Arc::new(GlobFilter::default()),
             session: SessionMode::default(),
             call_timeout: None,
             max_message_bytes: None,
@@ -248,6 +250,14 @@ impl UpstreamConfig {
         self
     }
 
+    /// Exposes only the tools `filter` permits ([`UpstreamConfig::tools`]): a
+    /// [`GlobFilter`], or a [`ToolFilter`] of the embedder's own.
+    #[must_use]
+    pub fn tools(mut self, filter: impl ToolFilter) -> Self {
+        self.tools = Arc::new(filter);
+        self
+    }
+
     /// Sets [`UpstreamConfig::overrides`], by the tool's real name (a map, or one already
     /// shared in an `Arc`).
     #[must_use]
@@ -268,8 +278,6 @@ mcp_types::setters! {
         withhold_hints: bool;
         /// Sets [`UpstreamConfig::transport`].
         transport: UpstreamTransport;
-        /// Sets [`UpstreamConfig::tools`], which of its tools are exposed.
-        tools: ToolFilter;
         /// Sets [`UpstreamConfig::session`].
         session: SessionMode;
         /// Sets [`UpstreamConfig::required`].

@@ -1,7 +1,7 @@
 //! The gateway configuration: the `mcpServers` JSON that Claude Desktop and Cursor users
 //! already have, plus per-server `namespace`, `trusted`, `protocolVersion` (pin the
 //! revision spoken with that server; default: detect) and `allowTools`/`denyTools`
-//! (name patterns, `*` for any run; see [`ToolFilter`]), `session` (`"pooled"`, the
+//! (name patterns, `*` for any run; see [`GlobFilter`]), `session` (`"pooled"`, the
 //! default, `"per-host"` or `"shared"`; see [`SessionMode`]) with `maxPooledSessions`,
 //! `maxHostSessions` and `hostSessionIdleSeconds`, `callTimeoutSeconds` (longest one call may take; default:
 //! the gateway's), `maxMessageBytes` (longest stdio message each way; default 16 MiB) and
@@ -46,7 +46,7 @@ use fields::{Fields, Problem};
 pub use file::schema;
 
 use crate::naming::Prefixed;
-use crate::policy::{AskHost, Surface, ToolFilter};
+use crate::policy::{AskHost, GlobFilter, Surface};
 use crate::sessions::{PerHostLimits, PoolLimits, SessionMode};
 use crate::{AggregatorOptions, UpstreamConfig, UpstreamTransport};
 
@@ -220,10 +220,10 @@ fn server(key: &str, s: &Value) -> Result<Option<UpstreamConfig>, Problem> {
         withhold_hints: f.flag("withholdHints")?,
         transport,
         revision,
-        tools: ToolFilter {
+        tools: Arc::new(GlobFilter {
             allow,
             deny: f.patterns("denyTools")?,
-        },
+        }),
         session: session_mode(obj).map_err(|(field, problem)| f.problem(field, problem))?,
         call_timeout: f
             .positive("callTimeoutSeconds")?
@@ -385,6 +385,11 @@ mod tests {
         super::parse(text, source_name).map(|g| (g.upstreams, g.options))
     }
 
+    /// The filter an upstream was given, written out: a trait object compares by that.
+    fn filter_of(u: &UpstreamConfig) -> String {
+        format!("{:?}", u.tools)
+    }
+
     #[test]
     fn the_desktop_format_with_our_additions() {
         let (ups, _) = parse(
@@ -399,7 +404,7 @@ mod tests {
             matches!(&ups[0].transport, UpstreamTransport::Stdio(c) if c.command == "npx" && c.env["A"] == "1")
         );
         assert!(ups[1].trusted && ups[1].namespace.as_deref() == Some("w"));
-        assert_eq!(ups[0].tools, ToolFilter::default());
+        assert_eq!(filter_of(&ups[0]), format!("{:?}", GlobFilter::default()));
     }
 
     #[test]
@@ -436,13 +441,11 @@ mod tests {
             "c.json",
         )
         .expect("valid");
-        assert_eq!(
-            ups[0].tools,
-            ToolFilter {
-                allow: Some(vec!["read_*".into()]),
-                deny: vec!["read_secret".into()]
-            }
-        );
+        let globs = GlobFilter {
+            allow: Some(vec!["read_*".into()]),
+            deny: vec!["read_secret".into()],
+        };
+        assert_eq!(filter_of(&ups[0]), format!("{globs:?}"));
         assert!(options.confirm.is_some());
         assert_eq!(options.surface, Surface::Dispatcher);
         let e = parse(

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::policy::ToolFilter;
+use crate::policy::GlobFilter;
 use crate::views::{Audience, View, ViewRules};
 
 use super::{keys, known_keys, surface, Fields, Problem};
@@ -46,7 +46,7 @@ pub(super) fn views(v: &Value, upstream_keys: &[&str]) -> Result<Arc<ViewRules>,
             None | Some(Value::Null) => None,
             Some(_) => Some(f.patterns("allowTools")?),
         };
-        view = view.tools(ToolFilter {
+        view = view.tools(GlobFilter {
             allow,
             deny: f.patterns("denyTools")?,
         });
