@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use mcp_revisions::{features, Translator};
+use mcp_revisions::{features, DowngradePolicy, Translator};
 use mcp_types::protocol::*;
 use mcp_types::rpc::Peer;
 use mcp_types::Revision;
@@ -18,6 +18,9 @@ pub(crate) struct Notifier {
     pub(crate) peer: Peer,
     pub(crate) revision: Revision,
     pub(crate) changes: tokio::sync::broadcast::Sender<crate::change::Change>,
+    /// [`crate::ServerOptions::downgrade_policy`] (`None`, the default, costs a request's
+    /// context nothing to carry).
+    pub(crate) policy: Option<Arc<dyn DowngradePolicy>>,
 }
 
 impl Notifier {
@@ -39,7 +42,11 @@ impl Notifier {
         method_name: &str,
         params: Value,
     ) -> Result<Box<RawValue>, crate::NotifyError> {
-        let p = Translator::canonical_to(self.revision)
+        let t = crate::with_policy(
+            Translator::canonical_to(self.revision),
+            self.policy.as_ref(),
+        );
+        let p = t
             .params(method_name, params)
             .map_err(|e| crate::NotifyError::NotInRevision {
                 method: method_name.to_owned(),

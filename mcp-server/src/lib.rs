@@ -31,6 +31,7 @@ pub use call::{Call, CallAnswer, CallRequest};
 pub use context::RequestContext;
 pub use handler::{method_not_found, ListKind, Outcome, RawResult, ServerHandler};
 pub use host::{HostSession, HostSessionId};
+use mcp_revisions::{DowngradePolicy, Translator};
 use mcp_types::protocol::{CacheScope, Implementation};
 use mcp_types::rpc::Peer;
 pub use mcp_types::schema as validation;
@@ -53,7 +54,7 @@ pub use trace::TraceContext;
 ///     .list_ttl_ms(60_000);
 /// assert_eq!(o.list_ttl_ms, 60_000);
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct ServerOptions {
     /// `serverInfo`.
@@ -83,6 +84,32 @@ pub struct ServerOptions {
     /// transport given to [`Server::serve`]): what a handler's
     /// [`RequestContext::principal`] says for them (default none).
     pub local_principal: Option<auth::Principal>,
+    /// How meaning is kept where a message goes to a client of an older revision than it
+    /// is written in; `None` (the default): the spec's ([`mcp_revisions::SpecPolicy`]).
+    /// The session uses it wherever it translates toward the client's revision: results
+    /// (a relay's too), notifications, the requests that ask a legacy client for input,
+    /// and an error code the client's revision does not have. A policy that leaves
+    /// [`DowngradePolicy::adjusts_objects`] false costs an answer nothing where there is
+    /// nothing to convert.
+    pub downgrade_policy: Option<Arc<dyn DowngradePolicy>>,
+}
+
+impl std::fmt::Debug for ServerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerOptions")
+            .field("info", &self.info)
+            .field("instructions", &self.instructions)
+            .field("supported", &self.supported)
+            .field("list_ttl_ms", &self.list_ttl_ms)
+            .field("list_cache_scope", &self.list_cache_scope)
+            .field("client_request_timeout", &self.client_request_timeout)
+            .field("max_input_rounds", &self.max_input_rounds)
+            .field("max_batch_messages", &self.max_batch_messages)
+            .field("max_in_flight_requests", &self.max_in_flight_requests)
+            .field("local_principal", &self.local_principal)
+            .field("downgrade_policy", &self.downgrade_policy.is_some())
+            .finish()
+    }
 }
 
 impl Default for ServerOptions {
@@ -102,6 +129,7 @@ impl Default for ServerOptions {
             max_batch_messages: mcp_types::rpc::DEFAULT_MAX_BATCH_MESSAGES,
             max_in_flight_requests: mcp_types::rpc::DEFAULT_MAX_IN_FLIGHT,
             local_principal: None,
+            downgrade_policy: None,
         }
     }
 }
@@ -120,6 +148,25 @@ impl ServerOptions {
     pub fn local_principal(mut self, principal: auth::Principal) -> Self {
         self.local_principal = Some(principal);
         self
+    }
+
+    /// Sets [`ServerOptions::downgrade_policy`]: `policy` keeps meaning where a message
+    /// goes to a client of an older revision, instead of the spec's.
+    #[must_use]
+    pub fn downgrade_policy(mut self, policy: Arc<dyn DowngradePolicy>) -> Self {
+        self.downgrade_policy = Some(policy);
+        self
+    }
+}
+
+/// `t` with `policy` when there is one; as it is (the spec's policy) otherwise.
+pub(crate) fn with_policy<'p>(
+    t: Translator<'static>,
+    policy: Option<&'p Arc<dyn DowngradePolicy>>,
+) -> Translator<'p> {
+    match policy {
+        Some(p) => t.with_policy(&**p),
+        None => t,
     }
 }
 

@@ -225,9 +225,14 @@ impl Session {
             Ok(raw) => response(id, raw),
             Err(mut e) => {
                 tracing::info!(method = %m, code = e.code, "request failed: {}", e.message);
-                // A code the client's revision forbids (-32002 in 2026) goes as its replacement.
+                // A code the client's revision forbids (-32002 in 2026) goes as its replacement:
+                // the spec's, or the policy's choice. The error was written in the union
+                // model, so it comes from the newest revision, as a canonical translation's.
                 if let Some(code) = mcp_revisions::errors::replacement(e.code, revision) {
-                    e.code = code;
+                    e.code = match &self.shared.options.downgrade_policy {
+                        Some(p) => p.error_code(e.code, Revision::LATEST, revision),
+                        None => code,
+                    };
                 }
                 error_response(id, e)
             }

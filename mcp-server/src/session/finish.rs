@@ -19,15 +19,17 @@ use mcp_types::Revision;
 impl Session {
     /// Translates a result to the revision it goes to, with what this hop adds.
     pub(super) fn finish(&self, m: &str, revision: Revision, result: RawResult) -> Answer {
+        let policy = self.shared.options.downgrade_policy.as_ref();
         match result.revision {
             None => {
                 let body = self.hop_members(m, revision, result.body, false)?;
-                translated(&Translator::canonical_to(revision), m, body)
-                    .inspect_err(|_| self.shared.stats.refused())
+                let t = crate::with_policy(Translator::canonical_to(revision), policy);
+                translated(&t, m, body).inspect_err(|_| self.shared.stats.refused())
             }
             Some(from) => {
-                let body = translated(&Translator::new(from, revision), m, result.body)
-                    .inspect_err(|_| self.shared.stats.refused())?;
+                let t = crate::with_policy(Translator::new(from, revision), policy);
+                let body =
+                    translated(&t, m, result.body).inspect_err(|_| self.shared.stats.refused())?;
                 self.hop_members(m, revision, body, true)
             }
         }

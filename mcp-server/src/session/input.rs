@@ -133,6 +133,7 @@ impl Session {
             peer: peer.clone(),
             revision,
             changes: self.shared.changes.clone(),
+            policy: self.shared.options.downgrade_policy.clone(),
         };
         // Ends with the session, not only at the next change it fails to send: a session
         // that ends while nothing changes would otherwise leave this task (and the
@@ -243,7 +244,8 @@ impl Session {
                     m.insert(meta::RELATED_TASK.into(), json!({"taskId": task}));
                 }
             }
-            let params = Translator::canonical_to(ctx.revision)
+            let policy = self.shared.options.downgrade_policy.as_ref();
+            let params = crate::with_policy(Translator::canonical_to(ctx.revision), policy)
                 .params(&r.method, params)
                 .map_err(|e| {
                     self.shared.stats.refused();

@@ -287,6 +287,7 @@ impl Session {
                 peer: peer.clone(),
                 revision,
                 changes: self.shared.changes.clone(),
+                policy: self.shared.options.downgrade_policy.clone(),
             },
             cancelled,
             listen: None,
