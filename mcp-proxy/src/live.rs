@@ -75,8 +75,10 @@ impl Live {
     }
 
     /// A server in front of it, announcing list changes to its hosts, the aggregator in
-    /// force's and a reload's alike.
+    /// force's and a reload's alike. Options without a downgrade policy of their own get
+    /// the aggregator in force's ([`AggregatorOptions::downgrade_policy`]).
     pub fn server(&self, options: mcp_server::ServerOptions) -> Server {
+        let options = self.current().server_options(options);
         let server = Server::with_options(self.clone(), options);
         {
             let mut s = self.state.write();

@@ -224,7 +224,7 @@ impl Aggregator {
                 p.insert("task", raw::encode(&task));
             }
         }
-        Translator::new(ctx.revision(), up)
+        self.translator(Translator::new(ctx.revision(), up))
             .without_request_meta()
             .params_in_place(method::TOOLS_CALL, &mut p)?;
         self.hop_meta(ctx, client, up, &mut p, extension);

@@ -97,7 +97,8 @@ impl Aggregator {
                 p.insert("requestState".into(), json!(state));
             }
         }
-        let translated = Translator::canonical_to(revision).params(method_name, params)?;
+        let translator = self.translator(Translator::canonical_to(revision));
+        let translated = translator.params(method_name, params)?;
         serde_json::value::to_raw_value(&translated).map_err(|e| ClientError::InvalidResult {
             method: method_name.into(),
             reason: e.to_string(),

@@ -297,11 +297,39 @@ impl Aggregator {
 
     /// A server in front of this aggregator, with `options`, already announcing list
     /// changes to its hosts ([`Aggregator::announce_through`]): what an embedder serves
-    /// over stdio, [`mcp_server::http::StreamableHttp`] or in process.
+    /// over stdio, [`mcp_server::http::StreamableHttp`] or in process. Options without a
+    /// downgrade policy of their own get the aggregator's
+    /// ([`AggregatorOptions::downgrade_policy`]).
     pub fn server(&self, options: mcp_server::ServerOptions) -> mcp_server::Server {
+        let options = self.server_options(options);
         let server = mcp_server::Server::with_options(self.clone(), options);
         self.announce_through(server.clone());
         server
+    }
+
+    /// `t` with [`AggregatorOptions::downgrade_policy`] when one is set; as it is (the
+    /// spec's policy, the translator's shortcut untouched) otherwise.
+    pub(super) fn translator(
+        &self,
+        t: mcp_revisions::Translator<'static>,
+    ) -> mcp_revisions::Translator<'_> {
+        match &self.inner.options.downgrade_policy {
+            Some(p) => t.with_policy(&**p),
+            None => t,
+        }
+    }
+
+    /// `options` with [`AggregatorOptions::downgrade_policy`] where they have no policy of
+    /// their own: what upstreams answer reaches hosts by the policy the gateway's own
+    /// translations use, unless the embedder gave the server another.
+    pub(crate) fn server_options(
+        &self,
+        mut options: mcp_server::ServerOptions,
+    ) -> mcp_server::ServerOptions {
+        if options.downgrade_policy.is_none() {
+            options.downgrade_policy = self.inner.options.downgrade_policy.clone();
+        }
+        options
     }
 
     /// Announces every merged list change through `server`, to the hosts that may hear of

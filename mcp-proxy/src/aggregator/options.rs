@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use mcp_client::http::HttpConfig;
 use mcp_client::StdioCommand;
+use mcp_revisions::DowngradePolicy;
 
 use crate::naming::{Namespacing, Prefixed};
 use crate::policy::{Confirm, GlobFilter, Surface, ToolFilter};
@@ -173,6 +174,16 @@ pub struct AggregatorOptions {
     /// The approved tool definitions and what to do with the others ([`crate::pins`]);
     /// `None`: no pinning.
     pub pins: Option<Arc<crate::pins::Pins>>,
+    /// How meaning is kept where a message goes to an older revision than it is written
+    /// in; `None` (the default): the spec's ([`mcp_revisions::SpecPolicy`]). The aggregator
+    /// uses it where it translates itself (a host's call and the requests it relays, toward
+    /// the upstream's revision), and [`crate::Aggregator::server`] and
+    /// [`crate::live::Live::server`] give it to the server they make when the server's
+    /// options have no [`mcp_server::ServerOptions::downgrade_policy`] of their own, so
+    /// that what upstreams answer reaches older hosts by it too; a policy the server's
+    /// options set wins there. The server's is taken when it is made: a reload's new
+    /// options change the aggregator's own translations, not the server's.
+    pub downgrade_policy: Option<Arc<dyn DowngradePolicy>>,
 }
 
 impl std::fmt::Debug for AggregatorOptions {
@@ -189,6 +200,7 @@ impl std::fmt::Debug for AggregatorOptions {
             .field("max_subscriptions", &self.max_subscriptions)
             .field("views", &self.views.is_some())
             .field("pins", &self.pins.as_ref().map(|p| p.len()))
+            .field("downgrade_policy", &self.downgrade_policy.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -208,6 +220,7 @@ impl Default for AggregatorOptions {
             max_subscriptions: 256,
             views: None,
             pins: None,
+            downgrade_policy: None,
         }
     }
 }
@@ -307,6 +320,14 @@ impl AggregatorOptions {
     #[must_use]
     pub fn pins(mut self, pins: impl Into<Arc<crate::pins::Pins>>) -> Self {
         self.pins = Some(pins.into());
+        self
+    }
+
+    /// Sets [`AggregatorOptions::downgrade_policy`]: `policy` keeps meaning where the
+    /// gateway translates toward an older revision, instead of the spec's.
+    #[must_use]
+    pub fn downgrade_policy(mut self, policy: Arc<dyn DowngradePolicy>) -> Self {
+        self.downgrade_policy = Some(policy);
         self
     }
 }
