@@ -5,7 +5,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Response, StatusCode};
@@ -17,6 +17,8 @@ use mcp_types::{codes, meta, Frame, Message, RequestId};
 use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
+// Tokio's clock, which tests can pause and advance, is std's outside them.
+use tokio::time::Instant;
 
 use super::reply::{
     empty, frame_body, json, keep_alive, respond, rpc_error, sse, HttpBody, KEEP_ALIVE,
