@@ -24,19 +24,44 @@ use super::reply::{
     empty, frame_body, json, keep_alive, respond, rpc_error, sse, HttpBody, KEEP_ALIVE,
 };
 use super::routing::{Decision, Mode, ReplayLimits, Router, RouterEntries};
-use super::HttpOptions;
+use super::{HttpOptions, SessionActivity};
 use crate::auth::Principal;
 use crate::Server;
 
 /// Whether a session is in use: POSTs waiting for their answers and SSE bodies open,
 /// and when the last of them ended.
-struct Activity {
-    /// Uses now, and [`GONE`] once the table took the session out while idle.
+pub(super) struct Activity {
+    /// Uses now, and [`GONE`] once the session was claimed while idle.
     busy: AtomicUsize,
     since: Mutex<Instant>,
 }
 
-/// Set in [`Activity::busy`] when the session is taken out idle (expired, evicted): a use
+impl Activity {
+    /// A session's activity as it is made: idle from now.
+    pub(super) fn new() -> Arc<Activity> {
+        Arc::new(Activity {
+            busy: AtomicUsize::new(0),
+            since: Mutex::new(Instant::now()),
+        })
+    }
+}
+
+impl SessionActivity for Activity {
+    fn idle_for(&self) -> Option<Duration> {
+        if self.busy.load(Ordering::SeqCst) > 0 {
+            return None;
+        }
+        Some(self.since.lock().elapsed())
+    }
+
+    fn claim_idle(&self) -> bool {
+        self.busy
+            .compare_exchange(0, GONE, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }
+}
+
+/// Set in [`Activity::busy`] when the session is claimed idle (expired, evicted): a use
 /// that begins after that finds the session gone, as a later lookup would.
 const GONE: usize = 1 << (usize::BITS - 1);
 
@@ -44,12 +69,12 @@ const GONE: usize = 1 << (usize::BITS - 1);
 /// body): the session is not idle while one is held.
 pub(super) struct Busy {
     activity: Arc<Activity>,
-    /// The session was taken out before this use began.
+    /// The session was claimed before this use began.
     gone: bool,
 }
 
 impl Busy {
-    fn new(activity: &Arc<Activity>) -> Busy {
+    pub(super) fn new(activity: &Arc<Activity>) -> Busy {
         let before = activity.busy.fetch_add(1, Ordering::SeqCst);
         Busy {
             activity: activity.clone(),
@@ -96,10 +121,7 @@ impl LegacySession {
             router,
             keep_alive: o.keep_alive,
             max_in_flight: o.max_in_flight_per_session,
-            activity: Arc::new(Activity {
-                busy: AtomicUsize::new(0),
-                since: Mutex::new(Instant::now()),
-            }),
+            activity: Activity::new(),
         }
     }
 
@@ -120,22 +142,20 @@ impl LegacySession {
         }
     }
 
-    /// How long the session has been idle: nothing running, nothing open (`None` while
-    /// something is, or once it was taken out).
-    pub(super) fn idle_for(&self) -> Option<Duration> {
-        if self.activity.busy.load(Ordering::SeqCst) > 0 {
-            return None;
-        }
-        Some(self.activity.since.lock().elapsed())
+    /// How it is used, for its [`super::SessionManager`].
+    pub(super) fn activity(&self) -> Arc<dyn SessionActivity> {
+        self.activity.clone()
     }
 
-    /// Marks the session gone if it is idle now, so that no use can begin on it while
-    /// the table takes it out; whether it was.
-    pub(super) fn take_if_idle(&self) -> bool {
-        self.activity
-            .busy
-            .compare_exchange(0, GONE, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
+    /// Whether it was claimed (expired, evicted): no use begins on it any more.
+    pub(super) fn is_claimed(&self) -> bool {
+        self.activity.busy.load(Ordering::SeqCst) & GONE != 0
+    }
+
+    /// Whether it has been idle for `timeout` or longer and is claimed now (see
+    /// [`SessionActivity::claim_idle`]): then it is to be ended.
+    pub(super) fn claim_expired(&self, timeout: Duration) -> bool {
+        self.activity.idle_for().is_some_and(|d| d >= timeout) && self.activity.claim_idle()
     }
 
     /// What its router holds now.

@@ -30,6 +30,11 @@
 //! each session's requests in flight and its replay log; and, in [`serve`], connections
 //! in number, in the time their headers take and in idle time. A POST's stream and its
 //! routing entries go once its last answer is given.
+//!
+//! Which legacy sessions exist, and the bounds and policy that admit, evict and expire
+//! them, are a [`SessionManager`]'s: a [`SessionTable`] in memory by default, or the one
+//! [`HttpOptions::session_manager`] names; the endpoint holds the live session beside
+//! each record.
 
 mod admin;
 mod checks;
@@ -47,6 +52,8 @@ mod options;
 mod reply;
 mod room;
 mod routing;
+mod session_manager;
+mod session_table;
 mod sessions;
 
 use std::collections::hash_map::RandomState;
@@ -74,11 +81,16 @@ pub use conn::{serve, serve_with_shutdown};
 pub use health::{Health, Readiness, LIVE_PATH, READY_PATH};
 use legacy::LegacySession;
 pub use metrics::{Metrics, MetricsSource, METRICS_PATH};
-pub use options::{HealthCheck, HttpOptions};
+pub use options::{HealthCheck, HttpOptions, SessionManagerHandle};
 pub use reply::HttpBody;
 use reply::{empty, respond, rpc_error};
 #[doc(hidden)]
 pub use routing::RouterEntries;
+pub use session_manager::{
+    Admitted, Eviction, EvictionReason, SessionActivity, SessionClient, SessionManager,
+    SessionRecord, SessionRefused, SessionStoreError,
+};
+pub use session_table::SessionTable;
 use sessions::Sessions;
 
 /// A Streamable HTTP endpoint around a [`Server`]. Cheap to clone.
@@ -128,11 +140,16 @@ fn origin_check(o: &HttpOptions, parts: &http::request::Parts, log: bool) -> Opt
 }
 
 impl StreamableHttp {
-    /// An endpoint serving `server` with `options`.
+    /// An endpoint serving `server` with `options`; its legacy sessions are kept by
+    /// [`HttpOptions::session_manager`], else by a [`SessionTable`] of its own.
     pub fn new(server: Server, options: HttpOptions) -> Self {
+        let manager = match &options.session_manager {
+            Some(m) => m.0.clone(),
+            None => Arc::new(SessionTable::new(&options)),
+        };
         StreamableHttp {
             inner: Arc::new(Inner {
-                sessions: Sessions::new(sessions::Limits::of(&options), server.stats()),
+                sessions: Sessions::new(manager, server.stats()),
                 server,
                 options,
                 ids: RandomState::new(),
@@ -141,9 +158,15 @@ impl StreamableHttp {
         }
     }
 
-    /// Legacy sessions open now.
+    /// Legacy sessions this endpoint serves now (with a manager shared by several
+    /// endpoints, [`SessionManager::count`] counts them all).
     pub fn session_count(&self) -> usize {
         self.inner.sessions.len()
+    }
+
+    /// The manager of its legacy sessions: to count and list them (an admin view).
+    pub fn session_manager(&self) -> &Arc<dyn SessionManager> {
+        self.inner.sessions.manager()
     }
 
     /// Its options.
@@ -317,9 +340,9 @@ impl StreamableHttp {
         h: &HeaderMap,
         principal: Option<Arc<Principal>>,
     ) -> Response<HttpBody> {
-        let session = self.inner.sessions.get(id).await;
-        let Some(session) = session else {
-            return not_found();
+        let session = match self.inner.sessions.get(id).await {
+            Ok(s) => s,
+            Err(r) => return *r,
         };
         if !session.belongs_to(principal.as_deref()) {
             return guard::not_yours();
@@ -369,7 +392,7 @@ impl StreamableHttp {
             .sessions
             .insert(id.clone(), session.clone(), client);
         if let Err(refused) = added.await {
-            return refused.answer(&frame);
+            return sessions::refusal(&refused, &frame);
         }
         let mut r = session.post(frame, accepts_sse(h)).await;
         if let Ok(v) = header::HeaderValue::from_str(&id) {
@@ -407,9 +430,9 @@ impl StreamableHttp {
             ));
         };
         match self.inner.sessions.get(id).await {
-            None => Err(Box::new(not_found())),
-            Some(s) if !s.belongs_to(principal) => Err(Box::new(guard::not_yours())),
-            Some(s) => Ok(s),
+            Err(r) => Err(r),
+            Ok(s) if !s.belongs_to(principal) => Err(Box::new(guard::not_yours())),
+            Ok(s) => Ok(s),
         }
     }
 
@@ -435,7 +458,7 @@ impl StreamableHttp {
             Err(r) => return *r,
         };
         if let Some(id) = header_str(h, &names::SESSION_ID) {
-            self.inner.sessions.remove(id);
+            self.inner.sessions.remove(id).await;
         }
         session.end().await;
         respond(StatusCode::OK, empty(), None)

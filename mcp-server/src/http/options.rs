@@ -127,6 +127,22 @@ pub struct HttpOptions {
     /// pass the checks; never with [`HttpOptions::authorization`] (metrics name what no
     /// single caller's view may include).
     pub metrics: Option<super::MetricsSource>,
+    /// Keeps the records of legacy sessions and their bounds (default: a
+    /// [`super::SessionTable`] of each endpoint's own, made from `max_sessions`,
+    /// `max_sessions_per_client` and `session_idle_timeout`). With one given, those three
+    /// are its business: the endpoint reads the idle timeout from it. Every endpoint made
+    /// from these options (they share it when cloned) uses the same manager.
+    pub session_manager: Option<SessionManagerHandle>,
+}
+
+/// The [`super::SessionManager`] an endpoint keeps its legacy sessions with.
+#[derive(Clone)]
+pub struct SessionManagerHandle(pub std::sync::Arc<dyn super::SessionManager>);
+
+impl std::fmt::Debug for SessionManagerHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionManagerHandle(..)")
+    }
 }
 
 /// The [`super::Health`] an endpoint answers probes with.
@@ -167,6 +183,7 @@ impl Default for HttpOptions {
             authorization: None,
             health: None,
             metrics: None,
+            session_manager: None,
         }
     }
 }
@@ -190,6 +207,13 @@ impl HttpOptions {
     #[must_use]
     pub fn metrics(mut self, metrics: std::sync::Arc<dyn super::Metrics>) -> Self {
         self.metrics = Some(super::MetricsSource(metrics));
+        self
+    }
+
+    /// Keeps legacy sessions with `manager` (see [`HttpOptions::session_manager`]).
+    #[must_use]
+    pub fn session_manager(mut self, manager: std::sync::Arc<dyn super::SessionManager>) -> Self {
+        self.session_manager = Some(SessionManagerHandle(manager));
         self
     }
 
