@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use mcp_client::{CallOptions, Client, ClientError, ClientHandler, EraChoice, NoHandler};
 use mcp_proxy::pins::{PinAction, Pins};
-use mcp_proxy::policy::{AskHost, Confirm, Confirmation, ToolFilter, Verdict};
+use mcp_proxy::policy::{AskHost, Confirm, Confirmation, GlobFilter, Verdict};
 use mcp_proxy::views::{Audience, View, ViewRules};
 use mcp_proxy::{Aggregator, AggregatorOptions};
 use mcp_server::{Outcome, RequestContext, ServerHandler};
@@ -73,11 +73,11 @@ impl Confirm for Refuse {
 /// A gateway over `Shop` (trusted hints: `reader` needs no confirmation) with the filter
 /// and view of every case, `hook`, and every unpinned tool asking the user when `ask_pins`.
 async fn gateway(hook: Hook, ask_pins: bool) -> Aggregator {
-    let filter = ToolFilter {
+    let filter = GlobFilter {
         allow: None,
         deny: vec!["secret".into()],
     };
-    let view = View::new("everyone").tools(ToolFilter {
+    let view = View::new("everyone").tools(GlobFilter {
         allow: None,
         deny: vec!["shop__hidden".into()],
     });
