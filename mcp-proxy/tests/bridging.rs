@@ -161,3 +161,56 @@ async fn request_state_is_single_use_expires_and_cannot_be_invented() {
     client.close().await;
     agg.shutdown().await;
 }
+
+/// A call parked for a 2026 host's answers resumes after a reload: the aggregator the
+/// reload makes takes the parked calls over, so the host's retry, with the gateway's
+/// `requestState`, reaches the upstream's open request and gets its answer.
+#[tokio::test]
+async fn a_call_parked_for_the_hosts_answers_resumes_after_a_reload() {
+    let agg = Aggregator::start(vec![legacy_echo()], Default::default())
+        .await
+        .expect("start");
+    let live = mcp_proxy::live::Live::new(agg);
+    let server = live.server(Default::default());
+    let (a, b) = mcp_types::transport::memory_pair(16);
+    tokio::spawn(async move { server.serve(b).await });
+    let client = mcp_client::Client::connect(a, NoHandler, options(EraChoice::Modern, true))
+        .await
+        .expect("host connects");
+    let mut opts = CallOptions::default();
+    opts.return_input_required = true;
+    let asked = client
+        .request("tools/call", json!({"name": "echo__greet"}), &opts)
+        .await
+        .expect("a question");
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let state = asked["requestState"].clone();
+    let key = asked["inputRequests"]
+        .as_object()
+        .and_then(|r| r.keys().next().cloned())
+        .expect("one question");
+
+    let reloaded = live
+        .reload(
+            vec![legacy_echo()],
+            Default::default(),
+            |_| true,
+            Duration::from_secs(5),
+        )
+        .await
+        .expect("reload");
+    assert!(reloaded.started.is_empty() && reloaded.closed.is_empty());
+
+    let retry = json!({
+        "name": "echo__greet",
+        "inputResponses": {key: {"action": "accept", "content": {"name": "Ada"}}},
+        "requestState": state,
+    });
+    let answer = client
+        .request("tools/call", retry, &opts)
+        .await
+        .expect("the parked call's answer");
+    assert_eq!(answer["content"][0]["text"], "Hello, Ada!", "{answer}");
+    client.close().await;
+    live.current().shutdown().await;
+}

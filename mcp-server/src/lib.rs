@@ -21,6 +21,7 @@ mod notify;
 mod session;
 mod span;
 mod stats;
+mod switch;
 pub mod tools;
 mod trace;
 
@@ -40,6 +41,7 @@ use mcp_types::Revision;
 pub use notify::{NotifyError, Subscriber, SubscriberId};
 pub use span::{on_request_span, SpanParent};
 pub use stats::{HostCount, ServerStats, SessionCounts};
+pub use switch::Switch;
 pub use tools::{NoArgs, ToolError, ToolRegistry};
 pub use trace::TraceContext;
 

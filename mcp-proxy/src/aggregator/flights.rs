@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::{Aggregator, OWN_KEYS};
-use crate::bridge::{new_state, Flight, Step, STATE_PREFIX};
+use crate::bridge::{Flight, Step, STATE_PREFIX};
 
 impl Aggregator {
     /// Sends a request upstream for the host of `ctx` (or resumes one parked for this host's
@@ -162,8 +162,7 @@ impl Aggregator {
         let flight = self
             .inner
             .parked
-            .lock()
-            .remove(state)
+            .take(state)
             // A task run for a tools/call is resumed by the host's tools/call retry.
             .filter(|f| {
                 f.method == method_name
@@ -230,29 +229,22 @@ impl Aggregator {
 
     /// Keeps a call until the host retries with `requestState`, at most `input_timeout`.
     pub(super) fn park(&self, flight: Flight) -> String {
-        let state = new_state();
-        self.inner.parked.lock().insert(state.clone(), flight);
-        let inner = Arc::downgrade(&self.inner);
-        let key = state.clone();
         let wait = self.inner.options.input_timeout;
-        tokio::spawn(async move {
-            tokio::time::sleep(wait).await;
-            let expired = inner.upgrade().and_then(|i| i.parked.lock().remove(&key));
-            if let Some(f) = expired {
-                tracing::warn!(method = %f.method, "a host never answered an upstream's request; the call is cancelled");
-                let Flight {
-                    call,
-                    cancel,
-                    pending,
-                    ..
-                } = f;
-                // The upstream's questions fail, and the request, driven once more, sends
-                // its cancellation upstream.
-                drop(pending);
-                cancel.notify_one();
+        self.inner.parked.park(flight, wait, |f| {
+            tracing::warn!(method = %f.method, "a host never answered an upstream's request; the call is cancelled");
+            let Flight {
+                call,
+                cancel,
+                pending,
+                ..
+            } = f;
+            // The upstream's questions fail, and the request, driven once more, sends its
+            // cancellation upstream.
+            drop(pending);
+            cancel.notify_one();
+            tokio::spawn(async move {
                 let _ = tokio::time::timeout(Duration::from_secs(5), call).await;
-            }
-        });
-        state
+            });
+        })
     }
 }

@@ -341,20 +341,6 @@ impl ServerHandler for Aggregator {
 }
 
 impl Aggregator {
-    /// A `tools/call` served on a task: the relay path, the host's params going on raw
-    /// (see [`Aggregator::relay_call`]); the dispatcher's own tools, which the gateway
-    /// answers itself, decoded.
-    pub(crate) async fn call_on_task(
-        &self,
-        ctx: &RequestContext,
-        params: &RawObject<'_>,
-    ) -> Result<Outcome<RawResult>, ErrorObject> {
-        match super::gates::tool_name(params) {
-            Ok(n) if self.is_own_tool(ctx, &n) => self.call_own(ctx, params).await,
-            _ => self.relay_call(ctx, params).await,
-        }
-    }
-
     /// One of the dispatcher's own tools, which the gateway answers itself.
     async fn call_own(
         &self,

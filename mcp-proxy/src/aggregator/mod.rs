@@ -44,6 +44,7 @@ mod metered;
 mod options;
 mod own_lists;
 mod pages;
+mod parked;
 mod pinning;
 mod pool;
 mod reload;
@@ -81,10 +82,11 @@ struct Inner {
     catalog: Catalog,
     on_change: Mutex<Option<ChangeListener>>,
     stopped: AtomicBool,
-    /// Upstream calls waiting for a host's answers, by the `requestState` given to it.
-    parked: Mutex<HashMap<String, Flight>>,
-    /// Upstream tasks shown to hosts, by gateway task id.
-    tasks: tasks::TaskTable,
+    /// Upstream calls waiting for a host's answers, by the `requestState` given to it
+    /// (shared with the aggregators a reload makes).
+    parked: Arc<parked::Parked<Flight>>,
+    /// Upstream tasks shown to hosts, by gateway task id (shared likewise).
+    tasks: Arc<tasks::TaskTable>,
     /// Which host subscriber subscribed to which resource on which upstream connection.
     subscriptions: Arc<subscriptions::Subscriptions>,
     /// The listings hosts see of their own upstream sessions.
@@ -93,6 +95,15 @@ struct Inner {
     metrics: Arc<crate::metrics::Metrics>,
     /// This aggregator among those a reload makes (see `Upstream::keeper`).
     generation: u64,
+}
+
+/// What an aggregator holds for hosts across reloads: each one a reload makes takes it
+/// over from the one before.
+struct Held {
+    metrics: Arc<crate::metrics::Metrics>,
+    subscriptions: Arc<subscriptions::Subscriptions>,
+    parked: Arc<parked::Parked<Flight>>,
+    tasks: Arc<tasks::TaskTable>,
 }
 
 /// When each upstream's first start (or listing) is over.
@@ -158,9 +169,13 @@ impl Aggregator {
         configs: Vec<UpstreamConfig>,
         options: AggregatorOptions,
     ) -> Result<Aggregator, StartError> {
-        let subscriptions = Arc::new(subscriptions::Subscriptions::new(options.max_subscriptions));
-        let agg =
-            Aggregator::assemble(configs, options, |_, _| None, Arc::default(), subscriptions)?;
+        let held = Held {
+            metrics: Arc::default(),
+            subscriptions: Arc::new(subscriptions::Subscriptions::new(options.max_subscriptions)),
+            parked: Arc::default(),
+            tasks: Arc::default(),
+        };
+        let agg = Aggregator::assemble(configs, options, |_, _| None, held)?;
         agg.start_upstreams().await?;
         Ok(agg)
     }
@@ -171,8 +186,7 @@ impl Aggregator {
         configs: Vec<UpstreamConfig>,
         options: AggregatorOptions,
         reuse: impl Fn(&UpstreamConfig, &str) -> Option<Arc<Upstream>>,
-        metrics: Arc<crate::metrics::Metrics>,
-        subscriptions: Arc<subscriptions::Subscriptions>,
+        held: Held,
     ) -> Result<Aggregator, StartError> {
         static GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let generation = GENERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -215,11 +229,11 @@ impl Aggregator {
             catalog,
             on_change: Mutex::new(None),
             stopped: AtomicBool::new(false),
-            parked: Mutex::new(HashMap::new()),
-            tasks: tasks::TaskTable::default(),
-            subscriptions,
+            parked: held.parked,
+            tasks: held.tasks,
+            subscriptions: held.subscriptions,
             own_lists: Default::default(),
-            metrics,
+            metrics: held.metrics,
             generation,
         });
         Ok(Aggregator { inner })
@@ -388,6 +402,15 @@ impl Aggregator {
                 )
             })
             .collect()
+    }
+
+    /// The upstream whose configuration key is `key`.
+    pub(super) fn upstream_id(&self, key: &str) -> Option<UpstreamId> {
+        self.inner
+            .upstreams
+            .iter_ids()
+            .find(|(_, u)| &*u.config.key == key)
+            .map(|(i, _)| i)
     }
 
     /// The configuration key of upstream `i`, which names it in errors and logs.

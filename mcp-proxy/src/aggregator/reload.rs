@@ -37,8 +37,12 @@ impl Aggregator {
                 let u = running.get(c.key.as_str())?;
                 (u.namespace == namespace && unchanged(c)).then(|| Arc::clone(u))
             },
-            self.inner.metrics.clone(),
-            self.inner.subscriptions.clone(),
+            super::Held {
+                metrics: self.inner.metrics.clone(),
+                subscriptions: self.inner.subscriptions.clone(),
+                parked: self.inner.parked.clone(),
+                tasks: self.inner.tasks.clone(),
+            },
         )?;
         // What a kept upstream listed stands until it lists again (a failed relist keeps it).
         for (j, u) in next.inner.upstreams.iter_ids() {

@@ -7,22 +7,24 @@ use mcp_server::http::{Health, Metrics, Readiness};
 use serde_json::json;
 
 use crate::live::Live;
+use crate::Aggregator;
+use mcp_server::Switch;
 
 /// The gateway once it has started; until then, a gateway that is starting.
 #[derive(Clone, Default)]
-pub(super) struct Started(Arc<OnceLock<Live>>);
+pub(super) struct Started(Arc<OnceLock<Switch<Aggregator>>>);
 
 impl Started {
     /// The gateway has started: from now on its own health and metrics are answered.
     pub(super) fn set(&self, live: &Live) {
-        let _ = self.0.set(live.clone());
+        let _ = self.0.set(live.handler());
     }
 }
 
 impl Health for Started {
     fn readiness(&self) -> Readiness {
         match self.0.get() {
-            Some(live) => live.readiness(),
+            Some(handler) => handler.readiness(),
             None => Readiness::new(false, json!({"starting": true})),
         }
     }

@@ -224,8 +224,8 @@ async fn run(args: Args, drain: Duration, default: Option<Default>) -> u8 {
         }
         Some(addr) => match addr.parse() {
             Ok(addr) => {
-                let health: Arc<dyn Health> = Arc::new(live.clone());
-                let metrics: Arc<dyn Metrics> = Arc::new(live.clone());
+                let health: Arc<dyn Health> = Arc::new(live.handler());
+                let metrics: Arc<dyn Metrics> = Arc::new(live.handler());
                 let options = access.http.health(health).metrics(metrics);
                 serve_http(addr, server, signals, drain, access.authorization, options).await
             }

@@ -64,12 +64,21 @@ impl Aggregator {
 
     /// Where task `id` leads, for the host of `ctx`: a task another principal started, or
     /// one of an upstream outside the view, is unknown to it.
-    fn route_task(&self, ctx: &RequestContext, id: &str) -> Result<Route, ErrorObject> {
+    /// The upstream is found by key: a task made before a reload leads to the upstream of
+    /// that key now (one that went away takes its tasks with it).
+    fn route_task(
+        &self,
+        ctx: &RequestContext,
+        id: &str,
+    ) -> Result<(Route, UpstreamId), ErrorObject> {
         let route = self.inner.tasks.get(id).ok_or_else(|| unknown_task(id))?;
-        let theirs = route.owner == table::owner_of(ctx.principal())
-            && self.reaches(&self.scope(ctx), route.upstream);
+        let i = self
+            .upstream_id(&route.upstream)
+            .ok_or_else(|| unknown_task(id))?;
+        let theirs =
+            route.owner == table::owner_of(ctx.principal()) && self.reaches(&self.scope(ctx), i);
         match theirs {
-            true => Ok(route),
+            true => Ok((route, i)),
             false => Err(unknown_task(id)),
         }
     }
@@ -228,7 +237,7 @@ impl Aggregator {
         let mut task = created_task(key, value)?;
         let owner = table::owner_of(ctx.principal());
         let id = self.inner.tasks.register(
-            i,
+            key.as_str().into(),
             owner,
             std::mem::take(&mut task.task_id),
             retention(&task),
@@ -247,8 +256,8 @@ impl Aggregator {
         ctx: &RequestContext,
         gateway_id: &str,
     ) -> Result<Task, ErrorObject> {
-        let route = self.route_task(ctx, gateway_id)?;
-        let (i, key) = (route.upstream, self.upstream_key(route.upstream));
+        let (route, i) = self.route_task(ctx, gateway_id)?;
+        let key = self.upstream_key(i);
         let v = self
             .task_request(
                 ctx,
@@ -279,7 +288,8 @@ impl Aggregator {
                     };
                     inline_outcome(&mut task, outcome);
                 }
-                TaskStatus::InputRequired => match self.questions(ctx, gateway_id, &route).await {
+                TaskStatus::InputRequired => match self.questions(ctx, gateway_id, &route, i).await
+                {
                     Some(requests) => task.input_requests = Some(requests),
                     None => {
                         // Asked, but its questions have not reached the gateway yet.
@@ -305,8 +315,8 @@ impl Aggregator {
         ctx: &RequestContext,
         gateway_id: &str,
     ) -> Result<Outcome<Value>, ErrorObject> {
-        let route = self.route_task(ctx, gateway_id)?;
-        let (i, key) = (route.upstream, self.upstream_key(route.upstream));
+        let (route, i) = self.route_task(ctx, gateway_id)?;
+        let key = self.upstream_key(i);
         if features::has_tasks_extension(self.task_client(i)?.revision()) {
             return Err(ErrorObject::new(
                 codes::INVALID_PARAMS,
@@ -338,8 +348,8 @@ impl Aggregator {
         ctx: &RequestContext,
         gateway_id: &str,
     ) -> Result<Task, ErrorObject> {
-        let route = self.route_task(ctx, gateway_id)?;
-        let (i, key) = (route.upstream, self.upstream_key(route.upstream));
+        let (route, i) = self.route_task(ctx, gateway_id)?;
+        let key = self.upstream_key(i);
         let params = json!({"taskId": route.upstream_id});
         let v = match self.task_call(ctx, i, method::TASKS_CANCEL, params).await {
             Ok(v) => v,
@@ -369,20 +379,21 @@ impl Aggregator {
         ctx: &RequestContext,
         gateway_id: &str,
         route: &Route,
+        i: UpstreamId,
     ) -> Option<Map<String, Value>> {
         let (input, fresh) = self.inner.tasks.input(gateway_id)?;
         let mut open = input.requests.subscribe();
         if let Some(answers) = fresh {
             let params = json!({"taskId": route.upstream_id});
-            let link = self.link(route.upstream, ctx, Need::State).await;
+            let link = self.link(i, ctx, Need::State).await;
             let launched = self
-                .hop_value_params(route.upstream, method::TASKS_RESULT, params, ctx)
+                .hop_value_params(i, method::TASKS_RESULT, params, ctx)
                 .and_then(|p| {
                     let p = RawObject::from_raw(&p).map_err(|e| ClientError::InvalidResult {
                         method: method::TASKS_RESULT.into(),
                         reason: e.to_string(),
                     })?;
-                    Ok(self.launch(route.upstream, link?, method::TASKS_RESULT, p, ctx))
+                    Ok(self.launch(i, link?, method::TASKS_RESULT, p, ctx))
                 });
             match launched {
                 Ok(flight) => {
@@ -412,8 +423,7 @@ impl Aggregator {
         gateway_id: &str,
         responses: Option<Map<String, Value>>,
     ) -> Result<(), ErrorObject> {
-        let route = self.route_task(ctx, gateway_id)?;
-        let i = route.upstream;
+        let (route, i) = self.route_task(ctx, gateway_id)?;
         if !features::has_tasks_extension(self.task_client(i)?.revision()) {
             // Answers to questions not open are ignored, as the extension says.
             if let (Some(input), Some(r)) = (&route.input, responses) {

@@ -1,7 +1,6 @@
 //! The gateway's task ids: each upstream task a host sees, under an id of the gateway's
 //! (unpredictable, naming nothing of the upstream), kept for the task's retention.
 
-use super::super::id::UpstreamId;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -26,7 +25,9 @@ const MAX_TASKS: usize = 10_000;
 /// Where a gateway task id leads.
 #[derive(Clone)]
 pub(crate) struct Route {
-    pub(crate) upstream: UpstreamId,
+    /// The key of the upstream that runs it: the aggregators a reload makes share the
+    /// table, and each finds the upstream by key among its own.
+    pub(crate) upstream: Arc<str>,
     /// Who started it (see [`owner_of`]): only they may reach it.
     pub(crate) owner: Option<String>,
     pub(crate) upstream_id: String,
@@ -70,7 +71,7 @@ impl TaskTable {
     /// A fresh gateway id for upstream `upstream`'s task `upstream_id`.
     pub(crate) fn register(
         &self,
-        upstream: UpstreamId,
+        upstream: Arc<str>,
         owner: Option<String>,
         upstream_id: String,
         retention: Duration,
@@ -169,19 +170,14 @@ mod tests {
     #[test]
     fn gateway_task_ids_route_to_their_upstream_task_until_they_expire() {
         let table = TaskTable::default();
-        let ids: Vec<UpstreamId> = [(), ()]
-            .into_iter()
-            .collect::<crate::aggregator::id::PerUpstream<()>>()
-            .ids()
-            .collect();
-        let (u0, u1) = (ids[0], ids[1]);
-        let a = table.register(u0, None, "1".into(), Duration::from_secs(60));
-        let b = table.register(u1, None, "1".into(), Duration::from_secs(60));
+        let (u0, u1): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
+        let a = table.register(u0.clone(), None, "1".into(), Duration::from_secs(60));
+        let b = table.register(u1.clone(), None, "1".into(), Duration::from_secs(60));
         assert_ne!(a, b);
         assert_ne!(a, "1");
         let (ra, rb) = (table.get(&a).expect("a"), table.get(&b).expect("b"));
-        assert_eq!((ra.upstream, ra.upstream_id.as_str()), (u0, "1"));
-        assert_eq!((rb.upstream, rb.upstream_id.as_str()), (u1, "1"));
+        assert_eq!((&ra.upstream, ra.upstream_id.as_str()), (&u0, "1"));
+        assert_eq!((&rb.upstream, rb.upstream_id.as_str()), (&u1, "1"));
         assert!(table.get("1").is_none());
         let gone = table.register(u0, None, "2".into(), Duration::ZERO);
         assert!(table.get(&gone).is_none());
