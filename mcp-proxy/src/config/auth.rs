@@ -10,105 +10,118 @@
 //!          "apiKeys": [{"name": "ci", "keyEnv": "GW_CI_KEY", "subject": "ci-bot", "scopes": ["mcp:tools"]}]}
 //! ```
 
-use std::time::Duration;
-
-use serde_json::Value;
-
 use mcp_server::auth::{
     ApiKey, ApiKeys, Authorization, FirstOf, JwksFile, JwtAuthenticator, JwtOptions, Principal,
     ProtectedResource,
 };
 
-use super::{keys, known_keys, Fields, Problem};
+use super::file::{self, MIN_API_KEY_CHARS};
+use super::{join, Problem};
 use crate::jwks::JwksUri;
 
-/// A secret given as `<field>` or, better, named by `<field>Env` (an environment
-/// variable): `None` when neither is there, an error when both are or the variable is
-/// not set.
-pub(super) fn secret(f: &Fields<'_>, field: &str) -> Result<Option<String>, Problem> {
+/// A secret given as `<field>` (`value`) or, better, named by `<field>Env` (`var`, an
+/// environment variable) in the object at `at`: `None` when neither is there, an error
+/// when both are or the variable is not set.
+pub(super) fn secret(
+    value: Option<String>,
+    var: Option<String>,
+    at: &str,
+    field: &str,
+) -> Result<Option<String>, Problem> {
     let env = format!("{field}Env");
-    match (f.string(field)?, f.string(&env)?) {
+    match (value, var) {
         (Some(s), None) => Ok(Some(s)),
-        (None, Some(var)) => std::env::var(&var)
-            .map(Some)
-            .map_err(|_| f.problem(&env, format!("environment variable {var} is not set"))),
+        (None, Some(var)) => std::env::var(&var).map(Some).map_err(|_| {
+            Problem::new(
+                join(at, &env),
+                format!("environment variable {var} is not set"),
+            )
+        }),
         (None, None) => Ok(None),
-        (Some(_), Some(_)) => Err(f.problem(&env, format!("give `{field}` or `{env}`, not both"))),
+        (Some(_), Some(_)) => Err(Problem::new(
+            join(at, &env),
+            format!("give `{field}` or `{env}`, not both"),
+        )),
     }
 }
 
 /// The `auth` object at `gateway.auth`.
-pub(super) fn authorization(v: &Value) -> Result<Authorization, Problem> {
+pub(super) fn authorization(auth: file::Auth) -> Result<Authorization, Problem> {
     let at = "gateway.auth";
-    let obj = v
-        .as_object()
-        .ok_or_else(|| Problem::new(at, "must be an object"))?;
-    known_keys(obj, &keys::AUTH, at)?;
-    let f = Fields { obj, at: at.into() };
-    let uri = f.string("resource")?.ok_or_else(|| {
-        f.problem(
-            "resource",
+    let file::Auth {
+        resource,
+        authorization_servers,
+        required_scopes,
+        scopes_supported,
+        jwt,
+        api_keys: keys,
+    } = auth;
+    let uri = resource.ok_or_else(|| {
+        Problem::new(
+            join(at, "resource"),
             "required: this gateway's canonical URL, the audience of its tokens",
         )
     })?;
-    let required = f.strings("requiredScopes")?;
-    let mut supported = f.strings("scopesSupported")?;
-    if supported.is_empty() {
-        supported = required.clone();
-    }
+    let required = required_scopes.unwrap_or_default();
+    let supported = scopes_supported
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| required.clone());
     let mut resource = ProtectedResource::new(uri.clone())
-        .map_err(|e| f.problem("resource", e.to_string()))?
+        .map_err(|e| Problem::new(join(at, "resource"), e.to_string()))?
         .scopes_supported(supported);
-    for issuer in f.strings("authorizationServers")? {
+    for issuer in authorization_servers.unwrap_or_default() {
         resource = resource.authorization_server(issuer);
     }
     let mut any = FirstOf::new();
     let mut configured = false;
-    if let Some(keys) = obj.get("apiKeys") {
+    if let Some(keys) = keys {
         any = any.or(api_keys(keys)?);
         configured = true;
     }
-    if let Some(jwt) = obj.get("jwt") {
+    if let Some(jwt) = jwt {
         any = any.or(jwt_authenticator(jwt, &uri)?);
         configured = true;
     }
     if !configured {
-        return Err(f.problem("", "needs `jwt` or `apiKeys` (or both)"));
+        return Err(Problem::new(at, "needs `jwt` or `apiKeys` (or both)"));
     }
     Ok(Authorization::new(any, resource).require_scopes(required))
 }
 
-fn jwt_authenticator(v: &Value, resource: &str) -> Result<JwtAuthenticator, Problem> {
+fn jwt_authenticator(jwt: file::Jwt, resource: &str) -> Result<JwtAuthenticator, Problem> {
     let at = "gateway.auth.jwt";
-    let obj = v
-        .as_object()
-        .ok_or_else(|| Problem::new(at, "must be an object"))?;
-    known_keys(obj, &keys::JWT, at)?;
-    let f = Fields { obj, at: at.into() };
-    let issuer = f
-        .string("issuer")?
-        .ok_or_else(|| f.problem("issuer", "required: the `iss` tokens carry"))?;
-    let audience = f.string("audience")?.unwrap_or_else(|| resource.to_owned());
+    let problem = |field: &str, problem: String| Problem::new(join(at, field), problem);
+    let file::Jwt {
+        issuer,
+        audience,
+        jwks_file,
+        jwks_uri,
+        jwks_refresh_seconds,
+        algorithms,
+        leeway_seconds,
+    } = jwt;
+    let issuer =
+        issuer.ok_or_else(|| problem("issuer", "required: the `iss` tokens carry".into()))?;
+    let audience = audience.unwrap_or_else(|| resource.to_owned());
     let mut options = JwtOptions::new(issuer.clone(), audience);
-    let algorithms = f.strings("algorithms")?;
+    let algorithms = algorithms.unwrap_or_default();
     if !algorithms.is_empty() {
         options = options
             .algorithms(algorithms.iter().map(String::as_str))
-            .map_err(|e| f.problem("algorithms", e.to_string()))?;
+            .map_err(|e| problem("algorithms", e.to_string()))?;
     }
-    if let Some(secs) = f.positive("leewaySeconds")? {
-        options = options.leeway(Duration::from_secs(secs.min(300)));
+    if let Some(secs) = leeway_seconds {
+        options = options.leeway(secs.seconds().min(std::time::Duration::from_secs(300)));
     }
     // Each source keeps its own default bound when none is given.
-    let refresh = f.positive("jwksRefreshSeconds")?.map(Duration::from_secs);
+    let refresh = jwks_refresh_seconds.map(|s| s.seconds());
     let fetched = |keys: JwksUri| match refresh {
         Some(age) => keys.max_age(age),
         None => keys,
     };
-    match (f.string("jwksFile")?, f.string("jwksUri")?) {
+    match (jwks_file, jwks_uri) {
         (Some(path), None) => {
-            let mut keys =
-                JwksFile::open(&path).map_err(|e| f.problem("jwksFile", e.to_string()))?;
+            let mut keys = JwksFile::open(&path).map_err(|e| problem("jwksFile", e.to_string()))?;
             if let Some(age) = refresh {
                 keys = keys.max_age(age);
             }
@@ -116,7 +129,7 @@ fn jwt_authenticator(v: &Value, resource: &str) -> Result<JwtAuthenticator, Prob
         }
         (None, Some(uri)) => {
             if !mcp_client::auth::discovery::secure(&uri) {
-                return Err(f.problem(
+                return Err(problem(
                     "jwksUri",
                     format!("{uri:?} must be https (or http to this machine)"),
                 ));
@@ -128,33 +141,40 @@ fn jwt_authenticator(v: &Value, resource: &str) -> Result<JwtAuthenticator, Prob
             fetched(JwksUri::discover(issuer)),
             options,
         )),
-        (Some(_), Some(_)) => Err(f.problem("", "has both `jwksFile` and `jwksUri`; give one")),
+        (Some(_), Some(_)) => Err(problem(
+            "",
+            "has both `jwksFile` and `jwksUri`; give one".into(),
+        )),
     }
 }
 
-fn api_keys(v: &Value) -> Result<ApiKeys, Problem> {
-    let at = "gateway.auth.apiKeys";
-    let entries = v
-        .as_array()
-        .ok_or_else(|| Problem::new(at, "must be an array of keys"))?;
+fn api_keys(entries: Vec<file::ApiKey>) -> Result<ApiKeys, Problem> {
     let mut keys = ApiKeys::new();
-    for (n, entry) in entries.iter().enumerate() {
-        let at = format!("{at}[{n}]");
-        let obj = entry
-            .as_object()
-            .ok_or_else(|| Problem::new(at.clone(), "must be an object"))?;
-        known_keys(obj, &keys::API_KEY, &at)?;
-        let f = Fields { obj, at };
-        let name = f
-            .string("name")?
-            .ok_or_else(|| f.problem("name", "required: names the key in logs and views"))?;
-        let secret = secret(&f, "key")?
-            .ok_or_else(|| f.problem("", "needs `key` or `keyEnv` (one of them)"))?;
-        if secret.len() < 16 {
-            return Err(f.problem("key", "must be at least 16 characters"));
+    for (n, entry) in entries.into_iter().enumerate() {
+        let at = format!("gateway.auth.apiKeys[{n}]");
+        let file::ApiKey {
+            name,
+            key,
+            key_env,
+            subject,
+            scopes,
+        } = entry;
+        let name = name.ok_or_else(|| {
+            Problem::new(
+                join(&at, "name"),
+                "required: names the key in logs and views",
+            )
+        })?;
+        let secret = secret(key, key_env, &at, "key")?
+            .ok_or_else(|| Problem::new(at.clone(), "needs `key` or `keyEnv` (one of them)"))?;
+        if secret.len() < MIN_API_KEY_CHARS {
+            return Err(Problem::new(
+                join(&at, "key"),
+                format!("must be at least {MIN_API_KEY_CHARS} characters"),
+            ));
         }
-        let subject = f.string("subject")?.unwrap_or_else(|| name.clone());
-        let principal = Principal::new(subject).with_scopes(f.strings("scopes")?);
+        let subject = subject.unwrap_or_else(|| name.clone());
+        let principal = Principal::new(subject).with_scopes(scopes.unwrap_or_default());
         keys = keys.with(ApiKey::new(name, &secret, principal));
     }
     Ok(keys)

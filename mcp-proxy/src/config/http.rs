@@ -6,59 +6,53 @@
 //!          "maxConnections": 1024, "maxBodyBytes": 1048576, "sessionIdleSeconds": 300}
 //! ```
 
-use std::time::Duration;
-
 use mcp_server::http::HttpOptions;
-use serde_json::Value;
 
-use super::{keys, known_keys, Fields, Problem};
+use super::file;
 
 /// The listener's options: [`HttpOptions::default`] with what `gateway.http` sets.
-pub(super) fn http(v: &Value) -> Result<HttpOptions, Problem> {
-    let at = "gateway.http";
-    let obj = v
-        .as_object()
-        .ok_or_else(|| Problem::new(at, "must be an object"))?;
-    known_keys(obj, &keys::HTTP, at)?;
-    let f = Fields { obj, at: at.into() };
+pub(super) fn http(http: file::Http) -> HttpOptions {
+    let file::Http {
+        allowed_hosts,
+        allowed_origins,
+        max_body_bytes,
+        max_sessions,
+        max_sessions_per_client,
+        max_in_flight_per_session,
+        max_connections,
+        session_idle_seconds,
+        idle_timeout_seconds,
+        header_read_timeout_seconds,
+        body_read_timeout_seconds,
+    } = http;
     let mut o = HttpOptions::default();
-    o.allowed_hosts.extend(f.strings("allowedHosts")?);
-    o.allowed_origins.extend(f.strings("allowedOrigins")?);
-    let count = |field: &str| -> Result<Option<usize>, Problem> {
-        Ok(f.positive(field)?
-            .map(|n| usize::try_from(n).unwrap_or(usize::MAX)))
-    };
-    let seconds = |field: &str| -> Result<Option<Duration>, Problem> {
-        Ok(f.positive(field)?.map(Duration::from_secs))
-    };
-    if let Some(n) = count("maxBodyBytes")? {
-        o.max_body_bytes = n;
+    o.allowed_hosts.extend(allowed_hosts.unwrap_or_default());
+    o.allowed_origins
+        .extend(allowed_origins.unwrap_or_default());
+    let counts = [
+        (max_body_bytes, &mut o.max_body_bytes),
+        (max_sessions, &mut o.max_sessions),
+        (max_sessions_per_client, &mut o.max_sessions_per_client),
+        (max_in_flight_per_session, &mut o.max_in_flight_per_session),
+        (max_connections, &mut o.max_connections),
+    ];
+    for (given, field) in counts {
+        if let Some(n) = given {
+            *field = n.usize();
+        }
     }
-    if let Some(n) = count("maxSessions")? {
-        o.max_sessions = n;
+    let times = [
+        (session_idle_seconds, &mut o.session_idle_timeout),
+        (idle_timeout_seconds, &mut o.idle_timeout),
+        (header_read_timeout_seconds, &mut o.header_read_timeout),
+        (body_read_timeout_seconds, &mut o.body_read_timeout),
+    ];
+    for (given, field) in times {
+        if let Some(t) = given {
+            *field = t.seconds();
+        }
     }
-    if let Some(n) = count("maxSessionsPerClient")? {
-        o.max_sessions_per_client = n;
-    }
-    if let Some(n) = count("maxInFlightPerSession")? {
-        o.max_in_flight_per_session = n;
-    }
-    if let Some(n) = count("maxConnections")? {
-        o.max_connections = n;
-    }
-    if let Some(t) = seconds("sessionIdleSeconds")? {
-        o.session_idle_timeout = t;
-    }
-    if let Some(t) = seconds("idleTimeoutSeconds")? {
-        o.idle_timeout = t;
-    }
-    if let Some(t) = seconds("headerReadTimeoutSeconds")? {
-        o.header_read_timeout = t;
-    }
-    if let Some(t) = seconds("bodyReadTimeoutSeconds")? {
-        o.body_read_timeout = t;
-    }
-    Ok(o)
+    o
 }
 
 #[cfg(test)]

@@ -1,67 +1,89 @@
 //! The keys each object of the configuration may hold: anything else is an error that
 //! names the key and the nearest known one, because a misspelt policy (`denyTool` for
 //! `denyTools`) silently ignored would expose what the operator meant to hide.
+//!
+//! The types of [`super::file`] refuse such a key too (`deny_unknown_fields`), but serde's
+//! error says neither where the key is nor which was meant. So before the file is
+//! deserialized this pass walks it beside its schema, which is generated from those same
+//! types: the keys it knows are theirs.
+//!
+//! It also refuses anything but an object where the schema has one: serde would read a
+//! struct from an array of its members in order, a form the file has never had.
 
 use serde_json::{Map, Value};
 
-use std::sync::LazyLock;
+use super::schema::SCHEMA;
+use super::{join, Problem};
 
-use super::file;
+/// The first key in `file` that its object may not hold, said with the key meant (or the
+/// first object that is not one).
+pub(super) fn unknown_key(file: &Value) -> Option<Problem> {
+    walk(&SCHEMA, file, "")
+}
 
-/// A list of the keys one object may hold, read from the file's schema ([`file`]).
-pub(super) type Known = LazyLock<Vec<String>>;
+/// The first unknown key in `value` (at `at`), which `schema` describes.
+fn walk(schema: &Value, value: &Value, at: &str) -> Option<Problem> {
+    let schema = resolve(schema);
+    match value {
+        Value::Object(obj) => match schema.get("properties").and_then(Value::as_object) {
+            Some(known) => {
+                if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
+                    if let Some(problem) = unknown(obj, known, at) {
+                        return Some(problem);
+                    }
+                }
+                obj.iter()
+                    .find_map(|(k, v)| walk(known.get(k)?, v, &join(at, k)))
+            }
+            // A map (`mcpServers`, `overrides`): its keys are the operator's own.
+            None => {
+                let values = schema
+                    .get("additionalProperties")
+                    .filter(|s| s.is_object())?;
+                obj.iter().find_map(|(k, v)| walk(values, v, &join(at, k)))
+            }
+        },
+        _ if schema.get("properties").is_some() => Some(Problem::new(at, "must be an object")),
+        Value::Array(items) => {
+            let item = schema.get("items")?;
+            items
+                .iter()
+                .enumerate()
+                .find_map(|(n, v)| walk(item, v, &format!("{at}[{n}]")))
+        }
+        _ => None,
+    }
+}
 
-/// The top level.
-pub(super) static ROOT: Known = LazyLock::new(file::keys_of::<file::ConfigFile>);
+/// `schema` with its `$ref` (to the schema's `$defs`) followed.
+fn resolve(schema: &Value) -> &Value {
+    schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix("#/$defs/"))
+        .and_then(|name| SCHEMA.get("$defs")?.get(name))
+        .unwrap_or(schema)
+}
 
-/// One entry of `mcpServers`. `type` and `disabled` are there because other hosts' files
-/// (Cursor, VS Code, Cline) carry them.
-pub(super) static SERVER: Known = LazyLock::new(file::keys_of::<file::Server>);
-
-/// A `url` server's `auth`.
-pub(super) static UPSTREAM_AUTH: Known = LazyLock::new(file::keys_of::<file::UpstreamAuth>);
-
-/// One entry of a server's `overrides`.
-pub(super) static OVERRIDE: Known = LazyLock::new(file::keys_of::<file::ToolOverride>);
-
-/// The `gateway` object.
-pub(super) static GATEWAY: Known = LazyLock::new(file::keys_of::<file::Gateway>);
-
-/// `gateway.http`.
-pub(super) static HTTP: Known = LazyLock::new(file::keys_of::<file::Http>);
-
-/// `gateway.auth`.
-pub(super) static AUTH: Known = LazyLock::new(file::keys_of::<file::Auth>);
-
-/// `gateway.auth.jwt`.
-pub(super) static JWT: Known = LazyLock::new(file::keys_of::<file::Jwt>);
-
-/// One of `gateway.auth.apiKeys`.
-pub(super) static API_KEY: Known = LazyLock::new(file::keys_of::<file::ApiKey>);
-
-/// `gateway.pins`.
-pub(super) static PINS: Known = LazyLock::new(file::keys_of::<file::Pins>);
-
-/// One of `gateway.views`.
-pub(super) static VIEW: Known = LazyLock::new(file::keys_of::<file::View>);
-
-/// The first member of `obj` not in `known`, with what to say about it.
-pub(super) fn unknown(obj: &Map<String, Value>, known: &[String]) -> Option<(String, String)> {
-    let key = obj.keys().find(|k| !known.contains(k))?;
-    let problem = match nearest(key, known) {
+/// The first member of `obj` (at `at`) that `known` does not list.
+fn unknown(obj: &Map<String, Value>, known: &Map<String, Value>, at: &str) -> Option<Problem> {
+    let key = obj.keys().find(|k| !known.contains_key(*k))?;
+    let mut names: Vec<&str> = known.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    let problem = match nearest(key, &names) {
         Some(near) => format!("unknown key `{key}`; did you mean `{near}`?"),
-        None => format!("unknown key `{key}`; known keys here: {}", known.join(", ")),
+        None => format!("unknown key `{key}`; known keys here: {}", names.join(", ")),
     };
-    Some((key.clone(), problem))
+    Some(Problem::new(join(at, key), problem))
 }
 
 /// The known key closest to `key` (ignoring case), if it is close enough to be a typo:
 /// at most a third of its length in edits.
-fn nearest<'k>(key: &str, known: &'k [String]) -> Option<&'k str> {
+fn nearest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
     let key = key.to_ascii_lowercase();
     known
         .iter()
-        .map(|k| (edit_distance(&key, &k.to_ascii_lowercase()), k.as_str()))
+        .map(|k| (edit_distance(&key, &k.to_ascii_lowercase()), *k))
         .filter(|(d, k)| *d <= k.len().max(3) / 3)
         .min_by_key(|(d, _)| *d)
         .map(|(_, k)| k)
@@ -83,64 +105,54 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
-/// Why a `separator` cannot be used, if it cannot: it goes into every exposed name, so it
-/// must keep names inside what the strictest hosts accept (`[A-Za-z0-9_-]`, TOOL-03).
-pub(super) fn bad_separator(s: &str) -> Option<String> {
-    if s.is_empty() || s.chars().count() > 4 {
-        return Some("must be 1 to 4 characters".into());
-    }
-    s.chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
-        .map(|c| format!("{c:?} is not allowed: use letters, digits, `_` or `-` (TOOL-03)"))
-}
-
-/// Why an exposed tool name an operator chose cannot be used, if so: 1 to 64 characters
-/// of `[A-Za-z0-9_.-]` (the spec's set, TOOL-01/03).
-pub(super) fn bad_tool_name(n: &str) -> Option<String> {
-    if n.is_empty() || n.chars().count() > 64 {
-        return Some("must be 1 to 64 characters".into());
-    }
-    n.chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
-        .map(|c| {
-            format!("{c:?} is not allowed in a tool name: use letters, digits, `_`, `-` or `.`")
-        })
-}
-
-/// Why a tool-name pattern cannot match anything an operator means, if so.
-pub(super) fn bad_pattern(p: &str) -> Option<String> {
-    if p.is_empty() {
-        return Some("an empty pattern matches no tool".into());
-    }
-    p.chars()
-        .find(|c| c.is_whitespace() || c.is_control())
-        .map(|c| format!("pattern {p:?} holds {c:?}, which no tool name has"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The keys the schema gives the object `$defs/<def>`.
+    fn keys_of(def: &str) -> Vec<&'static str> {
+        SCHEMA["$defs"][def]["properties"]
+            .as_object()
+            .map(|p| p.keys().map(String::as_str).collect())
+            .unwrap_or_default()
+    }
+
     #[test]
     fn typos_are_matched_to_the_key_meant() {
-        assert_eq!(nearest("denyTool", &SERVER), Some("denyTools"));
-        assert_eq!(nearest("allowtools", &SERVER), Some("allowTools"));
-        assert_eq!(nearest("comand", &SERVER), Some("command"));
-        assert_eq!(nearest("seperator", &GATEWAY), Some("separator"));
-        assert_eq!(nearest("frobnicate", &SERVER), None);
+        let (server, gateway) = (keys_of("Server"), keys_of("Gateway"));
+        assert_eq!(nearest("denyTool", &server), Some("denyTools"));
+        assert_eq!(nearest("allowtools", &server), Some("allowTools"));
+        assert_eq!(nearest("comand", &server), Some("command"));
+        assert_eq!(nearest("seperator", &gateway), Some("separator"));
+        assert_eq!(nearest("frobnicate", &server), None);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
     }
 
     #[test]
-    fn separators_and_patterns_are_checked() {
-        assert_eq!(bad_separator("__"), None);
-        assert_eq!(bad_separator("-"), None);
-        assert!(bad_separator("").is_some());
-        assert!(bad_separator(".").unwrap().contains("TOOL-03"));
-        assert!(bad_separator("::").is_some());
-        assert!(bad_separator("_____").is_some());
-        assert_eq!(bad_pattern("write_*"), None);
-        assert!(bad_pattern("").is_some());
-        assert!(bad_pattern("read file").is_some());
+    fn the_walk_reaches_maps_lists_and_nested_objects() {
+        for (file, at) in [
+            (r#"{"mcpServer": {}}"#, "mcpServer"),
+            (
+                r#"{"mcpServers": {"a": {"overrides": {"t": {"nme": "x"}}}}}"#,
+                "mcpServers.a.overrides.t.nme",
+            ),
+            (
+                r#"{"gateway": {"auth": {"apiKeys": [{"name": "a"}, {"nam": "b"}]}}}"#,
+                "gateway.auth.apiKeys[1].nam",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"auth": {"type": "oauth", "scope": []}}}}"#,
+                "mcpServers.a.auth.scope",
+            ),
+        ] {
+            let file: Value = serde_json::from_str(file).expect("JSON");
+            let problem = unknown_key(&file).expect("an unknown key");
+            assert_eq!(problem.location, at);
+        }
+        // Keys the operator chooses, and what an object of hints holds, are not checked.
+        let free = r#"{"mcpServers": {"any name": {"env": {"ANY": "x"}, "headers": {"X-Any": "y"},
+            "overrides": {"any_tool": {"annotations": {"anyHint": true}}}}}}"#;
+        let free: Value = serde_json::from_str(free).expect("JSON");
+        assert!(unknown_key(&free).is_none());
     }
 }

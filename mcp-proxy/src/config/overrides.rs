@@ -7,50 +7,38 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
-
 use crate::overrides::ToolOverride;
 
-use super::{keys, known_keys, Fields, Problem};
+use super::file;
 
-/// The `overrides` member of a server entry, by real tool name.
-pub(super) fn overrides(server: &Fields<'_>) -> Result<BTreeMap<String, ToolOverride>, Problem> {
-    let Some(v) = server.obj.get("overrides").filter(|v| !v.is_null()) else {
-        return Ok(BTreeMap::new());
-    };
-    let at = server.at("overrides");
-    let map = v
-        .as_object()
-        .ok_or_else(|| Problem::new(at.clone(), "must be an object of tool names"))?;
-    let mut out = BTreeMap::new();
-    for (tool, o) in map {
-        let at = format!("{at}.{tool}");
-        let obj = o
-            .as_object()
-            .ok_or_else(|| Problem::new(at.clone(), "must be an object"))?;
-        known_keys(obj, &keys::OVERRIDE, &at)?;
-        let f = Fields { obj, at };
-        let mut over = ToolOverride::new();
-        if let Some(name) = f.string("name")? {
-            if let Some(problem) = keys::bad_tool_name(&name) {
-                return Err(f.problem("name", problem));
+/// A server's `overrides`, by real tool name.
+pub(super) fn overrides(
+    file: BTreeMap<String, file::ToolOverride>,
+) -> BTreeMap<String, ToolOverride> {
+    file.into_iter()
+        .map(|(tool, o)| {
+            let file::ToolOverride {
+                name,
+                title,
+                description,
+                annotations,
+            } = o;
+            let mut over = ToolOverride::new();
+            if let Some(name) = name {
+                over = over.name(name.0);
             }
-            over = over.name(name);
-        }
-        if let Some(t) = f.string("title")? {
-            over = over.title(t);
-        }
-        if let Some(d) = f.string("description")? {
-            over = over.description(d);
-        }
-        match obj.get("annotations") {
-            None | Some(Value::Null) => {}
-            Some(Value::Object(a)) => over = over.annotations(a.clone()),
-            Some(_) => return Err(f.problem("annotations", "must be an object of hints")),
-        }
-        out.insert(tool.clone(), over);
-    }
-    Ok(out)
+            if let Some(t) = title {
+                over = over.title(t);
+            }
+            if let Some(d) = description {
+                over = over.description(d);
+            }
+            if let Some(a) = annotations {
+                over = over.annotations(a);
+            }
+            (tool, over)
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -5,57 +5,54 @@
 //! "pins": {"file": "/etc/gateway/pins.json", "onChange": "hide", "unpinned": "allow"}
 //! ```
 
-use serde_json::Value;
+use std::path::PathBuf;
 
 use crate::pins::{PinAction, Pins};
 
-use super::{keys, known_keys, Fields, Problem};
-
-fn action(
-    f: &Fields<'_>,
-    field: &str,
-    default: PinAction,
-    ask_or_hide_only: bool,
-) -> Result<PinAction, Problem> {
-    match f.string(field)?.as_deref() {
-        None => Ok(default),
-        Some("hide") => Ok(PinAction::Hide),
-        Some("ask") => Ok(PinAction::Ask),
-        Some("allow") if !ask_or_hide_only => Ok(PinAction::Allow),
-        Some(_) if ask_or_hide_only => Err(f.problem(field, "must be \"hide\" or \"ask\"")),
-        Some(_) => Err(f.problem(field, "must be \"allow\", \"hide\" or \"ask\"")),
-    }
-}
+use super::file::{self, OnChange, Unpinned};
+use super::values::Choice;
+use super::{join, Problem};
 
 /// The pin file's path and the pins read from it (none yet when it does not exist: then
 /// every tool is unpinned until `gateway --pin` writes it).
-pub(super) fn pins(v: &Value) -> Result<(std::path::PathBuf, Pins), Problem> {
-    let at = "gateway.pins";
-    let obj = v
-        .as_object()
-        .ok_or_else(|| Problem::new(at, "must be an object"))?;
-    known_keys(obj, &keys::PINS, at)?;
-    let f = Fields { obj, at: at.into() };
-    let file: std::path::PathBuf = f
-        .string("file")?
-        .ok_or_else(|| f.problem("file", "required: where the approved definitions are kept"))?
+pub(super) fn pins(pins: file::Pins) -> Result<(PathBuf, Pins), Problem> {
+    let at = join("gateway.pins", "file");
+    let file::Pins {
+        file,
+        on_change,
+        unpinned,
+    } = pins;
+    let file: PathBuf = file
+        .ok_or_else(|| {
+            Problem::new(
+                at.clone(),
+                "required: where the approved definitions are kept",
+            )
+        })?
         .into();
     let mut pins = match std::fs::read_to_string(&file) {
-        Ok(text) => Pins::parse(&text).map_err(|e| f.problem("file", e.to_string()))?,
+        Ok(text) => Pins::parse(&text).map_err(|e| Problem::new(at, e.to_string()))?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             tracing::warn!(file = %file.display(), "no pin file yet: every tool is unpinned (write one with `gateway --pin`)");
             Pins::new()
         }
-        Err(e) => return Err(f.problem("file", format!("cannot read {}: {e}", file.display()))),
+        Err(e) => {
+            let problem = format!("cannot read {}: {e}", file.display());
+            return Err(Problem::new(at, problem));
+        }
     };
-    pins.on_change = action(&f, "onChange", PinAction::Hide, true)?;
+    pins.on_change = match on_change.map(|Choice(c)| c) {
+        None | Some(OnChange::Hide) => PinAction::Hide,
+        Some(OnChange::Ask) => PinAction::Ask,
+    };
     // Once tools were approved, a tool nobody approved (a renamed one, say) is hidden
     // unless the operator says otherwise; before the first `--pin`, everything is new.
-    let default = match pins.is_empty() {
-        true => PinAction::Allow,
-        false => PinAction::Hide,
+    pins.unpinned = match unpinned.map(|Choice(u)| u) {
+        None if pins.is_empty() => PinAction::Allow,
+        None | Some(Unpinned::Hide) => PinAction::Hide,
+        Some(Unpinned::Allow) => PinAction::Allow,
+        Some(Unpinned::Ask) => PinAction::Ask,
     };
-    pins.unpinned = action(&f, "unpinned", default, false)?;
     Ok((file, pins))
 }
 

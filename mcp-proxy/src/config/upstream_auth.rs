@@ -19,125 +19,151 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use mcp_client::auth::{
     AssertionFile, AuthProvider, ClientIdentity, ClientKey, FileStore, LoopbackBrowser, OAuth,
     OAuthOptions, TokenStore,
 };
 
 use super::auth::secret;
-use super::{keys, known_keys, Fields, Problem};
+use super::file::{self, UpstreamAuthType};
+use super::values::Choice;
+use super::{join, Problem};
 
 /// The redirect URI of the `oauth` type when none is given.
 pub const DEFAULT_REDIRECT_URI: &str = "http://127.0.0.1:8765/callback";
 
-/// The provider for `mcpServers.<key>.auth`, the upstream being at `url`.
+/// The provider for a server's `auth` (at `at`), the upstream being at `url`.
 pub(super) fn upstream_auth(
-    v: &Value,
+    auth: file::UpstreamAuth,
     at: &str,
     url: &str,
 ) -> Result<Arc<dyn AuthProvider>, Problem> {
-    let at = format!("{at}.auth");
-    let obj = v
-        .as_object()
-        .ok_or_else(|| Problem::new(at.clone(), "must be an object"))?;
-    known_keys(obj, &keys::UPSTREAM_AUTH, &at)?;
-    let f = Fields { obj, at };
-    let kind = f.string("type")?.ok_or_else(|| {
-        f.problem(
-            "type",
-            "required: \"oauth\", \"clientCredentials\" or \"workloadIdentity\"",
-        )
-    })?;
-    let redirect = f.string("redirectUri")?;
+    let problem = |field: &str, problem: String| Problem::new(join(at, field), problem);
+    let file::UpstreamAuth {
+        kind,
+        client_id,
+        client_secret,
+        client_secret_env,
+        private_key_file,
+        signing_algorithm,
+        key_id,
+        client_metadata_url,
+        redirect_uri,
+        scopes,
+        token_store,
+        token_file,
+        dpop,
+        issuer,
+    } = auth;
+    let Some(Choice(kind)) = kind else {
+        let required = "required: \"oauth\", \"clientCredentials\" or \"workloadIdentity\"";
+        return Err(problem("type", required.into()));
+    };
     let mut options = OAuthOptions::new(
         "mcp-proxy gateway",
-        redirect.as_deref().unwrap_or(DEFAULT_REDIRECT_URI),
+        redirect_uri.as_deref().unwrap_or(DEFAULT_REDIRECT_URI),
     );
-    options.client = client(&f)?;
-    options.client_metadata_url = f.string("clientMetadataUrl")?;
-    options.dpop = f.flag("dpop")?;
-    options.authorization_server = f.string("issuer")?;
-    let scopes = f.strings("scopes")?;
+    options.client = match client_id {
+        None => None,
+        Some(id) => {
+            let secret = secret(client_secret, client_secret_env, at, "clientSecret")?;
+            let key = private_key_file.map(|path| KeyFile {
+                path,
+                algorithm: signing_algorithm,
+                key_id,
+            });
+            Some(client(id, secret, key, at)?)
+        }
+    };
+    options.client_metadata_url = client_metadata_url;
+    options.dpop = dpop.unwrap_or(false);
+    options.authorization_server = issuer;
+    let scopes = scopes.unwrap_or_default();
     options.scopes = (!scopes.is_empty()).then(|| scopes.join(" "));
-    if let Some(dir) = f.string("tokenStore")? {
+    if let Some(dir) = token_store {
         let store =
-            FileStore::new(&dir).map_err(|e| f.problem("tokenStore", format!("{dir}: {e}")))?;
+            FileStore::new(&dir).map_err(|e| problem("tokenStore", format!("{dir}: {e}")))?;
         options.store = Some((Arc::new(store) as Arc<dyn TokenStore>, url.to_owned()));
     }
+    Ok(Arc::new(provider(kind, options, token_file, at)?))
+}
+
+/// The provider of grant `kind` (of the `auth` at `at`), with what that grant requires.
+fn provider(
+    kind: UpstreamAuthType,
+    options: OAuthOptions,
+    token_file: Option<String>,
+    at: &str,
+) -> Result<OAuth, Problem> {
+    let problem = |field: &str, problem: String| Problem::new(join(at, field), problem);
     let machine = |what: &str| {
         if options.client.is_none() {
-            return Err(f.problem("clientId", format!("required for {what}")));
+            return Err(problem("clientId", format!("required for {what}")));
         }
         if options.authorization_server.is_none() {
-            return Err(f.problem(
+            return Err(problem(
                 "issuer",
                 format!("required for {what}: the authorization server its credentials are for, so an upstream cannot send them elsewhere"),
             ));
         }
         Ok(())
     };
-    Ok(Arc::new(match kind.as_str() {
-        "oauth" => OAuth::new(options, LoopbackBrowser::default()),
-        "clientCredentials" => {
+    Ok(match kind {
+        UpstreamAuthType::OAuth => OAuth::new(options, LoopbackBrowser::default()),
+        UpstreamAuthType::ClientCredentials => {
             machine("client credentials")?;
             let c = options.client.as_ref().map(|c| c.auth_method.as_str());
             if c == Some("none") {
-                return Err(f.problem(
+                return Err(problem(
                     "",
-                    "needs `clientSecret`, `clientSecretEnv` or `privateKeyFile`",
+                    "needs `clientSecret`, `clientSecretEnv` or `privateKeyFile`".into(),
                 ));
             }
             OAuth::client_credentials(options)
         }
-        "workloadIdentity" => {
+        UpstreamAuthType::WorkloadIdentity => {
             machine("workload identity")?;
-            let file = f.string("tokenFile")?.ok_or_else(|| {
-                f.problem(
+            let file = token_file.ok_or_else(|| {
+                problem(
                     "tokenFile",
-                    "required: the file the platform keeps the workload's token in",
+                    "required: the file the platform keeps the workload's token in".into(),
                 )
             })?;
             OAuth::jwt_bearer(options, AssertionFile(file.into()))
         }
-        other => {
-            return Err(f.problem(
-                "type",
-                format!(
-                    "{other:?} is not \"oauth\", \"clientCredentials\" or \"workloadIdentity\""
-                ),
-            ))
-        }
-    }))
+    })
 }
 
-/// The pre-registered client, if `clientId` is given: with a secret, a signing key, or
-/// neither (a public client).
-fn client(f: &Fields<'_>) -> Result<Option<ClientIdentity>, Problem> {
-    let Some(id) = f.string("clientId")? else {
-        return Ok(None);
-    };
-    let secret = secret(f, "clientSecret")?;
-    let key = f.string("privateKeyFile")?;
-    Ok(Some(match (secret, key) {
+/// `privateKeyFile`, with the algorithm and key id its assertions are signed with.
+struct KeyFile {
+    path: String,
+    algorithm: Option<String>,
+    key_id: Option<String>,
+}
+
+/// The pre-registered client `id` (of the `auth` at `at`): with a secret, a signing key,
+/// or neither (a public client).
+fn client(
+    id: String,
+    secret: Option<String>,
+    key: Option<KeyFile>,
+    at: &str,
+) -> Result<ClientIdentity, Problem> {
+    let at = join(at, "privateKeyFile");
+    Ok(match (secret, key) {
         (Some(s), None) => ClientIdentity::with_secret(id, s),
-        (None, Some(path)) => {
-            let pem = std::fs::read_to_string(&path)
-                .map_err(|e| f.problem("privateKeyFile", format!("{path}: {e}")))?;
-            let alg = f
-                .string("signingAlgorithm")?
-                .unwrap_or_else(|| "ES256".into());
+        (None, Some(file)) => {
+            let pem = std::fs::read_to_string(&file.path)
+                .map_err(|e| Problem::new(at.clone(), format!("{}: {e}", file.path)))?;
+            let alg = file.algorithm.unwrap_or_else(|| "ES256".into());
             let mut key = ClientKey::from_pem(&pem, &alg)
-                .map_err(|e| f.problem("privateKeyFile", e.to_string()))?;
-            if let Some(kid) = f.string("keyId")? {
+                .map_err(|e| Problem::new(at.clone(), e.to_string()))?;
+            if let Some(kid) = file.key_id {
                 key = key.with_key_id(kid);
             }
             ClientIdentity::private_key_jwt(id, key)
         }
         (None, None) => ClientIdentity::public(id),
-        (Some(_), Some(_)) => {
-            return Err(f.problem("privateKeyFile", "give a secret or a key, not both"))
-        }
-    }))
+        (Some(_), Some(_)) => return Err(Problem::new(at, "give a secret or a key, not both")),
+    })
 }

@@ -8,50 +8,47 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use crate::policy::GlobFilter;
 use crate::views::{Audience, View, ViewRules};
 
-use super::{keys, known_keys, surface, Fields, Problem};
+use super::{file, join, surface, Problem};
 
-/// The `views` array at `gateway.views`.
-pub(super) fn views(v: &Value, upstream_keys: &[&str]) -> Result<Arc<ViewRules>, Problem> {
-    let at = "gateway.views";
-    let entries = v
-        .as_array()
-        .ok_or_else(|| Problem::new(at, "must be an array of views"))?;
+/// The `views` array at `gateway.views`, each view's `upstreams` among `upstream_keys`.
+pub(super) fn views(
+    entries: Vec<file::View>,
+    upstream_keys: &[&str],
+) -> Result<Arc<ViewRules>, Problem> {
     let mut rules = ViewRules::new();
-    for (n, entry) in entries.iter().enumerate() {
-        let at = format!("{at}[{n}]");
-        let obj = entry
-            .as_object()
-            .ok_or_else(|| Problem::new(at.clone(), "must be an object"))?;
-        known_keys(obj, &keys::VIEW, &at)?;
-        let f = Fields { obj, at };
+    for (n, entry) in entries.into_iter().enumerate() {
+        let file::View {
+            name,
+            subjects,
+            scopes,
+            credentials,
+            upstreams,
+            allow_tools,
+            deny_tools,
+            surface: shown,
+        } = entry;
         let audience = Audience {
-            subjects: f.strings("subjects")?,
-            scopes: f.strings("scopes")?,
-            credentials: f.strings("credentials")?,
+            subjects: subjects.unwrap_or_default(),
+            scopes: scopes.unwrap_or_default(),
+            credentials: credentials.unwrap_or_default(),
         };
-        let mut view = View::new(f.string("name")?.unwrap_or_else(|| format!("view {n}")));
-        if obj.get("upstreams").is_some_and(|u| !u.is_null()) {
-            let keys = f.strings("upstreams")?;
+        let mut view = View::new(name.unwrap_or_else(|| format!("view {n}")));
+        if let Some(keys) = upstreams {
             if let Some(k) = keys.iter().find(|k| !upstream_keys.contains(&k.as_str())) {
-                return Err(f.problem("upstreams", format!("no server `{k}` in mcpServers")));
+                let at = join(&format!("gateway.views[{n}]"), "upstreams");
+                return Err(Problem::new(at, format!("no server `{k}` in mcpServers")));
             }
             view = view.upstreams(keys);
         }
-        let allow = match obj.get("allowTools") {
-            None | Some(Value::Null) => None,
-            Some(_) => Some(f.patterns("allowTools")?),
-        };
         view = view.tools(GlobFilter {
-            allow,
-            deny: f.patterns("denyTools")?,
+            allow: allow_tools.map(|p| p.0),
+            deny: deny_tools.map(|p| p.0).unwrap_or_default(),
         });
-        if let Some(s) = surface(&f)? {
-            view = view.surface(s);
+        if let Some(s) = shown {
+            view = view.surface(surface(s));
         }
         rules = rules.rule(audience, view);
     }
