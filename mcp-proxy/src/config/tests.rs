@@ -1,8 +1,158 @@
-//! The reader: each part of a server entry and of `gateway`.
+//! The reader, file by file: a table of whole files and what it makes of them, then each
+//! part of a server entry and of `gateway`.
 
 use super::*;
 use crate::policy::GlobFilter;
 use crate::UpstreamTransport;
+
+/// What a test looks at in a configuration read: each upstream (key, transport, session),
+/// how long the start waits, the surface, and which of auth, views and pins there are.
+fn summary(g: &Gateway) -> String {
+    let upstreams: Vec<String> = g
+        .upstreams
+        .iter()
+        .map(|u| match &u.transport {
+            UpstreamTransport::Stdio(c) => format!("{} stdio {} {:?}", u.key, c.command, c.args),
+            UpstreamTransport::Http(h) => format!("{} http {} {:?}", u.key, h.url, h.headers),
+            _ => format!("{} other", u.key),
+        })
+        .collect();
+    format!(
+        "{} | wait {:?} | {:?} | auth {} views {} pins {}",
+        upstreams.join(", "),
+        g.options.startup_wait,
+        g.options.surface,
+        g.authorization.is_some(),
+        g.options.views.is_some(),
+        g.options.pins.is_some(),
+    )
+}
+
+/// Files the reader takes, and what it makes of them.
+#[test]
+fn a_table_of_files_and_what_the_reader_makes_of_them() {
+    let read = [
+        (
+            r#"{"mcpServers": {"fs": {"command": "npx", "args": ["-y", "fs"]},
+                               "web": {"url": "https://h/mcp", "headers": {"X": "y"}}}}"#,
+            r#"fs stdio npx ["-y", "fs"], web http https://h/mcp [("X", "y")] | wait None | Direct | auth false views false pins false"#,
+        ),
+        (
+            // A `gateway` object brings `startupWaitMillis`' default; `null` for a list
+            // or a map of a server is as if it were left out.
+            r#"{"mcpServers": {"a": {"command": "x", "args": null, "env": null}},
+                "gateway": {"surface": "dispatcher"}}"#,
+            r#"a stdio x [] | wait Some(500ms) | Dispatcher | auth false views false pins false"#,
+        ),
+        (
+            // A disabled entry is left out before its values are read.
+            r#"{"mcpServers": {"a": {"command": "x", "type": "stdio"},
+                               "off": {"disabled": true, "session": "whatever"}},
+                "gateway": {"startupWaitMillis": 0, "views": [{"upstreams": ["a"]}],
+                            "auth": {"resource": "https://gw/mcp",
+                                     "apiKeys": [{"name": "ci", "key": "0123456789abcdef"}]}}}"#,
+            r#"a stdio x [] | wait Some(0ns) | Direct | auth true views true pins false"#,
+        ),
+    ];
+    for (text, seen) in read {
+        let g = super::parse(text, "c.json").unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(summary(&g), seen, "{text}");
+    }
+}
+
+/// Files the reader refuses, and the whole error: where, and what (with the key meant).
+#[test]
+fn a_table_of_files_and_what_the_reader_says_is_wrong() {
+    let refused = [
+        (
+            r#"{"mcpServers": {"fs": {"command": "x", "denyTool": ["write_*"]}}}"#,
+            "mcpServers.fs.denyTool: unknown key `denyTool`; did you mean `denyTools`?",
+        ),
+        (
+            r#"{"mcpServers": {}, "gateway": {"views": [{"upstream": ["fs"]}]}}"#,
+            "gateway.views[0].upstream: unknown key `upstream`; did you mean `upstreams`?",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"url": "https://h/mcp", "auth": {"type": "oauth", "clientSecert": "s"}}}}"#,
+            "mcpServers.a.auth.clientSecert: unknown key `clientSecert`; did you mean `clientSecret`?",
+        ),
+        (
+            r#"{"mcpServers": {}, "gateway": {"auth": {"resource": "https://gw/mcp", "apiKeys": [{"name": "a", "subjet": "ci"}]}}}"#,
+            "gateway.auth.apiKeys[0].subjet: unknown key `subjet`; did you mean `subject`?",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": "x", "disabled": true, "trusted": true, "allow": []}}}"#,
+            "mcpServers.a.allow: unknown key `allow`; known keys here: allowTools, args, auth, \
+             callTimeoutSeconds, command, cwd, denyTools, disabled, env, headers, hostSessionIdleSeconds, \
+             legacySession, maxHostSessions, maxMessageBytes, maxPooledSessions, namespace, overrides, \
+             protocolVersion, required, session, trusted, type, url, withholdHints",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": 1}}}"#,
+            "mcpServers.a.command: invalid type: integer `1`, expected a string",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": "x", "session": "pool"}}}"#,
+            r#"mcpServers.a.session: "pool" is not "pooled", "per-host" or "shared""#,
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": "x", "session": null}}}"#,
+            r#"mcpServers.a.session: must be "pooled", "per-host" or "shared""#,
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": "x", "maxPooledSessions": 0}}}"#,
+            "mcpServers.a.maxPooledSessions: must be a positive integer",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": "x", "url": "https://h/mcp"}}}"#,
+            "mcpServers.a: has both `command` and `url`; give one",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"url": "https://h/mcp", "type": "stdio"}}}"#,
+            r#"mcpServers.a.type: "stdio" needs `command`, not `url`"#,
+        ),
+        (
+            r#"{"mcpServers": {"a": {"url": "https://h/mcp", "legacySession": true}}}"#,
+            "mcpServers.a.legacySession: is for a `command` server only",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": "x", "disabled": true}},
+                "gateway": {"views": [{"upstreams": ["a"]}]}}"#,
+            "gateway.views[0].upstreams: no server `a` in mcpServers",
+        ),
+        (
+            r#"{"mcpServers": {}, "gateway": null}"#,
+            "gateway: must be an object",
+        ),
+        (
+            r#"{"mcpServers": {}, "gateway": {"auth": {"jwt": {"issuer": "i"}}}}"#,
+            "gateway.auth.resource: required: this gateway's canonical URL, the audience of its tokens",
+        ),
+        (
+            r#"{"mcpServers": {}, "gateway": {"auth": {"resource": "https://gw/mcp",
+                "apiKeys": [{"name": "a", "keyEnv": "MCP_PROXY_TEST_UNSET_VAR"}]}}}"#,
+            "gateway.auth.apiKeys[0].keyEnv: environment variable MCP_PROXY_TEST_UNSET_VAR is not set",
+        ),
+        (
+            r#"{"mcpServers": {}, "gateway": {"maxNameLength": 8}}"#,
+            "gateway.maxNameLength: must be an integer from 16 to 128",
+        ),
+        (
+            // serde alone would read a struct from an array of its members.
+            r#"{"mcpServers": {}, "gateway": {"pins": ["/p.json", "ask"]}}"#,
+            "gateway.pins: must be an object",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": "x", "type": {"stdio": null}}}}"#,
+            r#"mcpServers.a.type: must be "stdio", "http", "streamable-http", "streamableHttp" or "sse""#,
+        ),
+        ("[]", "(file): must be a JSON object"),
+    ];
+    for (text, says) in refused {
+        let e = super::parse(text, "c.json").expect_err(text);
+        assert_eq!(e.to_string(), format!("c.json: {says}"), "{text}");
+    }
+}
 
 /// The upstreams and options of a configuration.
 fn parse(
