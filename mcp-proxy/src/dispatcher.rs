@@ -2,12 +2,41 @@
 //! host's context carries three schemas however many upstreams the gateway has. The
 //! upstream tools stay reachable, with the same policy, through `call_tool`.
 
+use async_trait::async_trait;
 use mcp_server::{Outcome, RequestContext};
 use mcp_types::protocol::*;
+use mcp_types::raw::Exact;
 use mcp_types::ErrorObject;
 use serde_json::{json, Map, Value};
 
-use crate::Aggregator;
+/// One upstream as the dispatcher lists it.
+pub(crate) struct Namespace {
+    /// Its namespace.
+    pub(crate) name: String,
+    /// Its configuration key.
+    pub(crate) upstream: String,
+    /// Whether it is connected.
+    pub(crate) available: bool,
+}
+
+/// What the dispatcher reaches, for the principal of a request: the catalog it sees
+/// and the call relay, with every gate (the aggregator is one).
+#[async_trait]
+pub(crate) trait Catalogue: Send + Sync {
+    /// The upstreams the principal reaches, in catalog order.
+    fn namespaces(&self, ctx: &RequestContext) -> Vec<Namespace>;
+    /// `(namespace, tool)` of each tool the principal sees, in catalog order, with the
+    /// names hosts call them by.
+    fn tools(&self, ctx: &RequestContext) -> Vec<(String, Exact<Tool>)>;
+    /// Calls the tool hosts know as `name`, through the same gates as a direct call.
+    async fn call(
+        &self,
+        ctx: &RequestContext,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        meta: Option<Map<String, Value>>,
+    ) -> Result<Outcome<CallToolResult>, ErrorObject>;
+}
 
 /// Lists namespaces and their tools.
 pub const LIST_TOOLS: &str = "list_tools";
@@ -83,27 +112,26 @@ fn string_arg<'a>(p: &'a CallToolRequestParams, key: &str) -> Option<&'a str> {
 
 /// Answers a call to a dispatcher tool; `None` when `p` names another tool.
 pub(crate) async fn call(
-    agg: &Aggregator,
+    agg: &dyn Catalogue,
     ctx: &RequestContext,
     p: &CallToolRequestParams,
 ) -> Option<Result<Outcome<CallToolResult>, ErrorObject>> {
     Some(match p.name.as_str() {
         LIST_TOOLS => {
             let only = string_arg(p, "namespace");
-            let scope = agg.scope(ctx);
-            let tools = agg.namespaced_tools_seen(ctx, &scope);
+            let tools = agg.tools(ctx);
             let namespaces: Vec<Value> = agg
-                .upstream_names()
+                .namespaces(ctx)
                 .into_iter()
-                .filter(|(_, key, _)| scope.sees_upstream(key))
-                .filter(|(ns, _, _)| only.is_none_or(|o| o == ns))
-                .map(|(ns, key, connected)| {
+                .filter(|n| only.is_none_or(|o| o == n.name))
+                .map(|n| {
                     let listed: Vec<Value> = tools
                         .iter()
-                        .filter(|(n, _)| *n == ns)
+                        .filter(|(ns, _)| *ns == n.name)
                         .map(|(_, t)| json!({"name": t.name, "title": t.display_name()}))
                         .collect();
-                    json!({"namespace": ns, "upstream": key, "available": connected, "tools": listed})
+                    json!({"namespace": n.name, "upstream": n.upstream,
+                           "available": n.available, "tools": listed})
                 })
                 .collect();
             match (only, namespaces.is_empty()) {
@@ -119,11 +147,7 @@ pub(crate) async fn call(
             let Some(name) = string_arg(p, "name") else {
                 return Some(refused("describe_tool needs `name` (a string).".into()));
             };
-            match agg
-                .namespaced_tools_seen(ctx, &agg.scope(ctx))
-                .into_iter()
-                .find(|(_, t)| t.name == name)
-            {
+            match agg.tools(ctx).into_iter().find(|(_, t)| t.name == name) {
                 Some((_, t)) => Ok(Outcome::Complete(text_result(&json!(t)))),
                 None => refused(format!("No tool {name:?}; call list_tools to see them.")),
             }
@@ -139,7 +163,7 @@ pub(crate) async fn call(
                     return Some(refused("call_tool: `arguments` must be an object.".into()))
                 }
             };
-            match agg.call_exposed(ctx, name, arguments, p.meta.clone()).await {
+            match agg.call(ctx, name, arguments, p.meta.clone()).await {
                 // An unknown or denied name is the model's mistake, not a protocol error.
                 Err(e) if e.code == mcp_types::codes::INVALID_PARAMS => refused(e.message),
                 other => other,

@@ -42,6 +42,7 @@ pub mod pins;
 pub mod policy;
 pub mod sessions;
 mod upstream_error;
+mod upstream_status;
 pub mod views;
 
 pub use aggregator::{

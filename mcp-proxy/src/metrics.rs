@@ -23,7 +23,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
-use crate::UpstreamStatus;
+use crate::upstream_status::UpstreamStatus;
 
 /// How many (upstream, tool) pairs get labels of their own.
 pub const TOOL_LABELS: usize = 1000;

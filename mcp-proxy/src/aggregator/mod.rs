@@ -14,15 +14,15 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use mcp_client::ClientError;
-use mcp_server::{ListChanged, Outcome, RequestContext};
+use mcp_server::{ListChanged, Outcome};
 use mcp_types::protocol::*;
-use mcp_types::raw::RawObject;
 use mcp_types::{codes, ErrorObject};
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
 
 use crate::bridge::Flight;
 use crate::policy::Surface;
+pub use crate::upstream_status::UpstreamStatus;
 use crate::UpstreamError;
 use id::{PerUpstream, UpstreamId};
 
@@ -31,6 +31,7 @@ mod catalog;
 mod confirm;
 mod connector;
 mod definitions;
+mod dispatching;
 mod fast;
 mod flights;
 mod gates;
@@ -55,9 +56,7 @@ mod visibility;
 
 use catalog::{Catalog, Member};
 pub use connector::UpstreamConnector;
-pub use options::{
-    AggregatorOptions, StartError, UpstreamConfig, UpstreamStatus, UpstreamTransport,
-};
+pub use options::{AggregatorOptions, StartError, UpstreamConfig, UpstreamTransport};
 use pages::as_exposed;
 use pool::Upstream;
 
@@ -389,21 +388,6 @@ impl Aggregator {
             .collect()
     }
 
-    /// `(namespace, key, connected)` of each upstream, in catalog order.
-    pub(crate) fn upstream_names(&self) -> Vec<(String, String, bool)> {
-        self.inner
-            .upstreams
-            .iter()
-            .map(|u| {
-                (
-                    u.namespace.clone(),
-                    u.config.key.clone(),
-                    u.client().is_some(),
-                )
-            })
-            .collect()
-    }
-
     /// The upstream whose configuration key is `key`.
     pub(super) fn upstream_id(&self, key: &str) -> Option<UpstreamId> {
         self.inner
@@ -465,40 +449,6 @@ impl Aggregator {
         // The dispatcher's own tools declare no task support.
         let direct = self.inner.options.surface == Surface::Direct;
         (task_tools && direct, task_tools || extension)
-    }
-
-    /// A call to the tool hosts know as `name`, from typed arguments (the dispatcher's
-    /// `call_tool`): the call relay's, answered typed.
-    pub(crate) async fn call_exposed(
-        &self,
-        ctx: &RequestContext,
-        name: &str,
-        arguments: Option<Map<String, Value>>,
-        meta: Option<Map<String, Value>>,
-    ) -> Result<Outcome<CallToolResult>, ErrorObject> {
-        let internal = |e: serde_json::Error| {
-            ErrorObject::new(codes::INTERNAL_ERROR, format!("Internal error: {e}"))
-        };
-        let mut params = RawObject::new();
-        params.insert_str("name", name);
-        if let Some(a) = &arguments {
-            params.insert_json("arguments", a).map_err(internal)?;
-        }
-        if let Some(m) = &meta {
-            params.insert_json("_meta", m).map_err(internal)?;
-        }
-        Ok(match self.relay_call(ctx, &params).await? {
-            Outcome::Complete(r) => {
-                Outcome::Complete(serde_json::from_str(r.body.get()).map_err(|e| {
-                    ErrorObject::new(
-                        codes::INTERNAL_ERROR,
-                        format!("upstream result for {name} is invalid: {e}"),
-                    )
-                })?)
-            }
-            Outcome::InputRequired(ir) => Outcome::InputRequired(ir),
-            Outcome::Task(t) => Outcome::Task(t),
-        })
     }
 }
 

@@ -355,32 +355,6 @@ mcp_types::setters! {
     }
 }
 
-/// How one upstream is doing ([`super::Aggregator::status`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct UpstreamStatus {
-    /// Its configuration key.
-    pub key: String,
-    /// Whether its shared connection is up.
-    pub connected: bool,
-    /// Why it last failed, until it connects again.
-    pub last_error: Option<crate::UpstreamError>,
-    /// Upstream sessions open (or opening) for hosts of their own ([`SessionMode::PerHost`],
-    /// or hosts that keep state upstream under [`SessionMode::Pooled`]).
-    pub host_sessions: usize,
-    /// Pooled upstream sessions open (or opening) ([`SessionMode::Pooled`]).
-    pub pooled_sessions: usize,
-    /// The revision its shared connection speaks, while connected.
-    pub revision: Option<mcp_types::Revision>,
-    /// How often its connection ended and it was started again.
-    pub restarts: u64,
-    /// How often it ended a session of the gateway's (HTTP `404`) and the gateway started
-    /// a new one, the shared connection's and hosts' own sessions alike.
-    pub session_renewals: u64,
-    /// Whether readiness waits for it ([`UpstreamConfig::required`]).
-    pub required: bool,
-}
-
 /// Why the aggregator could not start.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
