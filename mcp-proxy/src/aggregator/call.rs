@@ -22,10 +22,12 @@ use mcp_types::{codes, meta, ErrorObject, Revision};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
+use super::answers::{call_failure, created_task_id, input_required};
+use super::gates::OWN_KEYS;
 use super::gates::{self, Admitted};
 use super::metered;
 use super::route::Route;
-use super::{call_failure, created_task_id, input_required, tasks, Aggregator, OWN_KEYS};
+use super::{tasks, Aggregator};
 
 /// How a call runs with respect to tasks (TOOL-21).
 #[derive(Clone)]
@@ -253,15 +255,15 @@ impl Aggregator {
     ) -> Result<Outcome<RawResult>, ErrorObject> {
         let up = match on {
             Some(r) => r,
-            None => self
-                .upstream_revision(i)
-                .map_err(|e| super::upstream_error(&self.inner.upstreams[i].config.key, e))?,
+            None => self.upstream_revision(i).map_err(|e| {
+                super::answers::upstream_error(&self.inner.upstreams[i].config.key, e)
+            })?,
         };
         let escapes = raw::has_key_escapes(answer.get());
         if answer_kind(&answer, plan, escapes) != AnswerKind::Plain {
             let text = answer.get();
             let value: Value = serde_json::from_str(text).map_err(|e| {
-                super::upstream_error(
+                super::answers::upstream_error(
                     &self.inner.upstreams[i].config.key,
                     ClientError::InvalidResult {
                         method: method::TOOLS_CALL.into(),
@@ -328,7 +330,7 @@ impl Aggregator {
         // A task's result, fetched by the gateway: in the upstream's revision like any other.
         let up = self
             .upstream_revision(i)
-            .map_err(|e| super::upstream_error(&key, e))?;
+            .map_err(|e| super::answers::upstream_error(&key, e))?;
         let body = serde_json::value::to_raw_value(&value)
             .map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, format!("Internal error: {e}")))?;
         let escapes = raw::has_key_escapes(body.get());

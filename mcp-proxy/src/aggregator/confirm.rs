@@ -5,7 +5,9 @@ use mcp_server::{Outcome, RequestContext};
 use mcp_types::protocol::*;
 use serde_json::{json, Map, Value};
 
-use super::{tool_error, Aggregator, APPROVE_KEY, CONFIRM_KEY};
+use super::answers::tool_error;
+use super::gates::{APPROVE_KEY, CONFIRM_KEY};
+use super::Aggregator;
 use crate::policy::{may_be_destructive, Confirmation, Verdict};
 
 impl Aggregator {

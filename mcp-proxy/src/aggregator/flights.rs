@@ -16,7 +16,8 @@ use mcp_types::{codes, ErrorObject};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::{Aggregator, OWN_KEYS};
+use super::gates::OWN_KEYS;
+use super::Aggregator;
 use crate::bridge::{Flight, Step, STATE_PREFIX};
 
 impl Aggregator {

@@ -19,8 +19,18 @@ use mcp_types::{codes, ErrorObject};
 
 use super::call::TaskPlan;
 use super::route::Route;
-use super::{Aggregator, CONFIRM_KEY};
+use super::Aggregator;
 use crate::policy::{may_be_destructive, Surface};
+
+/// The key of the gateway's own confirmation request among a round's input requests.
+pub(super) const CONFIRM_KEY: &str = "gateway_confirm";
+
+/// The key of the pinning gate's question (see [`crate::pins`]).
+pub(super) const APPROVE_KEY: &str = "gateway_approve";
+
+/// The gateway's own questions, whose answers are the gateway's to read and never go
+/// upstream.
+pub(super) const OWN_KEYS: [&str; 2] = [CONFIRM_KEY, APPROVE_KEY];
 
 /// A call the gates let through: where it goes and how.
 pub(super) struct Admitted {

@@ -13,8 +13,9 @@ use serde_json::{json, Map, Value};
 use crate::policy::Surface;
 use crate::views::Scope;
 
+use super::answers::{decode, forward_meta, input_required, strip_hop_meta, upstream_error};
 use super::pages::{page_result, renamed, typed_page};
-use super::{decode, forward_meta, input_required, strip_hop_meta, upstream_error, Aggregator};
+use super::Aggregator;
 
 #[async_trait]
 impl ServerHandler for Aggregator {

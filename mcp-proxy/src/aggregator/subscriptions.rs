@@ -31,7 +31,8 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
-use super::{upstream_error, Aggregator};
+use super::answers::upstream_error;
+use super::Aggregator;
 use crate::bridge::Calls;
 use crate::sessions::Link;
 

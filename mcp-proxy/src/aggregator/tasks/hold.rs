@@ -12,7 +12,7 @@ use mcp_types::{codes, ErrorObject};
 use serde_json::{json, Map, Value};
 
 use super::table::{Answers, TaskInput};
-use crate::aggregator::strip_hop_meta_raw;
+use crate::aggregator::answers::strip_hop_meta_raw;
 use crate::bridge::{Flight, Step};
 
 /// How long a `tasks/get` waits for a task's questions to reach the gateway.

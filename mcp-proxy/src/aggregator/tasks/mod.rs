@@ -22,9 +22,8 @@ use mcp_types::raw::RawObject;
 use mcp_types::{codes, ErrorObject};
 use serde_json::{json, Map, Value};
 
-use super::{
-    decode, input_required, strip_hop_meta, strip_hop_meta_raw, upstream_error, Aggregator,
-};
+use super::answers::{decode, input_required, strip_hop_meta, strip_hop_meta_raw, upstream_error};
+use super::Aggregator;
 
 mod hold;
 mod table;

@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, watch};
 
-use crate::aggregator::decode;
+use crate::aggregator::answers::decode;
 use crate::bridge::new_state;
 
 /// How long a task without a retention of its own stays routable.
