@@ -166,17 +166,17 @@ impl ServerHandler for Aggregator {
     /// driven on one.
     fn call_tool_raw(&self, call: mcp_server::Call, params: RawObject<'_>) {
         let ctx = call.context();
-        let name = match super::gates::tool_name(&params) {
-            Ok(n) if self.is_own_tool(ctx, &n) => {
+        let admitted = match super::gates::tool_name(&params) {
+            Ok(name) if self.is_own_tool(ctx, &name) => {
                 let agg = self.clone();
                 return call.spawn(move |req| async move {
                     agg.call_own(req.context(), &req.params()?).await
                 });
             }
-            Ok(n) => n.into_owned(),
-            Err(e) => return call.respond(Err(e)),
+            Ok(name) => self.admit(ctx, &name),
+            Err(e) => Err(e),
         };
-        let admitted = match self.admit(ctx, &name) {
+        let admitted = match admitted {
             Ok(a) => a,
             Err(e) => return call.respond(Err(e)),
         };
@@ -190,6 +190,7 @@ impl ServerHandler for Aggregator {
         let agg = self.clone();
         call.spawn(move |req| async move {
             let params = req.params()?;
+            let name = super::gates::tool_name(&params)?;
             agg.relay_admitted(req.context(), &params, &name, admitted)
                 .await
         });
