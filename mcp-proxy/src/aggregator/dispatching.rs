@@ -14,11 +14,11 @@ use crate::dispatcher::{Catalogue, Namespace};
 #[async_trait]
 impl Catalogue for Aggregator {
     fn namespaces(&self, ctx: &RequestContext) -> Vec<Namespace> {
-        let scope = self.scope(ctx);
+        let seen = self.seen(ctx);
         self.inner
             .upstreams
             .iter()
-            .filter(|u| scope.sees_upstream(&u.config.key))
+            .filter(|u| seen.reaches_key(&u.config.key))
             .map(|u| Namespace {
                 name: u.namespace.clone(),
                 upstream: u.config.key.clone(),
@@ -28,7 +28,7 @@ impl Catalogue for Aggregator {
     }
 
     fn tools(&self, ctx: &RequestContext) -> Vec<(String, Exact<Tool>)> {
-        self.namespaced_tools_seen(ctx, &self.scope(ctx))
+        self.namespaced_tools_seen(ctx, &self.seen(ctx))
     }
 
     async fn call(

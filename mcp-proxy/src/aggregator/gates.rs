@@ -62,7 +62,7 @@ impl Aggregator {
     /// Whether `name` is one of the dispatcher's own tools for the host of `ctx`, which
     /// the gateway answers itself (no gate applies: they reach only what passes them).
     pub(super) fn is_own_tool(&self, ctx: &RequestContext, name: &str) -> bool {
-        self.surface_for(ctx) == Surface::Dispatcher && crate::dispatcher::is_own_tool(name)
+        self.seen(ctx).surface() == Surface::Dispatcher && crate::dispatcher::is_own_tool(name)
     }
 
     /// The gates, in order, for the call to the tool hosts know as `name`: a refusal, or
@@ -89,13 +89,13 @@ impl Aggregator {
         ctx: &RequestContext,
         name: &str,
     ) -> Result<Arc<Route>, ErrorObject> {
-        let scope = self.scope(ctx);
+        let seen = self.seen(ctx);
         let route = self.host_route(ctx, name);
-        if let Some(route) = route.filter(|r| self.sees_tool(&scope, r.upstream, name)) {
+        if let Some(route) = route.filter(|r| seen.sees_tool(r.upstream, name)) {
             return Ok(route);
         }
         let denied = self.inner.catalog.denied_upstream(name);
-        let message = match denied.filter(|key| scope.sees_upstream(key)) {
+        let message = match denied.filter(|key| seen.reaches_key(key)) {
             Some(key) => {
                 format!("Tool {name} of upstream `{key}` is not allowed by this gateway's policy")
             }

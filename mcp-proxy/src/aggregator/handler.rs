@@ -11,7 +11,6 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
 use crate::policy::Surface;
-use crate::views::Scope;
 
 use super::answers::{decode, forward_meta, input_required, strip_hop_meta, upstream_error};
 use super::pages::{page_result, renamed, typed_page};
@@ -137,7 +136,7 @@ impl ServerHandler for Aggregator {
         ctx: &RequestContext,
         p: CallToolRequestParams,
     ) -> Result<Outcome<CallToolResult>, ErrorObject> {
-        if self.surface_for(ctx) == Surface::Dispatcher {
+        if self.seen(ctx).surface() == Surface::Dispatcher {
             if let Some(out) = crate::dispatcher::call(self, ctx, &p).await {
                 return out;
             }
@@ -152,11 +151,11 @@ impl ServerHandler for Aggregator {
         name: &str,
         principal: Option<&mcp_server::auth::Principal>,
     ) -> Vec<mcp_types::headers::HeaderParam> {
-        let scope = crate::views::Scope::of(self.inner.options.views.as_ref(), principal);
+        let seen = self.inner.visibility.seen_by(principal);
         self.inner
             .catalog
             .route(name)
-            .filter(|r| self.sees_tool(&scope, r.upstream, name))
+            .filter(|r| seen.sees_tool(r.upstream, name))
             .map(|r| r.header_params.clone())
             .unwrap_or_default()
     }
@@ -212,7 +211,7 @@ impl ServerHandler for Aggregator {
         let Some((_, i, prompt)) = self
             .prompt_entries_for(ctx)
             .into_iter()
-            .find(|(e, i, _)| *e == p.name && self.reaches(&self.scope(ctx), *i))
+            .find(|(e, i, _)| *e == p.name && self.seen(ctx).reaches(*i))
         else {
             return Err(ErrorObject::new(
                 codes::INVALID_PARAMS,
@@ -260,7 +259,7 @@ impl ServerHandler for Aggregator {
         p: ResourceRequestParams,
     ) -> Result<Outcome<ReadResourceResult>, ErrorObject> {
         let i = self.owner_of_resource(ctx, &p.uri)?;
-        if !self.reaches(&self.scope(ctx), i) {
+        if !self.seen(ctx).reaches(i) {
             return Err(self.not_found(&p.uri));
         }
         let params = ResourceRequestParams {
@@ -295,7 +294,7 @@ impl ServerHandler for Aggregator {
         let owner = self
             .resource_owner_for(ctx, &p.uri)
             .or_else(|| self.inner.catalog.template_owner(&p.uri));
-        if owner.is_some_and(|i| !self.reaches(&self.scope(ctx), i)) {
+        if owner.is_some_and(|i| !self.seen(ctx).reaches(i)) {
             return Err(self.not_found(&p.uri));
         }
         self.resource_subscription(ctx, p.uri, subscribe).await
@@ -323,7 +322,7 @@ impl ServerHandler for Aggregator {
                     .or_else(|| self.inner.catalog.template_owner(u))
             }),
         };
-        let Some(i) = owner.filter(|i| self.reaches(&self.scope(ctx), *i)) else {
+        let Some(i) = owner.filter(|i| self.seen(ctx).reaches(*i)) else {
             return Ok(CompleteResult::default());
         };
         let key = self.inner.upstreams[i].config.key.clone();
@@ -384,10 +383,10 @@ impl Aggregator {
     /// The tools the host of `ctx` is listed, as it sees them (its view, its surface).
     async fn tools_listed(&self, ctx: &RequestContext) -> Vec<Exact<Tool>> {
         self.refresh_stale().await;
-        let scope = self.scope(ctx);
-        match scope.surface(self.inner.options.surface) {
-            _ if matches!(scope, Scope::Nothing) => Vec::new(),
-            Surface::Direct => self.tools_seen(ctx, &scope),
+        let seen = self.seen(ctx);
+        match seen.surface() {
+            _ if seen.nothing() => Vec::new(),
+            Surface::Direct => self.tools_seen(ctx, &seen),
             Surface::Dispatcher => crate::dispatcher::tools()
                 .into_iter()
                 .filter_map(|t| Exact::encode(t).ok())
@@ -397,20 +396,20 @@ impl Aggregator {
 
     /// The prompts the host of `ctx` is listed, under their exposed names.
     fn prompts_listed(&self, ctx: &RequestContext) -> Vec<Exact<Prompt>> {
-        let scope = self.scope(ctx);
+        let seen = self.seen(ctx);
         self.prompt_entries_for(ctx)
             .into_iter()
-            .filter(|(_, i, _)| self.reaches(&scope, *i))
+            .filter(|(_, i, _)| seen.reaches(*i))
             .map(|(exposed, _, p)| renamed(p, &exposed))
             .collect()
     }
 
     /// The items of the upstreams the request's principal reaches, in catalog order.
     fn reached<T>(&self, ctx: &RequestContext, per_upstream: PerUpstream<Vec<T>>) -> Vec<T> {
-        let scope = self.scope(ctx);
+        let seen = self.seen(ctx);
         per_upstream
             .into_iter_ids()
-            .filter(|(i, _)| self.reaches(&scope, *i))
+            .filter(|(i, _)| seen.reaches(*i))
             .flat_map(|(_, items)| items)
             .collect()
     }

@@ -89,6 +89,8 @@ struct Inner {
     own_lists: own_lists::OwnLists,
     /// What the upstreams were asked and how they answered.
     metrics: Arc<crate::metrics::Metrics>,
+    /// Who sees what.
+    visibility: visibility::Visibility,
     /// This aggregator among those a reload makes (see `Upstream::keeper`).
     generation: u64,
 }
@@ -183,6 +185,11 @@ impl Aggregator {
                 withhold_hints: c.withhold_hints && !c.trusted,
             })
             .collect();
+        let visibility = visibility::Visibility::new(
+            options.views.clone(),
+            options.surface,
+            sorted.iter().map(|c| c.key.clone()).collect(),
+        );
         let catalog = Catalog::new(
             members,
             options.namespacing.clone(),
@@ -212,6 +219,7 @@ impl Aggregator {
             subscriptions: held.subscriptions,
             own_lists: Default::default(),
             metrics: held.metrics,
+            visibility,
             generation,
         });
         Ok(Aggregator { inner })

@@ -74,8 +74,7 @@ impl Aggregator {
         let i = self
             .upstream_id(&route.upstream)
             .ok_or_else(|| unknown_task(id))?;
-        let theirs =
-            route.owner == table::owner_of(ctx.principal()) && self.reaches(&self.scope(ctx), i);
+        let theirs = route.owner == table::owner_of(ctx.principal()) && self.seen(ctx).reaches(i);
         match theirs {
             true => Ok((route, i)),
             false => Err(unknown_task(id)),
