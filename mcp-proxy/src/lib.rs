@@ -26,7 +26,6 @@
 
 mod abort;
 mod aggregator;
-mod bridge;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod config;
@@ -42,6 +41,7 @@ pub mod pins;
 pub mod policy;
 pub mod sessions;
 mod upstream_error;
+mod upstream_questions;
 mod upstream_status;
 pub mod views;
 

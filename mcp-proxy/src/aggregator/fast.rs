@@ -23,10 +23,10 @@ use super::call::{answer_kind, raw_failure, tidy_result, AnswerKind, TaskPlan};
 use super::gates::Admitted;
 use super::metered;
 use super::Aggregator;
-use crate::bridge::{Calls, Event, EventSink, Flight, SlotGuard};
 use crate::metrics::CallMeter;
 use crate::sessions::pool::{self, Lease};
 use crate::sessions::Link;
+use crate::upstream_questions::{Calls, Event, EventSink, Flight, SlotGuard};
 
 /// What a call needs once it is on its way.
 struct Prepared {

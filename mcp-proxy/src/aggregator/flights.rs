@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use super::gates::OWN_KEYS;
 use super::Aggregator;
-use crate::bridge::{Flight, Step, STATE_PREFIX};
+use crate::upstream_questions::{Flight, Step, STATE_PREFIX};
 
 impl Aggregator {
     /// Sends a request upstream for the host of `ctx` (or resumes one parked for this host's

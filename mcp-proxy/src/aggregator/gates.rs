@@ -112,7 +112,7 @@ impl Admitted {
             Some(Driven::Progress)
         } else if ctx
             .request_state()
-            .is_some_and(|s| s.starts_with(crate::bridge::STATE_PREFIX))
+            .is_some_and(|s| s.starts_with(crate::upstream_questions::STATE_PREFIX))
         {
             Some(Driven::Resumed)
         } else if self.unapproved.is_some() || self.confirm {

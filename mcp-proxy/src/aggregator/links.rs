@@ -11,10 +11,10 @@ use mcp_types::protocol::ClientCapabilities;
 
 use super::pool::Upstream;
 use super::Aggregator;
-use crate::bridge::Calls;
 use crate::sessions::host::HostLinks;
 use crate::sessions::pool::SessionPool;
 use crate::sessions::{bridged_capabilities, fits_start, Link};
+use crate::upstream_questions::Calls;
 
 /// What a host's request needs of the upstream session it goes on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

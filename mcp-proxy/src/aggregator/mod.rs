@@ -17,8 +17,8 @@ use mcp_server::ListChanged;
 use mcp_types::protocol::*;
 use parking_lot::Mutex;
 
-use crate::bridge::Flight;
 use crate::policy::Surface;
+use crate::upstream_questions::Flight;
 pub use crate::upstream_status::UpstreamStatus;
 use id::{PerUpstream, UpstreamId};
 

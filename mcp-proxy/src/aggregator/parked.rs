@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use crate::bridge::new_state;
+use crate::upstream_questions::new_state;
 
 /// What waits, by the `requestState` handed to the host (see the module).
 pub(crate) struct Parked<T> {
@@ -71,7 +71,7 @@ mod tests {
         let a = parked.park("a", Duration::from_secs(60), |_| {});
         let b = parked.park("b", Duration::from_secs(60), |_| {});
         assert_ne!(a, b);
-        assert!(a.starts_with(crate::bridge::STATE_PREFIX));
+        assert!(a.starts_with(crate::upstream_questions::STATE_PREFIX));
         assert_eq!(parked.take("unknown"), None);
         assert_eq!(parked.take(&b), Some("b"));
         assert_eq!(parked.take(&b), None, "a state resumes one call, once");

@@ -15,10 +15,10 @@ use parking_lot::{Mutex, RwLock};
 use super::catalog::Listing;
 use super::{Aggregator, UpstreamConfig, UpstreamStatus, UpstreamTransport};
 use crate::abort::AbortOnDrop;
-use crate::bridge::{Bridge, Calls};
 use crate::sessions::host::HostLinks;
 use crate::sessions::pool::SessionPool;
 use crate::sessions::{start_capabilities, SessionMode};
+use crate::upstream_questions::{Bridge, Calls};
 use crate::UpstreamError;
 
 pub(super) struct Upstream {

@@ -33,8 +33,8 @@ use tokio::sync::Notify;
 
 use super::answers::upstream_error;
 use super::Aggregator;
-use crate::bridge::Calls;
 use crate::sessions::Link;
+use crate::upstream_questions::Calls;
 
 /// One upstream connection's subscriptions.
 struct Conn {

@@ -34,7 +34,7 @@ use mcp_client::Client;
 use mcp_types::protocol::{ClientCapabilities, ListChangedCapability};
 use serde_json::Map;
 
-use crate::bridge::Calls;
+use crate::upstream_questions::Calls;
 
 /// What a legacy upstream hears of a host's capabilities at the handshake of that host's
 /// session: the requests the gateway relays to a host (sampling, elicitation, roots), as

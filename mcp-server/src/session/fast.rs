@@ -151,7 +151,8 @@ impl Session {
         if !bridged {
             let answer = match answer {
                 Ok(Outcome::InputRequired(ir)) => {
-                    super::input::input_required_answer(ctx, ir).map(Outcome::InputRequired)
+                    super::legacy_questions::input_required_answer(ctx, ir)
+                        .map(Outcome::InputRequired)
                 }
                 other => other,
             };

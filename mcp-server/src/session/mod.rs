@@ -9,7 +9,8 @@
 mod declared;
 mod fast;
 mod finish;
-mod input;
+mod legacy_questions;
+mod listen;
 mod meta;
 mod route;
 

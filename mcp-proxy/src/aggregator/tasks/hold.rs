@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 
 use super::table::{Answers, TaskInput};
 use crate::aggregator::answers::strip_hop_meta_raw;
-use crate::bridge::{Flight, Step};
+use crate::upstream_questions::{Flight, Step};
 
 /// How long a `tasks/get` waits for a task's questions to reach the gateway.
 pub(crate) const QUESTIONS_WAIT: Duration = Duration::from_secs(2);

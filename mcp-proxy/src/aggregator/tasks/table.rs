@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use tokio::sync::{mpsc, watch};
 
 use crate::aggregator::answers::decode;
-use crate::bridge::new_state;
+use crate::upstream_questions::new_state;
 
 /// How long a task without a retention of its own stays routable.
 const DEFAULT_RETENTION: Duration = Duration::from_secs(3600);

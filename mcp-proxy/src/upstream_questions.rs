@@ -1,5 +1,7 @@
-//! Era bridging for legacy upstreams: a 2024-11-05…2025-11-25 server asks its client
-//! (sampling, elicitation) in the middle of a call. The gateway cannot answer; the host
+//! A legacy upstream's questions, relayed to the host: a 2024-11-05…2025-11-25 server asks
+//! its client (sampling, elicitation) in the middle of a call. (How any server, the
+//! gateway included, asks a legacy host its questions is
+//! `mcp-server/src/session/legacy_questions.rs`.) The gateway cannot answer; the host
 //! must. The upstream's request is routed to the host call in flight on that upstream,
 //! handed to the host as an `InputRequiredResult` (which the server session turns into a
 //! real request for a legacy host), and the host's answer goes back upstream when the
