@@ -20,14 +20,24 @@ use super::listing::{CLOSE_POLL, RELIST_INTERVAL};
 use super::route::Route;
 use super::{Aggregator, Inner};
 
-/// The listings of hosts' own upstream sessions, by host.
-#[derive(Default)]
-pub(super) struct OwnLists {
-    hosts: Mutex<HashMap<HostSessionId, HostLists>>,
+/// The listings of hosts' own upstream sessions, by host (a host session's id; any key
+/// in the unit tests).
+pub(super) struct OwnLists<H = HostSessionId> {
+    hosts: Mutex<HashMap<H, HostLists>>,
     /// How many hosts have any: a call looks here before it takes the lock.
     count: AtomicUsize,
     /// Gives each session followed a token of its own.
     next_token: std::sync::atomic::AtomicU64,
+}
+
+impl<H> Default for OwnLists<H> {
+    fn default() -> Self {
+        OwnLists {
+            hosts: Mutex::new(HashMap::new()),
+            count: AtomicUsize::new(0),
+            next_token: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -42,7 +52,7 @@ struct HostLists {
     routes: Option<(u64, u64, Arc<Routes>)>,
 }
 
-impl OwnLists {
+impl<H: Copy + Eq + std::hash::Hash> OwnLists<H> {
     /// A token for the follower of a newly opened session.
     fn token(&self) -> u64 {
         self.next_token.fetch_add(1, Ordering::Relaxed)
@@ -50,7 +60,7 @@ impl OwnLists {
 
     /// Takes `listing`, by the follower holding `token`, as what `host` sees of upstream
     /// `i`; the newest session's follower wins.
-    fn set(&self, host: HostSessionId, i: UpstreamId, token: u64, listing: Listing) {
+    fn set(&self, host: H, i: UpstreamId, token: u64, listing: Listing) {
         let mut hosts = self.hosts.lock();
         let lists = hosts.entry(host).or_insert_with(|| {
             self.count.fetch_add(1, Ordering::SeqCst);
@@ -66,7 +76,7 @@ impl OwnLists {
 
     /// `host` sees the catalog's listing of upstream `i` again, unless a newer session's
     /// follower than `token`'s set it.
-    fn remove(&self, host: HostSessionId, i: UpstreamId, token: u64) {
+    fn remove(&self, host: H, i: UpstreamId, token: u64) {
         let mut hosts = self.hosts.lock();
         let Some(lists) = hosts.get_mut(&host) else {
             return;
@@ -84,13 +94,13 @@ impl OwnLists {
     }
 
     /// What `host` sees of upstream `i` in place of the catalog's listing, if anything.
-    fn get(&self, host: HostSessionId, i: UpstreamId) -> Option<Arc<Listing>> {
+    fn get(&self, host: H, i: UpstreamId) -> Option<Arc<Listing>> {
         let hosts = self.hosts.lock();
         hosts.get(&host)?.listings.get(&i).cloned()
     }
 
     /// Whether `host` sees a listing of its own of upstream `i`.
-    pub(super) fn has(&self, host: Option<HostSessionId>, i: UpstreamId) -> bool {
+    pub(super) fn has(&self, host: Option<H>, i: UpstreamId) -> bool {
         match host {
             Some(host) if self.count.load(Ordering::SeqCst) > 0 => self.get(host, i).is_some(),
             _ => false,
@@ -98,7 +108,7 @@ impl OwnLists {
     }
 
     /// The listings `host` sees in place of the catalog's, if any.
-    fn listings(&self, host: Option<HostSessionId>) -> Option<OwnListings> {
+    fn listings(&self, host: Option<H>) -> Option<OwnListings> {
         if self.count.load(Ordering::SeqCst) == 0 {
             return None;
         }
@@ -108,7 +118,7 @@ impl OwnLists {
 
     /// The routes of `host`'s calls, if it sees listings of its own (made again only when
     /// they or the catalog changed).
-    fn routes(&self, host: Option<HostSessionId>, catalog: &Catalog) -> Option<Arc<Routes>> {
+    fn routes(&self, host: Option<H>, catalog: &Catalog) -> Option<Arc<Routes>> {
         if self.count.load(Ordering::SeqCst) == 0 {
             return None;
         }
@@ -275,5 +285,63 @@ async fn follow(
 async fn closed(client: &Client) {
     while client.close_reason().is_none() {
         tokio::time::sleep(CLOSE_POLL).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listing(tool: &str) -> Listing {
+        let tool: Tool = serde_json::from_value(serde_json::json!(
+            {"name": tool, "inputSchema": {"type": "object"}}
+        ))
+        .expect("tool");
+        Listing {
+            tools: vec![Exact::encode(tool).expect("encode")],
+            ..Default::default()
+        }
+    }
+
+    fn tool_of(lists: &OwnLists<u32>, host: u32, i: UpstreamId) -> Option<String> {
+        Some(lists.get(host, i)?.tools.first()?.name.clone())
+    }
+
+    #[test]
+    fn a_hosts_own_listing_stands_for_it_alone_and_the_newest_session_wins() {
+        let ids: Vec<UpstreamId> = [(), ()]
+            .into_iter()
+            .collect::<PerUpstream<()>>()
+            .ids()
+            .collect();
+        let (a, b) = (ids[0], ids[1]);
+        let lists = OwnLists::<u32>::default();
+        assert!(!lists.has(Some(1), a) && lists.listings(Some(1)).is_none());
+        let (old, new) = (lists.token(), lists.token());
+        lists.set(1, a, new, listing("newer"));
+        // A replaced session's follower, late: neither overwrites nor removes its successor's.
+        lists.set(1, a, old, listing("older"));
+        lists.remove(1, a, old);
+        assert_eq!(tool_of(&lists, 1, a).as_deref(), Some("newer"));
+        assert!(lists.has(Some(1), a));
+        assert!(
+            !lists.has(Some(1), b),
+            "only the upstream it has a session of"
+        );
+        assert!(
+            !lists.has(Some(2), a) && lists.listings(Some(2)).is_none(),
+            "only that host"
+        );
+        assert!(
+            !lists.has(None, a),
+            "a request without a host session has none"
+        );
+        lists.remove(1, a, new);
+        assert!(!lists.has(Some(1), a));
+        assert!(
+            lists.listings(Some(1)).is_none(),
+            "the host sees the catalog again"
+        );
+        assert_eq!(lists.count.load(Ordering::SeqCst), 0);
     }
 }
