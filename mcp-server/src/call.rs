@@ -62,20 +62,24 @@ impl CallRequest {
     }
 }
 
-fn read_params(params: Option<&RawValue>) -> Result<RawObject<'_>, ErrorObject> {
+/// The params of a `tools/call`, read one level deep (none read as an empty object).
+pub(crate) fn read_params(params: Option<&RawValue>) -> Result<RawObject<'_>, ErrorObject> {
     match params {
-        Some(p) => RawObject::from_raw(p).map_err(|e| {
-            ErrorObject::new(
-                codes::INVALID_PARAMS,
-                format!(
-                    "Invalid params for {}: {}",
-                    method::TOOLS_CALL,
-                    mcp_types::raw::read_error(&e)
-                ),
-            )
-        }),
+        Some(p) => RawObject::from_raw(p).map_err(|e| invalid_params(&e)),
         None => Ok(RawObject::new()),
     }
+}
+
+/// The error for `tools/call` params that cannot be read.
+fn invalid_params(e: &serde_json::Error) -> ErrorObject {
+    ErrorObject::new(
+        codes::INVALID_PARAMS,
+        format!(
+            "Invalid params for {}: {}",
+            method::TOOLS_CALL,
+            mcp_types::raw::read_error(e)
+        ),
+    )
 }
 
 impl Call {
@@ -159,16 +163,8 @@ impl Call {
         let handler = self.session.handler().clone();
         self.spawn(move |request| async move {
             let text = request.params.as_deref().map_or("{}", |p| p.get());
-            let p: CallToolRequestParams = serde_json::from_str(text).map_err(|e| {
-                ErrorObject::new(
-                    codes::INVALID_PARAMS,
-                    format!(
-                        "Invalid params for {}: {}",
-                        method::TOOLS_CALL,
-                        mcp_types::raw::read_error(&e)
-                    ),
-                )
-            })?;
+            let p: CallToolRequestParams =
+                serde_json::from_str(text).map_err(|e| invalid_params(&e))?;
             Ok(match handler.call_tool(request.context(), p).await? {
                 Outcome::Complete(r) => Outcome::Complete(RawResult::canonical(&r)?),
                 Outcome::InputRequired(ir) => Outcome::InputRequired(ir),

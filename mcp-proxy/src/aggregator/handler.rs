@@ -166,12 +166,8 @@ impl ServerHandler for Aggregator {
     fn call_tool_raw(&self, call: mcp_server::Call, params: RawObject<'_>) {
         let ctx = call.context();
         let admitted = match super::gates::tool_name(&params) {
-            Ok(name) if self.is_own_tool(ctx, &name) => {
-                let agg = self.clone();
-                return call.spawn(move |req| async move {
-                    agg.call_own(req.context(), &req.params()?).await
-                });
-            }
+            // The gateway answers them itself, with the typed `call_tool`.
+            Ok(name) if self.is_own_tool(ctx, &name) => return call.serve_typed(),
             Ok(name) => self.admit(ctx, &name),
             Err(e) => Err(e),
         };
@@ -342,26 +338,6 @@ impl ServerHandler for Aggregator {
 }
 
 impl Aggregator {
-    /// One of the dispatcher's own tools, which the gateway answers itself.
-    async fn call_own(
-        &self,
-        ctx: &RequestContext,
-        params: &RawObject<'_>,
-    ) -> Result<Outcome<RawResult>, ErrorObject> {
-        let p: CallToolRequestParams =
-            serde_json::from_str(params.to_cow().get()).map_err(|e| {
-                ErrorObject::new(
-                    codes::INVALID_PARAMS,
-                    format!("Invalid params for tools/call: {e}"),
-                )
-            })?;
-        Ok(match self.call_tool(ctx, p).await? {
-            Outcome::Complete(r) => Outcome::Complete(RawResult::canonical(&r)?),
-            Outcome::InputRequired(ir) => Outcome::InputRequired(ir),
-            Outcome::Task(t) => Outcome::Task(t),
-        })
-    }
-
     /// The upstream that listed resource `uri`, or the error a host gets for an unknown one.
     pub(super) fn owner_of_resource(
         &self,

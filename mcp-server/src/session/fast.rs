@@ -92,12 +92,7 @@ impl Session {
             .me
             .upgrade()
             .ok_or_else(|| internal("the session is gone"))?;
-        let params = match text.as_deref() {
-            Some(t) => RawObject::from_raw(t).map_err(|e| {
-                super::invalid_params(method::TOOLS_CALL, mcp_types::raw::read_error(&e))
-            })?,
-            None => RawObject::new(),
-        };
+        let params = crate::call::read_params(text.as_deref().map(|t| &**t))?;
         let (to, answer) = tokio::sync::oneshot::channel();
         let call = Call {
             ctx: Arc::new(ctx),

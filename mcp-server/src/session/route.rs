@@ -168,15 +168,9 @@ impl Session {
         let accepts_task = ctx.accepts_task();
         let revision = ctx.revision;
         let text = raw.map(|p| Arc::new(p.to_owned()));
-        let first = self.call_handler(ctx.clone(), text.clone()).await?;
-        let out = match first {
-            Outcome::InputRequired(_) => {
-                let more = self
-                    .with_input_after(peer, ctx, first, |ctx| self.call_handler(ctx, text.clone()));
-                Box::pin(more).await?
-            }
-            done => done,
-        };
+        let out = self
+            .with_input(peer, ctx, |ctx| self.call_handler(ctx, text.clone()))
+            .await?;
         self.call_answer(revision, accepts_task, out)
     }
 
