@@ -15,9 +15,11 @@ use mcp_server::http::{bind, HttpOptions};
 use mcp_server::{HostSession, NoArgs, Outcome, Server, SessionCounts, ToolRegistry};
 use mcp_types::protocol::{CallToolResult, ContentBlock};
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpSocket;
 use tokio::sync::{mpsc, Semaphore};
+
+mod raw_http;
+use raw_http::{initialize, Answer};
 
 const A: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1));
 const B: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
@@ -87,12 +89,6 @@ async fn start(options: HttpOptions) -> (SocketAddr, Server, Probe) {
     (addr, server, probe)
 }
 
-struct Answer {
-    status: u16,
-    session: Option<String>,
-    body: Value,
-}
-
 /// One POST from the address `from`, on a connection of its own.
 async fn post(
     from: IpAddr,
@@ -105,49 +101,9 @@ async fn post(
     socket
         .bind(SocketAddr::new(from, 0))
         .expect("bind the client");
-    let mut s = socket.connect(addr).await.expect("connect");
-    let body = body.to_string();
-    let mut head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Accept: application/json\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    if let Some(id) = session {
-        head.push_str(&format!(
-            "Mcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-06-18\r\n"
-        ));
-    }
-    if let Some(k) = key {
-        head.push_str(&format!("Authorization: Bearer {k}\r\n"));
-    }
-    s.write_all(format!("{head}\r\n{body}").as_bytes())
-        .await
-        .expect("write");
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).await.expect("read");
-    let raw = String::from_utf8_lossy(&raw);
-    let (head, body) = raw.split_once("\r\n\r\n").expect("a response");
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("a status");
-    let session = head.lines().find_map(|l| {
-        let (k, v) = l.split_once(':')?;
-        k.eq_ignore_ascii_case("mcp-session-id")
-            .then(|| v.trim().to_owned())
-    });
-    Answer {
-        status,
-        session,
-        body: serde_json::from_str(body).unwrap_or(Value::Null),
-    }
-}
-
-fn initialize(id: i64) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"}}})
+    let s = socket.connect(addr).await.expect("connect");
+    let auth = key.map_or_else(String::new, |k| format!("Authorization: Bearer {k}\r\n"));
+    raw_http::exchange(s, addr, "POST", session, &auth, &body).await
 }
 
 fn call(id: i64, name: &str) -> Value {

@@ -16,8 +16,10 @@ use mcp_server::http::{
 };
 use mcp_server::Server;
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+
+mod raw_http;
+use raw_http::{initialize, Answer};
 
 /// The in-memory table, counting what it is asked, and refusing every session while
 /// `down` is set, as a store out of reach would.
@@ -79,58 +81,10 @@ impl SessionManager for Counting {
     }
 }
 
-struct Answer {
-    status: u16,
-    session: Option<String>,
-    body: Value,
-}
-
 /// One request on a connection of its own.
 async fn send(addr: SocketAddr, method: &str, session: Option<&str>, body: &Value) -> Answer {
-    let mut s = TcpStream::connect(addr).await.expect("connect");
-    let body = if body.is_null() {
-        String::new()
-    } else {
-        body.to_string()
-    };
-    let mut head = format!(
-        "{method} /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Accept: application/json\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    if let Some(id) = session {
-        head.push_str(&format!(
-            "Mcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-06-18\r\n"
-        ));
-    }
-    s.write_all(format!("{head}\r\n{body}").as_bytes())
-        .await
-        .expect("write");
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).await.expect("read");
-    let raw = String::from_utf8_lossy(&raw);
-    let (head, body) = raw.split_once("\r\n\r\n").expect("a response");
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("a status");
-    let session = head.lines().find_map(|l| {
-        let (k, v) = l.split_once(':')?;
-        k.eq_ignore_ascii_case("mcp-session-id")
-            .then(|| v.trim().to_owned())
-    });
-    Answer {
-        status,
-        session,
-        body: serde_json::from_str(body).unwrap_or(Value::Null),
-    }
-}
-
-fn initialize(id: i64) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"}}})
+    let s = TcpStream::connect(addr).await.expect("connect");
+    raw_http::exchange(s, addr, method, session, "", body).await
 }
 
 #[tokio::test]
