@@ -11,7 +11,6 @@ use mcp_proxy::pins::{PinAction, Pins};
 use mcp_proxy::policy::{AskHost, Confirm, Confirmation, GlobFilter, Verdict};
 use mcp_proxy::views::{Audience, View, ViewRules};
 use mcp_proxy::{Aggregator, AggregatorOptions};
-use mcp_server::{Outcome, RequestContext, ServerHandler};
 use mcp_types::protocol::*;
 use mcp_types::{ErrorObject, Revision};
 use serde_json::{json, Map, Value};
@@ -21,36 +20,16 @@ use common::*;
 
 /// `plain` (no hints: it may be destructive), `reader` (read-only), `secret` (denied by
 /// the upstream's filter), `hidden` (outside every view), `no_task` (forbids tasks).
-struct Shop;
-
-#[async_trait::async_trait]
-impl ServerHandler for Shop {
-    fn capabilities(&self) -> ServerCapabilities {
-        tools_only()
-    }
-    async fn list_tools(
-        &self,
-        _: &RequestContext,
-        _: PaginatedRequestParams,
-    ) -> Result<ListToolsResult, ErrorObject> {
-        let object = json!({"type": "object"});
-        let tools = [
-            json!({"name": "plain", "inputSchema": object}),
-            json!({"name": "reader", "inputSchema": object, "annotations": {"readOnlyHint": true}}),
-            json!({"name": "secret", "inputSchema": object, "annotations": {"readOnlyHint": true}}),
-            json!({"name": "hidden", "inputSchema": object, "annotations": {"readOnlyHint": true}}),
-            json!({"name": "no_task", "inputSchema": object, "annotations": {"readOnlyHint": true},
-                   "execution": {"taskSupport": "forbidden"}}),
-        ];
-        listing(tools.map(|t| serde_json::from_value(t).expect("tool")))
-    }
-    async fn call_tool(
-        &self,
-        _: &RequestContext,
-        p: CallToolRequestParams,
-    ) -> Result<Outcome<CallToolResult>, ErrorObject> {
-        text_outcome(format!("ran {}", p.name))
-    }
+fn shop() -> Ran {
+    let object = json!({"type": "object"});
+    Ran(vec![
+        json!({"name": "plain", "inputSchema": object}),
+        json!({"name": "reader", "inputSchema": object, "annotations": {"readOnlyHint": true}}),
+        json!({"name": "secret", "inputSchema": object, "annotations": {"readOnlyHint": true}}),
+        json!({"name": "hidden", "inputSchema": object, "annotations": {"readOnlyHint": true}}),
+        json!({"name": "no_task", "inputSchema": object, "annotations": {"readOnlyHint": true},
+               "execution": {"taskSupport": "forbidden"}}),
+    ])
 }
 
 /// The confirmation hook of a gateway: none, one that refuses, one that asks the user.
@@ -70,7 +49,7 @@ impl Confirm for Refuse {
     }
 }
 
-/// A gateway over `Shop` (trusted hints: `reader` needs no confirmation) with the filter
+/// A gateway over `shop()` (trusted hints: `reader` needs no confirmation) with the filter
 /// and view of every case, `hook`, and every unpinned tool asking the user when `ask_pins`.
 async fn gateway(hook: Hook, ask_pins: bool) -> Aggregator {
     let filter = GlobFilter {
@@ -93,7 +72,7 @@ async fn gateway(hook: Hook, ask_pins: bool) -> Aggregator {
         pins.unpinned = PinAction::Ask;
         options = options.pins(pins);
     }
-    let shop = in_process("shop", Shop).trusted(true).tools(filter);
+    let shop = in_process("shop", shop()).trusted(true).tools(filter);
     Aggregator::start(vec![shop], options).await.expect("start")
 }
 

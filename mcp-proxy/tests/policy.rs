@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex};
 use mcp_client::{Client, ClientError, ClientHandler, ClientOptions, EraChoice, NoHandler};
 use mcp_proxy::policy::{AskHost, Confirm, Confirmation, GlobFilter, Surface, ToolFilter, Verdict};
 use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig};
-use mcp_server::{Outcome, RequestContext, ServerHandler};
 use mcp_types::protocol::*;
 use mcp_types::{ErrorObject, Revision};
 use serde_json::{json, Map, Value};
@@ -16,36 +15,18 @@ mod common;
 use common::*;
 
 /// Tools `plain` (no annotations), `reader` (read-only), `secret`; each says it ran.
-struct Shop;
-
-#[async_trait::async_trait]
-impl ServerHandler for Shop {
-    fn capabilities(&self) -> ServerCapabilities {
-        tools_only()
-    }
-    async fn list_tools(
-        &self,
-        _: &RequestContext,
-        _: PaginatedRequestParams,
-    ) -> Result<ListToolsResult, ErrorObject> {
-        let tools = [
-            json!({"name": "plain", "inputSchema": {"type": "object"}}),
-            json!({"name": "reader", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}),
-            json!({"name": "secret", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}),
-        ];
-        listing(tools.map(|t| serde_json::from_value(t).expect("tool")))
-    }
-    async fn call_tool(
-        &self,
-        _: &RequestContext,
-        p: CallToolRequestParams,
-    ) -> Result<Outcome<CallToolResult>, ErrorObject> {
-        text_outcome(format!("ran {}", p.name))
-    }
+fn shop_tools() -> Ran {
+    Ran(vec![
+        json!({"name": "plain", "inputSchema": {"type": "object"}}),
+        json!({"name": "reader", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}),
+        json!({"name": "secret", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}),
+    ])
 }
 
 fn shop(trusted: bool, tools: impl ToolFilter) -> UpstreamConfig {
-    in_process("shop", Shop).trusted(trusted).tools(tools)
+    in_process("shop", shop_tools())
+        .trusted(trusted)
+        .tools(tools)
 }
 
 async fn call(client: &Client, name: &str, args: Value) -> Result<CallToolResult, ClientError> {

@@ -5,7 +5,7 @@
 
 use mcp_client::{Client, ClientHandler, ClientOptions, EraChoice};
 use mcp_proxy::{Aggregator, UpstreamConfig, UpstreamTransport};
-use mcp_server::{Outcome, Server, ServerHandler};
+use mcp_server::{Outcome, RequestContext, Server, ServerHandler};
 use mcp_types::protocol::*;
 use mcp_types::ErrorObject;
 use serde_json::{json, Map, Value};
@@ -88,6 +88,35 @@ pub fn text_outcome(text: impl Into<String>) -> Result<Outcome<CallToolResult>, 
 /// The object in `args`; anything else is no arguments.
 pub fn arguments(args: Value) -> Map<String, Value> {
     args.as_object().cloned().unwrap_or_default()
+}
+
+/// An upstream that lists `tools` (written as JSON) and answers a call to any of them with
+/// the text `ran <name>`.
+pub struct Ran(pub Vec<Value>);
+
+#[async_trait::async_trait]
+impl ServerHandler for Ran {
+    fn capabilities(&self) -> ServerCapabilities {
+        tools_only()
+    }
+    async fn list_tools(
+        &self,
+        _: &RequestContext,
+        _: PaginatedRequestParams,
+    ) -> Result<ListToolsResult, ErrorObject> {
+        let tools = self
+            .0
+            .iter()
+            .map(|t| serde_json::from_value(t.clone()).expect("a tool"));
+        listing(tools.collect::<Vec<Tool>>())
+    }
+    async fn call_tool(
+        &self,
+        _: &RequestContext,
+        p: CallToolRequestParams,
+    ) -> Result<Outcome<CallToolResult>, ErrorObject> {
+        text_outcome(format!("ran {}", p.name))
+    }
 }
 
 /// A server that offers tools and nothing else.
