@@ -23,8 +23,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::answers::{call_failure, created_task_id, input_required};
-use super::gates::OWN_KEYS;
-use super::gates::{self, Admitted};
+use super::gates::{self, Admitted, OWN_KEYS};
 use super::metered;
 use super::route::Route;
 use super::{tasks, Aggregator};
@@ -48,7 +47,7 @@ impl Aggregator {
         params: &RawObject<'_>,
     ) -> Result<Outcome<RawResult>, ErrorObject> {
         let name = gates::tool_name(params)?;
-        let admitted = self.admit(ctx, &name)?;
+        let admitted = self.admit(ctx, &self.seen(ctx), &name)?;
         self.relay_admitted(ctx, params, &name, admitted).await
     }
 

@@ -19,6 +19,7 @@ use mcp_types::{codes, ErrorObject};
 
 use super::call::TaskPlan;
 use super::route::Route;
+use super::visibility::Seen;
 use super::Aggregator;
 use crate::policy::{may_be_destructive, Surface};
 
@@ -58,17 +59,22 @@ pub(super) enum Driven {
     AsTask,
 }
 
-impl Aggregator {
-    /// Whether `name` is one of the dispatcher's own tools for the host of `ctx`, which
-    /// the gateway answers itself (no gate applies: they reach only what passes them).
-    pub(super) fn is_own_tool(&self, ctx: &RequestContext, name: &str) -> bool {
-        self.seen(ctx).surface() == Surface::Dispatcher && crate::dispatcher::is_own_tool(name)
-    }
+/// Whether `name` is one of the dispatcher's own tools for a principal that sees `seen`,
+/// which the gateway answers itself (no gate applies: they reach only what passes them).
+pub(super) fn is_own_tool(seen: &Seen<'_>, name: &str) -> bool {
+    seen.surface() == Surface::Dispatcher && crate::dispatcher::is_own_tool(name)
+}
 
-    /// The gates, in order, for the call to the tool hosts know as `name`: a refusal, or
-    /// the call let through.
-    pub(super) fn admit(&self, ctx: &RequestContext, name: &str) -> Result<Admitted, ErrorObject> {
-        let route = self.route_for(ctx, name)?;
+impl Aggregator {
+    /// The gates, in order, for the call to the tool hosts know as `name`, for the
+    /// request's principal, who sees `seen`: a refusal, or the call let through.
+    pub(super) fn admit(
+        &self,
+        ctx: &RequestContext,
+        seen: &Seen<'_>,
+        name: &str,
+    ) -> Result<Admitted, ErrorObject> {
+        let route = self.route_for(ctx, seen, name)?;
         let plan = self.task_plan(ctx, route.upstream, name, &route.tool)?;
         let confirm = self.inner.options.confirm.is_some()
             && (ctx.input_response(CONFIRM_KEY).is_some()
@@ -84,12 +90,12 @@ impl Aggregator {
 
     /// Where the tool hosts know as `name` leads, for the request's principal: a tool
     /// outside its view is refused as one that does not exist.
-    pub(super) fn route_for(
+    fn route_for(
         &self,
         ctx: &RequestContext,
+        seen: &Seen<'_>,
         name: &str,
     ) -> Result<Arc<Route>, ErrorObject> {
-        let seen = self.seen(ctx);
         let route = self.host_route(ctx, name);
         if let Some(route) = route.filter(|r| seen.sees_tool(r.upstream, name)) {
             return Ok(route);

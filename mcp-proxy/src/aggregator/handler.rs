@@ -165,10 +165,11 @@ impl ServerHandler for Aggregator {
     /// driven on one.
     fn call_tool_raw(&self, call: mcp_server::Call, params: RawObject<'_>) {
         let ctx = call.context();
+        let seen = self.seen(ctx);
         let admitted = match super::gates::tool_name(&params) {
             // The gateway answers them itself, with the typed `call_tool`.
-            Ok(name) if self.is_own_tool(ctx, &name) => return call.serve_typed(),
-            Ok(name) => self.admit(ctx, &name),
+            Ok(name) if super::gates::is_own_tool(&seen, &name) => return call.serve_typed(),
+            Ok(name) => self.admit(ctx, &seen, &name),
             Err(e) => Err(e),
         };
         let admitted = match admitted {
