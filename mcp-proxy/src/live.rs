@@ -18,8 +18,8 @@ use std::time::Duration;
 use mcp_server::{ListChanged, Server, Switch};
 use parking_lot::Mutex;
 
+use crate::aggregator::{Aggregator, AggregatorOptions, StartError, UpstreamConfig};
 use crate::views::{Scope, Views};
-use crate::{Aggregator, AggregatorOptions, StartError, UpstreamConfig};
 
 /// The gateway's handler and how a reload replaces it (see the module). Cheap to clone.
 #[derive(Clone)]

@@ -304,7 +304,7 @@ impl Metrics {
     }
 
     /// Connecting to or listing upstream `key` failed this way.
-    pub(crate) fn upstream_failed(&self, key: &str, error: &crate::UpstreamError) {
+    pub(crate) fn upstream_failed(&self, key: &str, error: &crate::upstream_error::UpstreamError) {
         self.failures
             .get_or_create(&FailureLabels {
                 upstream: key.to_owned(),

@@ -10,7 +10,7 @@ pub struct UpstreamStatus {
     /// Whether its shared connection is up.
     pub connected: bool,
     /// Why it last failed, until it connects again.
-    pub last_error: Option<crate::UpstreamError>,
+    pub last_error: Option<crate::upstream_error::UpstreamError>,
     /// Upstream sessions open (or opening) for hosts of their own ([`crate::sessions::SessionMode::PerHost`],
     /// or hosts that keep state upstream under [`crate::sessions::SessionMode::Pooled`]).
     pub host_sessions: usize,

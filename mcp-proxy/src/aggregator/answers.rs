@@ -8,7 +8,7 @@ use mcp_types::protocol::*;
 use mcp_types::{codes, ErrorObject};
 use serde_json::{Map, Value};
 
-use crate::UpstreamError;
+use crate::upstream_error::UpstreamError;
 
 /// A tool result that is an error the gateway reports, in words a model can act on.
 pub(super) fn tool_error(text: String) -> CallToolResult {
@@ -127,4 +127,23 @@ pub(super) fn forward_meta(meta: Option<Map<String, Value>>) -> Option<Map<Strin
         m
     })
     .filter(|m| !m.is_empty())
+}
+
+/// The key of the gateway's own confirmation request among a round's input requests.
+pub(super) const CONFIRM_KEY: &str = "gateway_confirm";
+
+/// The key of the pinning gate's question (see [`crate::pins`]).
+pub(super) const APPROVE_KEY: &str = "gateway_approve";
+
+/// The gateway's own questions, whose answers are the gateway's to read and never go
+/// upstream.
+pub(super) const OWN_KEYS: [&str; 2] = [CONFIRM_KEY, APPROVE_KEY];
+
+/// The error a host gets for a resource it cannot reach, or none lists.
+pub(super) fn resource_not_found(uri: &str) -> ErrorObject {
+    ErrorObject::new(
+        codes::RESOURCE_NOT_FOUND,
+        format!("Resource not found: {uri}"),
+    )
+    .with_data(serde_json::json!({"uri": uri}))
 }

@@ -13,8 +13,8 @@ use mcp_types::{codes, ErrorObject};
 use parking_lot::RwLock;
 
 use super::id::PerUpstream;
+use super::options::StartError;
 use super::route::Route;
-use super::StartError;
 use crate::naming::Namespacing;
 use crate::overrides::ToolOverride;
 use crate::pins::{PinAction, PinCheck, Pins};
@@ -166,6 +166,29 @@ pub(super) struct Catalog {
 }
 
 impl Catalog {
+    /// What hosts are shown, as text to compare: tools, prompts, resources and templates.
+    pub(super) fn shown(&self) -> [String; 3] {
+        let c = self;
+        let text = |v: serde_json::Result<String>| v.unwrap_or_default();
+        let tools: Vec<_> = c
+            .tool_entries()
+            .into_iter()
+            .map(|(n, _, t)| (n, t))
+            .collect();
+        let prompts: Vec<_> = c
+            .prompt_entries()
+            .into_iter()
+            .map(|(n, _, p)| (n, p))
+            .collect();
+        let resources = c.read_listings(|l| (l.resources.clone(), l.templates.clone()));
+        let resources: Vec<_> = resources.iter().collect();
+        [
+            text(serde_json::to_string(&tools)),
+            text(serde_json::to_string(&prompts)),
+            text(serde_json::to_string(&resources)),
+        ]
+    }
+
     pub(super) fn new(
         members: PerUpstream<Member>,
         namespacing: Arc<dyn Namespacing>,

@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 use mcp_types::transport::Transport;
 
-use crate::UpstreamError;
+use crate::upstream_error::UpstreamError;
 
 /// Opens connections to one upstream. Called once at start, again at every restart after
 /// the connection ended, and once per host for a legacy upstream served

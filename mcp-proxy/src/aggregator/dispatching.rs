@@ -14,9 +14,10 @@ use crate::dispatcher::{Catalogue, Namespace};
 #[async_trait]
 impl Catalogue for Aggregator {
     fn namespaces(&self, ctx: &RequestContext) -> Vec<Namespace> {
-        let seen = self.seen(ctx);
+        let seen = self.inner.visibility.seen(ctx);
         self.inner
-            .upstreams
+            .pool
+            .upstreams()
             .iter()
             .filter(|u| seen.reaches_key(&u.config.key))
             .map(|u| Namespace {
@@ -28,7 +29,9 @@ impl Catalogue for Aggregator {
     }
 
     fn tools(&self, ctx: &RequestContext) -> Vec<(String, Exact<Tool>)> {
-        self.namespaced_tools_seen(ctx, &self.seen(ctx))
+        self.inner
+            .own
+            .namespaced_tools_seen(ctx, &self.inner.visibility.seen(ctx))
     }
 
     async fn call(
@@ -63,7 +66,7 @@ impl Aggregator {
         if let Some(m) = &meta {
             params.insert_json("_meta", m).map_err(internal)?;
         }
-        Ok(match self.relay_call(ctx, &params).await? {
+        Ok(match self.inner.relay.relay_call(ctx, &params).await? {
             Outcome::Complete(r) => {
                 Outcome::Complete(serde_json::from_str(r.body.get()).map_err(|e| {
                     ErrorObject::new(

@@ -16,11 +16,44 @@ use mcp_types::{codes, ErrorObject};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::gates::OWN_KEYS;
-use super::Aggregator;
+use super::answers::{decode, input_required, upstream_error, OWN_KEYS};
+use super::downgrade::Downgrade;
+use super::links::Links;
+use super::parked::Parked;
+use super::pool::Pool;
 use crate::upstream_questions::{Flight, Step, STATE_PREFIX};
+use mcp_server::Outcome;
+use serde::de::DeserializeOwned;
 
-impl Aggregator {
+/// Requests sent upstream for hosts and driven to their end (see the module's docs).
+/// Cheap to clone.
+#[derive(Clone)]
+pub(super) struct Flights {
+    links: Links,
+    /// Upstream calls waiting for a host's answers, by the `requestState` given to it.
+    parked: Arc<Parked<Flight>>,
+    downgrade: Downgrade,
+}
+
+impl Flights {
+    /// Flights over `links`, parked in `parked` while hosts answer.
+    pub(super) fn new(links: Links, parked: Arc<Parked<Flight>>, downgrade: Downgrade) -> Self {
+        Flights {
+            links,
+            parked,
+            downgrade,
+        }
+    }
+
+    /// The links the flights go on.
+    pub(super) fn links(&self) -> &Links {
+        &self.links
+    }
+
+    fn pool(&self) -> &Pool {
+        self.links.pool()
+    }
+
     /// Sends a request upstream for the host of `ctx` (or resumes one parked for this host's
     /// answers), relaying what flows while it runs. `params` are of the union model: they
     /// get the hop's `_meta` and are translated to the upstream's revision here.
@@ -36,7 +69,7 @@ impl Aggregator {
             method: method_name.into(),
             reason: e.to_string(),
         })?;
-        if let Some(client) = self.inner.upstreams[i].client() {
+        if let Some(client) = self.pool().get(i).client() {
             client.add_envelope(&mut params);
         }
         let answer = self.upstream_call_raw(i, method_name, params, ctx).await?;
@@ -59,11 +92,34 @@ impl Aggregator {
             Some(state) => self.resume(state, method_name, ctx)?,
             None => {
                 let need = super::links::Need::of(method_name, &params);
-                let link = self.link(i, ctx, need).await?;
+                let link = self.links.link(i, ctx, need).await?;
                 self.launch(i, link, method_name, params, ctx)
             }
         };
         self.drive(flight, ctx).await
+    }
+
+    /// Request `method_name` of upstream `i` for the host of `ctx`: the questions it asks
+    /// instead of answering, or its result, decoded and then made the gateway's by `tidy`.
+    pub(super) async fn relay_typed<T: DeserializeOwned>(
+        &self,
+        ctx: &RequestContext,
+        i: UpstreamId,
+        method_name: &str,
+        params: Value,
+        tidy: impl FnOnce(&mut T),
+    ) -> Result<Outcome<T>, ErrorObject> {
+        let key = self.pool().key(i);
+        let v = self
+            .upstream_call(i, method_name, params, ctx)
+            .await
+            .map_err(|e| upstream_error(key, e))?;
+        if let Some(ir) = input_required(key, &v)? {
+            return Ok(Outcome::InputRequired(ir));
+        }
+        let mut r = decode(key, v)?;
+        tidy(&mut r);
+        Ok(Outcome::Complete(r))
     }
 
     /// Union-model params with what the upstream hears of this host (its capabilities and
@@ -75,7 +131,7 @@ impl Aggregator {
         mut params: Value,
         ctx: &RequestContext,
     ) -> Result<Box<RawValue>, ClientError> {
-        let revision = self.upstream_revision(i)?;
+        let revision = self.pool().revision(i)?;
         if let Value::Object(p) = &mut params {
             // What the upstream may ask for, and hear, is what this host declared (unless
             // the caller set what the gateway itself takes on: the tasks extension).
@@ -98,7 +154,9 @@ impl Aggregator {
                 p.insert("requestState".into(), json!(state));
             }
         }
-        let translator = self.translator(Translator::canonical_to(revision));
+        let translator = self
+            .downgrade
+            .translator(Translator::canonical_to(revision));
         let translated = translator.params(method_name, params)?;
         serde_json::value::to_raw_value(&translated).map_err(|e| ClientError::InvalidResult {
             method: method_name.into(),
@@ -130,7 +188,7 @@ impl Aggregator {
         };
         let cancel = Arc::new(tokio::sync::Notify::new());
         let mut opts = CallOptions::default()
-            .timeout(self.call_timeout(i))
+            .timeout(self.pool().call_timeout(i))
             .return_input_required(true)
             .cancel(cancel.clone());
         opts.progress = tx;
@@ -161,7 +219,6 @@ impl Aggregator {
         ctx: &RequestContext,
     ) -> Result<Flight, ClientError> {
         let flight = self
-            .inner
             .parked
             .take(state)
             // A task run for a tools/call is resumed by the host's tools/call retry.
@@ -230,8 +287,8 @@ impl Aggregator {
 
     /// Keeps a call until the host retries with `requestState`, at most `input_timeout`.
     pub(super) fn park(&self, flight: Flight) -> String {
-        let wait = self.inner.options.input_timeout;
-        self.inner.parked.park(flight, wait, |f| {
+        let wait = self.pool().input_timeout();
+        self.parked.park(flight, wait, |f| {
             tracing::warn!(method = %f.method, "a host never answered an upstream's request; the call is cancelled");
             let Flight {
                 call,

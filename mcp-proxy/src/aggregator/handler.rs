@@ -1,18 +1,16 @@
 //! The aggregator as a [`ServerHandler`]: each method wired to the catalog (lists, pages,
 //! owners), the call relay, the flights that carry other requests upstream, and tasks.
 
-use super::id::{PerUpstream, UpstreamId};
 use async_trait::async_trait;
 use mcp_server::{ListKind, Outcome, RawResult, RequestContext, ServerHandler};
 use mcp_types::protocol::*;
 use mcp_types::raw::{Exact, RawObject};
 use mcp_types::{codes, ErrorObject};
-use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
 use crate::policy::Surface;
 
-use super::answers::{decode, forward_meta, input_required, strip_hop_meta, upstream_error};
+use super::answers::{decode, forward_meta, resource_not_found, strip_hop_meta, upstream_error};
 use super::pages::{page_result, renamed, typed_page};
 use super::Aggregator;
 
@@ -35,9 +33,10 @@ impl ServerHandler for Aggregator {
                 // host, `resourceSubscriptions` on a 2026 host's listen stream).
                 subscribe: self
                     .inner
-                    .upstreams
-                    .ids()
-                    .any(|i| self.subscribes(i))
+                    .pool
+                    .upstreams()
+                    .iter()
+                    .any(|u| u.subscribes())
                     .then_some(true),
                 ..Default::default()
             }),
@@ -63,7 +62,11 @@ impl ServerHandler for Aggregator {
         ctx: &RequestContext,
         p: TaskRequestParams,
     ) -> Result<Task, ErrorObject> {
-        self.relay_get_task(ctx, &p.task_id).await
+        self.inner
+            .relay
+            .tasks()
+            .relay_get_task(ctx, &p.task_id)
+            .await
     }
 
     async fn task_result(
@@ -71,7 +74,11 @@ impl ServerHandler for Aggregator {
         ctx: &RequestContext,
         p: TaskRequestParams,
     ) -> Result<Outcome<Value>, ErrorObject> {
-        self.relay_task_result(ctx, &p.task_id).await
+        self.inner
+            .relay
+            .tasks()
+            .relay_task_result(ctx, &p.task_id)
+            .await
     }
 
     async fn cancel_task(
@@ -79,7 +86,11 @@ impl ServerHandler for Aggregator {
         ctx: &RequestContext,
         p: TaskRequestParams,
     ) -> Result<Task, ErrorObject> {
-        self.relay_cancel_task(ctx, &p.task_id).await
+        self.inner
+            .relay
+            .tasks()
+            .relay_cancel_task(ctx, &p.task_id)
+            .await
     }
 
     async fn update_task(
@@ -87,7 +98,10 @@ impl ServerHandler for Aggregator {
         ctx: &RequestContext,
         p: TaskRequestParams,
     ) -> Result<(), ErrorObject> {
-        self.relay_update_task(ctx, &p.task_id, p.input_responses)
+        self.inner
+            .relay
+            .tasks()
+            .relay_update_task(ctx, &p.task_id, p.input_responses)
             .await
     }
 
@@ -110,12 +124,20 @@ impl ServerHandler for Aggregator {
                 page_result(kind, &prompts, next.as_deref())
             }
             ListKind::Resources => {
-                let all = self.reached(ctx, self.listings_for(ctx, |l| l.resources.clone()));
+                let all = self
+                    .inner
+                    .visibility
+                    .seen(ctx)
+                    .reached(self.inner.own.listings_for(ctx, |l| l.resources.clone()));
                 let (resources, next) = catalog.page(all, cursor)?;
                 page_result(kind, &resources, next.as_deref())
             }
             ListKind::ResourceTemplates => {
-                let all = self.reached(ctx, self.listings_for(ctx, |l| l.templates.clone()));
+                let all = self
+                    .inner
+                    .visibility
+                    .seen(ctx)
+                    .reached(self.inner.own.listings_for(ctx, |l| l.templates.clone()));
                 let (templates, next) = catalog.page(all, cursor)?;
                 page_result(kind, &templates, next.as_deref())
             }
@@ -136,7 +158,7 @@ impl ServerHandler for Aggregator {
         ctx: &RequestContext,
         p: CallToolRequestParams,
     ) -> Result<Outcome<CallToolResult>, ErrorObject> {
-        if self.seen(ctx).surface() == Surface::Dispatcher {
+        if self.inner.visibility.seen(ctx).surface() == Surface::Dispatcher {
             if let Some(out) = crate::dispatcher::call(self, ctx, &p).await {
                 return out;
             }
@@ -160,36 +182,9 @@ impl ServerHandler for Aggregator {
             .unwrap_or_default()
     }
 
-    /// The gates first (`aggregator/gates.rs`), once: a refusal is answered at once; the
-    /// common call goes without a task of its own (`aggregator/fast.rs`); any other is
-    /// driven on one.
+    /// The call relay's (`aggregator/relay/`).
     fn call_tool_raw(&self, call: mcp_server::Call, params: RawObject<'_>) {
-        let ctx = call.context();
-        let seen = self.seen(ctx);
-        let admitted = match super::gates::tool_name(&params) {
-            // The gateway answers them itself, with the typed `call_tool`.
-            Ok(name) if super::gates::is_own_tool(&seen, &name) => return call.serve_typed(),
-            Ok(name) => self.admit(ctx, &seen, &name),
-            Err(e) => Err(e),
-        };
-        let admitted = match admitted {
-            Ok(a) => a,
-            Err(e) => return call.respond(Err(e)),
-        };
-        let call = match admitted.driven(ctx) {
-            None => match self.call_now(call, params, &admitted) {
-                None => return,
-                Some(call) => call,
-            },
-            Some(_) => call,
-        };
-        let agg = self.clone();
-        call.spawn(move |req| async move {
-            let params = req.params()?;
-            let name = super::gates::tool_name(&params)?;
-            agg.relay_admitted(req.context(), &params, &name, admitted)
-                .await
-        });
+        self.inner.relay.serve(call, params);
     }
 
     async fn list_prompts(
@@ -206,9 +201,11 @@ impl ServerHandler for Aggregator {
         p: GetPromptRequestParams,
     ) -> Result<Outcome<GetPromptResult>, ErrorObject> {
         let Some((_, i, prompt)) = self
+            .inner
+            .own
             .prompt_entries_for(ctx)
             .into_iter()
-            .find(|(e, i, _)| *e == p.name && self.seen(ctx).reaches(*i))
+            .find(|(e, i, _)| *e == p.name && self.inner.visibility.seen(ctx).reaches(*i))
         else {
             return Err(ErrorObject::new(
                 codes::INVALID_PARAMS,
@@ -221,17 +218,20 @@ impl ServerHandler for Aggregator {
             meta: forward_meta(p.meta),
             ..Default::default()
         };
-        self.relay_typed(
-            ctx,
-            i,
-            method::PROMPTS_GET,
-            json!(params),
-            |r: &mut GetPromptResult| {
-                strip_hop_meta(&mut r.meta);
-                r.result_type = None;
-            },
-        )
-        .await
+        self.inner
+            .relay
+            .flights()
+            .relay_typed(
+                ctx,
+                i,
+                method::PROMPTS_GET,
+                json!(params),
+                |r: &mut GetPromptResult| {
+                    strip_hop_meta(&mut r.meta);
+                    r.result_type = None;
+                },
+            )
+            .await
     }
 
     async fn list_resources(
@@ -255,29 +255,32 @@ impl ServerHandler for Aggregator {
         ctx: &RequestContext,
         p: ResourceRequestParams,
     ) -> Result<Outcome<ReadResourceResult>, ErrorObject> {
-        let i = self.owner_of_resource(ctx, &p.uri)?;
-        if !self.seen(ctx).reaches(i) {
-            return Err(self.not_found(&p.uri));
+        let i = self.inner.own.owner_of_resource(ctx, &p.uri)?;
+        if !self.inner.visibility.seen(ctx).reaches(i) {
+            return Err(resource_not_found(&p.uri));
         }
         let params = ResourceRequestParams {
             uri: p.uri.clone(),
             meta: forward_meta(p.meta),
             ..Default::default()
         };
-        self.relay_typed(
-            ctx,
-            i,
-            method::RESOURCES_READ,
-            json!(params),
-            |r: &mut ReadResourceResult| {
-                strip_hop_meta(&mut r.meta);
-                // The gateway sets its own caching hints for its hosts.
-                r.ttl_ms = None;
-                r.cache_scope = None;
-                r.result_type = None;
-            },
-        )
-        .await
+        self.inner
+            .relay
+            .flights()
+            .relay_typed(
+                ctx,
+                i,
+                method::RESOURCES_READ,
+                json!(params),
+                |r: &mut ReadResourceResult| {
+                    strip_hop_meta(&mut r.meta);
+                    // The gateway sets its own caching hints for its hosts.
+                    r.ttl_ms = None;
+                    r.cache_scope = None;
+                    r.result_type = None;
+                },
+            )
+            .await
     }
 
     /// Kept in the subscription table (`aggregator/subscriptions.rs`); the owning
@@ -289,10 +292,12 @@ impl ServerHandler for Aggregator {
         subscribe: bool,
     ) -> Result<(), ErrorObject> {
         let owner = self
+            .inner
+            .own
             .resource_owner_for(ctx, &p.uri)
             .or_else(|| self.inner.catalog.template_owner(&p.uri));
-        if owner.is_some_and(|i| !self.seen(ctx).reaches(i)) {
-            return Err(self.not_found(&p.uri));
+        if owner.is_some_and(|i| !self.inner.visibility.seen(ctx).reaches(i)) {
+            return Err(resource_not_found(&p.uri));
         }
         self.resource_subscription(ctx, p.uri, subscribe).await
     }
@@ -306,6 +311,8 @@ impl ServerHandler for Aggregator {
             "ref/prompt" => {
                 let name = p.reference.name.clone().unwrap_or_default();
                 let found = self
+                    .inner
+                    .own
                     .prompt_entries_for(ctx)
                     .into_iter()
                     .find(|(e, _, _)| *e == name);
@@ -315,16 +322,21 @@ impl ServerHandler for Aggregator {
                 })
             }
             _ => p.reference.uri.as_deref().and_then(|u| {
-                self.resource_owner_for(ctx, u)
+                self.inner
+                    .own
+                    .resource_owner_for(ctx, u)
                     .or_else(|| self.inner.catalog.template_owner(u))
             }),
         };
-        let Some(i) = owner.filter(|i| self.seen(ctx).reaches(*i)) else {
+        let Some(i) = owner.filter(|i| self.inner.visibility.seen(ctx).reaches(*i)) else {
             return Ok(CompleteResult::default());
         };
-        let key = self.inner.upstreams[i].config.key.clone();
+        let key = self.inner.pool.get(i).config.key.clone();
         p.meta = forward_meta(p.meta);
         match self
+            .inner
+            .relay
+            .flights()
             .upstream_call(i, method::COMPLETION_COMPLETE, json!(p), ctx)
             .await
         {
@@ -339,31 +351,13 @@ impl ServerHandler for Aggregator {
 }
 
 impl Aggregator {
-    /// The upstream that listed resource `uri`, or the error a host gets for an unknown one.
-    pub(super) fn owner_of_resource(
-        &self,
-        ctx: &RequestContext,
-        uri: &str,
-    ) -> Result<UpstreamId, ErrorObject> {
-        self.resource_owner_for(ctx, uri)
-            .ok_or_else(|| self.not_found(uri))
-    }
-
-    fn not_found(&self, uri: &str) -> ErrorObject {
-        ErrorObject::new(
-            codes::RESOURCE_NOT_FOUND,
-            format!("Resource not found: {uri}"),
-        )
-        .with_data(json!({"uri": uri}))
-    }
-
     /// The tools the host of `ctx` is listed, as it sees them (its view, its surface).
     async fn tools_listed(&self, ctx: &RequestContext) -> Vec<Exact<Tool>> {
-        self.refresh_stale().await;
-        let seen = self.seen(ctx);
+        self.inner.keeper.refresh_stale().await;
+        let seen = self.inner.visibility.seen(ctx);
         match seen.surface() {
             _ if seen.nothing() => Vec::new(),
-            Surface::Direct => self.tools_seen(ctx, &seen),
+            Surface::Direct => self.inner.own.tools_seen(ctx, &seen),
             Surface::Dispatcher => crate::dispatcher::tools()
                 .into_iter()
                 .filter_map(|t| Exact::encode(t).ok())
@@ -373,44 +367,61 @@ impl Aggregator {
 
     /// The prompts the host of `ctx` is listed, under their exposed names.
     fn prompts_listed(&self, ctx: &RequestContext) -> Vec<Exact<Prompt>> {
-        let seen = self.seen(ctx);
-        self.prompt_entries_for(ctx)
+        let seen = self.inner.visibility.seen(ctx);
+        self.inner
+            .own
+            .prompt_entries_for(ctx)
             .into_iter()
             .filter(|(_, i, _)| seen.reaches(*i))
             .map(|(exposed, _, p)| renamed(p, &exposed))
             .collect()
     }
+}
 
-    /// The items of the upstreams the request's principal reaches, in catalog order.
-    fn reached<T>(&self, ctx: &RequestContext, per_upstream: PerUpstream<Vec<T>>) -> Vec<T> {
-        let seen = self.seen(ctx);
-        per_upstream
-            .into_iter_ids()
-            .filter(|(i, _)| seen.reaches(*i))
-            .flat_map(|(_, items)| items)
-            .collect()
-    }
-
-    /// Request `method_name` of upstream `i` for the host of `ctx`: the questions it asks
-    /// instead of answering, or its result, decoded and then made the gateway's by `tidy`.
-    async fn relay_typed<T: DeserializeOwned>(
+/// Resource subscriptions, kept in their table (`aggregator/subscriptions.rs`).
+impl Aggregator {
+    /// `resources/subscribe` (`subscribe`) or `resources/unsubscribe` of `uri` for the
+    /// subscriber of `ctx`: a legacy host's session, or the 2026-07-28 listen stream that
+    /// asks. An unsubscribe of what the subscriber does not hold is a success.
+    pub(super) async fn resource_subscription(
         &self,
         ctx: &RequestContext,
-        i: UpstreamId,
-        method_name: &str,
-        params: Value,
-        tidy: impl FnOnce(&mut T),
-    ) -> Result<Outcome<T>, ErrorObject> {
-        let key = self.upstream_key(i);
-        let v = self
-            .upstream_call(i, method_name, params, ctx)
+        uri: String,
+        subscribe: bool,
+    ) -> Result<(), ErrorObject> {
+        let Some(subscriber) = ctx.subscriber() else {
+            return Err(ErrorObject::new(
+                codes::INVALID_REQUEST,
+                "resource subscriptions need a session (or a subscriptions/listen stream) to deliver updates to",
+            ));
+        };
+        let table = &self.inner.held.subscriptions;
+        if !subscribe {
+            table.unsubscribe(subscriber.id(), &uri).await;
+            return Ok(());
+        }
+        let i = self.inner.own.owner_of_resource(ctx, &uri)?;
+        let key = self.inner.pool.key(i);
+        if !self.inner.pool.get(i).subscribes() {
+            return Err(ErrorObject::new(
+                codes::INVALID_REQUEST,
+                format!("upstream `{key}`, which serves {uri}, offers no resource subscriptions"),
+            )
+            .with_data(json!({"uri": uri})));
+        }
+        let link = self
+            .inner
+            .relay
+            .flights()
+            .links()
+            .link(i, ctx, super::links::Need::State)
             .await
             .map_err(|e| upstream_error(key, e))?;
-        if let Some(ir) = input_required(key, &v)? {
-            return Ok(Outcome::InputRequired(ir));
-        }
-        let mut r = decode(key, v)?;
-        tidy(&mut r);
-        Ok(Outcome::Complete(r))
+        table.subscribe(key, link, subscriber, uri).await
+    }
+
+    /// How many resource subscriptions hosts hold through the gateway now.
+    pub fn resource_subscriptions(&self) -> usize {
+        self.inner.held.subscriptions.len()
     }
 }

@@ -20,7 +20,7 @@ impl Health for Aggregator {
                     "required": u.required,
                     "revision": u.revision.map(|r| r.as_str()),
                     "lastError": u.last_error.as_ref().map(ToString::to_string),
-                    "lastErrorKind": u.last_error.as_ref().map(crate::UpstreamError::kind),
+                    "lastErrorKind": u.last_error.as_ref().map(crate::upstream_error::UpstreamError::kind),
                     "restarts": u.restarts,
                     "sessionRenewals": u.session_renewals,
                     "hostSessions": u.host_sessions,

@@ -9,8 +9,8 @@ use mcp_revisions::features;
 use mcp_server::{HostSession, RequestContext};
 use mcp_types::protocol::ClientCapabilities;
 
-use super::pool::Upstream;
-use super::Aggregator;
+use super::own_lists::OwnSessions;
+use super::pool::{Pool, Upstream};
 use crate::sessions::host::HostLinks;
 use crate::sessions::pool::SessionPool;
 use crate::sessions::{bridged_capabilities, fits_start, Link};
@@ -48,14 +48,32 @@ enum Via<'a> {
     Pool(&'a Arc<SessionPool>, &'a Arc<HostLinks>, &'a HostSession),
 }
 
-impl Aggregator {
+/// Which connection each host's request to an upstream goes on (see the module's docs),
+/// opening a host's own session when it needs one. Cheap to clone.
+#[derive(Clone)]
+pub(super) struct Links {
+    pool: Arc<Pool>,
+    own: Arc<OwnSessions>,
+}
+
+impl Links {
+    /// Links to `pool`'s upstreams; a host's own session is followed by `own`.
+    pub(super) fn new(pool: Arc<Pool>, own: Arc<OwnSessions>) -> Links {
+        Links { pool, own }
+    }
+
+    /// The pool the links lead into.
+    pub(super) fn pool(&self) -> &Arc<Pool> {
+        &self.pool
+    }
+
     /// How the host of `ctx` reaches upstream `i`: on sessions opened for hosts when the
     /// upstream keeps them, speaks a legacy revision (a 2026 one carries everything per
     /// request), the request came in a host session, and that host is not the first one
     /// whose capabilities are those the connection opened at start declared (that host
     /// has it).
     fn via<'a>(&'a self, i: UpstreamId, ctx: &'a RequestContext) -> Via<'a> {
-        let u = &self.inner.upstreams[i];
+        let u = &self.pool.get(i);
         let (Some(links), Some(host)) = (u.links.as_ref(), ctx.host_session()) else {
             return Via::Shared;
         };
@@ -73,13 +91,13 @@ impl Aggregator {
     }
 
     /// The connection for a call of `ctx`'s host to upstream `i` if one is ready now;
-    /// `None` when it must be opened or waited for first (see [`Aggregator::link`]) or the
+    /// `None` when it must be opened or waited for first (see [`Links::link`]) or the
     /// upstream is down. Calls relayed without a task go on it; one that needs a task
-    /// takes [`Aggregator::link`], which never gives the legacy session beside a 2026
+    /// takes [`Links::link`], which never gives the legacy session beside a 2026
     /// connection, because the task path writes its requests for the connection's own
     /// revision.
     pub(super) fn link_now(&self, i: UpstreamId, ctx: &RequestContext) -> Option<Link> {
-        let u = &self.inner.upstreams[i];
+        let u = &self.pool.get(i);
         match self.via(i, ctx) {
             Via::Own(links, host) => return links.get(host.id()),
             Via::Pool(pool, links, host) => {
@@ -111,7 +129,7 @@ impl Aggregator {
         ctx: &RequestContext,
         need: Need,
     ) -> Result<Link, ClientError> {
-        let u = &self.inner.upstreams[i];
+        let u = &self.pool.get(i);
         let shared = u
             .client()
             .ok_or_else(|| ClientError::Unavailable(u.unavailable()))?;
@@ -135,7 +153,12 @@ impl Aggregator {
             if need == Need::Call {
                 let open = || self.open_link(u, capabilities.clone(), era);
                 return pool
-                    .lease(&u.config.key, &capabilities, self.call_timeout(i), open)
+                    .lease(
+                        &u.config.key,
+                        &capabilities,
+                        self.pool.call_timeout(i),
+                        open,
+                    )
                     .await
                     .map_err(|e| ClientError::Unavailable(e.to_string()));
             }
@@ -153,10 +176,11 @@ impl Aggregator {
         capabilities: ClientCapabilities,
         era: EraChoice,
     ) -> Result<Link, ClientError> {
-        let u = &self.inner.upstreams[i];
+        let u = &self.pool.get(i);
         let open = || async {
             let link = self.open_link(u, capabilities, era).await?;
-            self.follow_own_session(i, host.clone(), link.client.clone());
+            self.own
+                .follow_own_session(i, host.clone(), link.client.clone());
             Ok(link)
         };
         links
@@ -171,9 +195,9 @@ impl Aggregator {
         u: &Upstream,
         capabilities: ClientCapabilities,
         era: EraChoice,
-    ) -> Result<Link, crate::UpstreamError> {
+    ) -> Result<Link, crate::upstream_error::UpstreamError> {
         let calls = Arc::new(Calls::default());
-        let client = self.open(u, calls.clone(), capabilities, era).await?;
+        let client = self.pool.open(u, calls.clone(), capabilities, era).await?;
         Ok(Link {
             client,
             calls,

@@ -7,9 +7,8 @@ use mcp_client::ClientError;
 use mcp_types::raw::{self, RawObject};
 use serde_json::value::RawValue;
 
-use super::route::Route;
 use super::Aggregator;
-use crate::metrics::{CallMeter, CallOutcome, Metrics, CONTENT_TYPE};
+use crate::metrics::{CallOutcome, Metrics, CONTENT_TYPE};
 
 static IS_ERROR: LazyLock<memchr::memmem::Finder<'static>> =
     LazyLock::new(|| memchr::memmem::Finder::new(b"\"isError\""));
@@ -17,24 +16,7 @@ static IS_ERROR: LazyLock<memchr::memmem::Finder<'static>> =
 impl Aggregator {
     /// The gateway's metrics: what each upstream was asked and how it answered.
     pub fn metrics(&self) -> &Arc<Metrics> {
-        &self.inner.metrics
-    }
-
-    /// A call of `route`'s tool, of `params_bytes`, going upstream now for a host speaking
-    /// `host`.
-    pub(super) fn meter_call(
-        &self,
-        route: &Route,
-        params_bytes: usize,
-        host: mcp_types::Revision,
-    ) -> CallMeter {
-        route
-            .meter
-            .get_or_init(|| {
-                let key = &self.inner.upstreams[route.upstream].config.key;
-                Arc::new(self.inner.metrics.tool_meter(key, &route.tool.name))
-            })
-            .start(params_bytes, host)
+        &self.inner.held.metrics
     }
 }
 
@@ -93,7 +75,7 @@ pub(super) fn failure(e: &ClientError) -> CallOutcome {
 /// `/metrics` on the gateway's HTTP endpoint.
 impl mcp_server::http::Metrics for Aggregator {
     fn render(&self) -> String {
-        self.inner.metrics.render(&self.status())
+        self.inner.held.metrics.render(&self.status())
     }
 
     fn content_type(&self) -> &'static str {

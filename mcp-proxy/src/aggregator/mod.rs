@@ -10,32 +10,36 @@
 //! with backoff, and never disturbs the others.
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use mcp_server::ListChanged;
 use mcp_types::protocol::*;
-use parking_lot::Mutex;
 
 use crate::policy::Surface;
 use crate::upstream_questions::Flight;
 pub use crate::upstream_status::UpstreamStatus;
-use id::{PerUpstream, UpstreamId};
+use announcer::{Announcer, Heard};
+use downgrade::Downgrade;
+use flights::Flights;
+use keeper::Keeper;
+use links::Links;
+use own_lists::OwnSessions;
+use relay::{Relay, RelayParts};
+use tasks::Tasks;
+use visibility::Visibility;
 
+mod announcer;
 mod answers;
-mod call;
 mod catalog;
-mod confirm;
 mod connector;
 mod definitions;
 mod dispatching;
-mod fast;
+mod downgrade;
 mod flights;
-mod gates;
 mod handler;
 mod health;
-mod hop_meta;
 mod id;
+mod keeper;
 mod links;
 mod listing;
 mod metered;
@@ -45,6 +49,7 @@ mod pages;
 mod parked;
 mod pinning;
 mod pool;
+mod relay;
 mod reload;
 mod route;
 mod subscriptions;
@@ -55,57 +60,82 @@ use catalog::{Catalog, Member};
 pub use connector::UpstreamConnector;
 pub use options::{AggregatorOptions, StartError, UpstreamConfig, UpstreamTransport};
 use pages::as_exposed;
-use pool::Upstream;
+use pool::{Pool, Upstream};
 
-/// Called when a merged list changes, with who may hear of it.
-type ChangeListener = Arc<dyn Fn(ListChanged, Heard) + Send + Sync>;
-
-/// Who hears of a list change.
-#[derive(Clone, Copy, Debug)]
-enum Heard {
-    /// The hosts that see this upstream's listing in the catalog (not those that see one of
-    /// their own upstream session's in its place).
-    Upstream(UpstreamId),
-    /// Only this host: its own session of an upstream changed.
-    Host(mcp_server::HostSessionId),
-}
-
-/// The parts of an aggregator: its upstreams (the pool), what they offer merged (the
-/// catalog), and what is in flight between hosts and upstreams (parked calls, tasks).
+/// The parts of an aggregator, each with its own state: its upstreams (the pool) and
+/// their keeper, what they offer merged (the catalog) and what each host sees of it, who
+/// hears of its changes, and the relay of calls (with the tasks and flights under it).
 struct Inner {
-    upstreams: PerUpstream<Arc<Upstream>>,
     options: AggregatorOptions,
-    catalog: Catalog,
-    on_change: Mutex<Option<ChangeListener>>,
-    stopped: AtomicBool,
-    /// Upstream calls waiting for a host's answers, by the `requestState` given to it
-    /// (shared with the aggregators a reload makes).
-    parked: Arc<parked::Parked<Flight>>,
-    /// Upstream tasks shown to hosts, by gateway task id (shared likewise).
-    tasks: Arc<tasks::TaskTable>,
-    /// Which host subscriber subscribed to which resource on which upstream connection.
-    subscriptions: Arc<subscriptions::Subscriptions>,
-    /// The listings hosts see of their own upstream sessions.
-    own_lists: own_lists::OwnLists,
-    /// What the upstreams were asked and how they answered.
-    metrics: Arc<crate::metrics::Metrics>,
+    pool: Arc<Pool>,
+    catalog: Arc<Catalog>,
+    announcer: Arc<Announcer>,
+    keeper: Keeper,
+    own: Arc<OwnSessions>,
+    relay: Arc<Relay>,
     /// Who sees what.
-    visibility: visibility::Visibility,
-    /// This aggregator among those a reload makes (see `Upstream::keeper`).
-    generation: u64,
+    visibility: Arc<Visibility>,
+    /// What hosts hold across reloads.
+    held: Held,
 }
 
 /// What an aggregator holds for hosts across reloads: each one a reload makes takes it
 /// over from the one before.
+#[derive(Clone)]
 struct Held {
+    /// What the upstreams were asked and how they answered.
     metrics: Arc<crate::metrics::Metrics>,
+    /// Which host subscriber subscribed to which resource on which upstream connection.
     subscriptions: Arc<subscriptions::Subscriptions>,
+    /// Upstream calls waiting for a host's answers, by the `requestState` given to it.
     parked: Arc<parked::Parked<Flight>>,
+    /// Upstream tasks shown to hosts, by gateway task id.
     tasks: Arc<tasks::TaskTable>,
 }
 
-/// When each upstream's first start (or listing) is over.
-struct Starting(Vec<(UpstreamId, tokio::sync::oneshot::Receiver<()>)>);
+impl Inner {
+    /// The parts over `pool`, `catalog` and `visibility`, each given the parts below it.
+    fn wire(
+        options: AggregatorOptions,
+        pool: Arc<Pool>,
+        catalog: Arc<Catalog>,
+        visibility: Visibility,
+        held: Held,
+    ) -> Inner {
+        let visibility = Arc::new(visibility);
+        let announcer = Arc::new(Announcer::default());
+        let keeper = Keeper::new(pool.clone(), catalog.clone(), announcer.clone());
+        let own = Arc::new(OwnSessions::new(
+            pool.clone(),
+            catalog.clone(),
+            announcer.clone(),
+        ));
+        let downgrade = Downgrade::new(options.downgrade_policy.clone());
+        let links = Links::new(pool.clone(), own.clone());
+        let flights = Flights::new(links, held.parked.clone(), downgrade.clone());
+        let tasks = Tasks::new(flights, held.tasks.clone(), visibility.clone());
+        let relay = Arc::new(Relay::new(RelayParts {
+            tasks,
+            own: own.clone(),
+            catalog: catalog.clone(),
+            visibility: visibility.clone(),
+            metrics: held.metrics.clone(),
+            confirm: options.confirm.clone(),
+            downgrade,
+        }));
+        Inner {
+            options,
+            pool,
+            catalog,
+            announcer,
+            keeper,
+            own,
+            relay,
+            visibility,
+            held,
+        }
+    }
+}
 
 /// Upstream MCP servers composed into one server. Cheap to clone.
 #[derive(Clone)]
@@ -156,7 +186,11 @@ impl Aggregator {
             tasks: Arc::default(),
         };
         let agg = Aggregator::assemble(configs, options, |_, _| None, held)?;
-        agg.start_upstreams().await?;
+        // Every upstream at once, waited for at most `startup_wait`; the merged names of
+        // those that came checked; one still starting goes on, announced when it comes.
+        let keeper = &agg.inner.keeper;
+        let late = keeper.connect_all(agg.inner.options.startup_wait).await?;
+        keeper.keep_alive(late);
         Ok(agg)
     }
 
@@ -185,17 +219,17 @@ impl Aggregator {
                 withhold_hints: c.withhold_hints && !c.trusted,
             })
             .collect();
-        let visibility = visibility::Visibility::new(
+        let visibility = Visibility::new(
             options.views.clone(),
             options.surface,
             sorted.iter().map(|c| c.key.clone()).collect(),
         );
-        let catalog = Catalog::new(
+        let catalog = Arc::new(Catalog::new(
             members,
             options.namespacing.clone(),
             options.page_size,
             options.pins.clone(),
-        );
+        ));
         let upstreams = sorted
             .into_iter()
             .zip(namespaces)
@@ -208,79 +242,45 @@ impl Aggregator {
                 })
             })
             .collect();
-        let inner = Arc::new(Inner {
+        let pool = Arc::new(Pool::new(
             upstreams,
-            options,
-            catalog,
-            on_change: Mutex::new(None),
-            stopped: AtomicBool::new(false),
-            parked: held.parked,
-            tasks: held.tasks,
-            subscriptions: held.subscriptions,
-            own_lists: Default::default(),
-            metrics: held.metrics,
-            visibility,
+            pool::Settings::of(&options),
+            held.metrics.clone(),
             generation,
-        });
-        Ok(Aggregator { inner })
+        ));
+        let inner = Inner::wire(options, pool, catalog, visibility, held);
+        Ok(Aggregator {
+            inner: Arc::new(inner),
+        })
     }
 
-    /// Connects every upstream at once (one already connected is only listed), waiting
-    /// at most [`AggregatorOptions::startup_wait`] for them, checks the merged names of
-    /// those that came, and keeps each upstream alive from then on: one still starting
-    /// goes on, and its lists are announced when it comes.
-    async fn start_upstreams(&self) -> Result<(), StartError> {
-        let late = self.connect_all(self.inner.options.startup_wait).await?;
-        self.keep_alive(late);
-        Ok(())
+    /// Longest [`Aggregator::shutdown`] waits for the upstream connections to close:
+    /// enough for a stdio server that ignores both its stdin closing and `SIGTERM` (twice
+    /// [`mcp_client::ChildTransport::CLOSE_GRACE`]), and a second more for reaping it.
+    pub const SHUTDOWN_LIMIT: std::time::Duration = Pool::SHUTDOWN_LIMIT;
+
+    /// Stops restarting upstreams and closes every upstream connection, the one opened at
+    /// start and each host's own session alike, all at once, returning when they are
+    /// closed or after [`Aggregator::SHUTDOWN_LIMIT`]. A stdio upstream is closed as
+    /// [`mcp_client::ChildTransport`] closes: its stdin, then `SIGTERM` to its process
+    /// group, then `SIGKILL`, [`mcp_client::ChildTransport::CLOSE_GRACE`] apart; one still
+    /// closing at the limit is dropped, which sends its group `SIGKILL`. Calls still in
+    /// flight fail; call [`Aggregator::drain`] first to let them finish. Connections
+    /// opened after this are closed at once.
+    pub async fn shutdown(&self) {
+        self.inner.pool.close_all().await;
     }
 
-    /// Connects (or lists) every upstream at once and checks the merged names of those
-    /// done within `wait` (`None`: all of them). Gives when each start is over.
-    async fn connect_all(&self, wait: Option<std::time::Duration>) -> Result<Starting, StartError> {
-        let mut starts = tokio::task::JoinSet::new();
-        let mut over = Vec::new();
-        for i in self.inner.upstreams.ids() {
-            let agg = self.clone();
-            let (done, is_done) = tokio::sync::oneshot::channel::<()>();
-            starts.spawn(async move {
-                agg.connect_or_list(i).await;
-                let _ = done.send(());
-            });
-            over.push((i, is_done));
-        }
-        let deadline = wait.map(|w| tokio::time::Instant::now() + w);
-        loop {
-            let next = match deadline {
-                Some(d) => tokio::time::timeout_at(d, starts.join_next()).await.ok(),
-                None => Some(starts.join_next().await),
-            };
-            // All done (`Some(None)`), or the wait is over (`None`).
-            if !matches!(next, Some(Some(_))) {
-                break;
-            }
-        }
-        self.inner.catalog.check_collisions()?;
-        if !starts.is_empty() {
-            tracing::info!(
-                upstreams = starts.len(),
-                "serving without the upstreams still starting; their lists come when they do"
-            );
-        }
-        starts.detach_all();
-        Ok(Starting(over))
+    /// Waits until no host call is in flight on any upstream connection, at most `limit`;
+    /// whether none is. What a graceful stop calls once it takes no new requests, before
+    /// [`Aggregator::shutdown`].
+    pub async fn drain(&self, limit: std::time::Duration) -> bool {
+        self.inner.pool.drain(limit).await
     }
 
-    /// Keeps each upstream alive from now on (see `pool.rs`, `supervise`), once its first
-    /// start is over.
-    fn keep_alive(&self, starting: Starting) {
-        for (i, over) in starting.0 {
-            let agg = self.clone();
-            tokio::spawn(async move {
-                let _ = over.await;
-                agg.supervise(i).await;
-            });
-        }
+    /// How each upstream is doing, in catalog order.
+    pub fn status(&self) -> Vec<UpstreamStatus> {
+        self.inner.pool.status()
     }
 
     /// Calls `f` whenever a merged list changes (for everyone: see
@@ -292,7 +292,7 @@ impl Aggregator {
                 f(what)
             }
         };
-        *self.inner.on_change.lock() = Some(Arc::new(announce));
+        self.inner.announcer.listen(Arc::new(announce));
     }
 
     /// A server in front of this aggregator, with `options`, already announcing list
@@ -305,18 +305,6 @@ impl Aggregator {
         let server = mcp_server::Server::with_options(self.clone(), options);
         self.announce_through(server.clone());
         server
-    }
-
-    /// `t` with [`AggregatorOptions::downgrade_policy`] when one is set; as it is (the
-    /// spec's policy, the translator's shortcut untouched) otherwise.
-    pub(super) fn translator(
-        &self,
-        t: mcp_revisions::Translator<'static>,
-    ) -> mcp_revisions::Translator<'_> {
-        match &self.inner.options.downgrade_policy {
-            Some(p) => t.with_policy(&**p),
-            None => t,
-        }
     }
 
     /// `options` with [`AggregatorOptions::downgrade_policy`] where they have no policy of
@@ -338,7 +326,7 @@ impl Aggregator {
     /// changing. Replaces [`Aggregator::on_list_changed`]. Its hosts are counted in
     /// [`Aggregator::metrics`].
     pub fn announce_through(&self, server: mcp_server::Server) {
-        self.inner.metrics.count_hosts_of(server.stats());
+        self.inner.held.metrics.count_hosts_of(server.stats());
         let me = Arc::downgrade(&self.inner);
         let announce = move |what: ListChanged, heard: Heard| {
             let i = match heard {
@@ -349,12 +337,12 @@ impl Aggregator {
             };
             let views = me.upgrade().and_then(|inner| {
                 let views = inner.options.views.clone()?;
-                let key = inner.upstreams.get(i)?.config.key.clone();
+                let key = inner.pool.upstreams().get(i)?.config.key.clone();
                 Some((views, key))
             });
             let me = me.clone();
             // Not a host that sees its own session's lists of this upstream instead.
-            let own = move |h| me.upgrade().is_some_and(|inner| inner.own_lists.has(h, i));
+            let own = move |h| me.upgrade().is_some_and(|inner| inner.own.has(h, i));
             match views {
                 None => server.notify_list_changed_among(what, move |_, h| !own(h)),
                 Some((views, key)) => server.notify_list_changed_among(what, move |p, h| {
@@ -362,7 +350,7 @@ impl Aggregator {
                 }),
             }
         };
-        *self.inner.on_change.lock() = Some(Arc::new(announce));
+        self.inner.announcer.listen(Arc::new(announce));
     }
 
     /// The merged tools as hosts see them (exposed names), in catalog order.
@@ -375,55 +363,13 @@ impl Aggregator {
             .collect()
     }
 
-    /// The upstream whose configuration key is `key`.
-    pub(super) fn upstream_id(&self, key: &str) -> Option<UpstreamId> {
-        self.inner
-            .upstreams
-            .iter_ids()
-            .find(|(_, u)| &*u.config.key == key)
-            .map(|(i, _)| i)
-    }
-
-    /// The configuration key of upstream `i`, which names it in errors and logs.
-    pub(super) fn upstream_key(&self, i: UpstreamId) -> &str {
-        &self.inner.upstreams[i].config.key
-    }
-
-    fn changed(&self, what: ListChanged, heard: Heard) {
-        let f = self.inner.on_change.lock().clone();
-        if let Some(f) = f {
-            f(what, heard);
-        }
-    }
-
-    /// Tells hosts which lists of upstream `i` changed, and only those.
-    fn announce(&self, i: UpstreamId, changed: catalog::ListsChanged) {
-        self.announce_as(changed, Heard::Upstream(i));
-    }
-
-    /// Tells `host` alone which lists of its own session of an upstream changed.
-    fn announce_to(&self, host: mcp_server::HostSessionId, changed: catalog::ListsChanged) {
-        self.announce_as(changed, Heard::Host(host));
-    }
-
-    fn announce_as(&self, changed: catalog::ListsChanged, heard: Heard) {
-        let lists = [
-            (changed.tools, ListChanged::Tools),
-            (changed.prompts, ListChanged::Prompts),
-            (changed.resources, ListChanged::Resources),
-        ];
-        for (_, c) in lists.into_iter().filter(|(did, _)| *did) {
-            self.changed(c, heard);
-        }
-    }
-
     /// Whether hosts can reach a task now: a 2025-11-25 host, through a listed tool that
     /// may run as a task; a 2026 host, through such a tool or an upstream that declares
     /// the tasks extension (it decides per call). A capability nothing can reach is not
     /// declared.
     fn task_reach(&self) -> (bool, bool) {
         let task_tools = self.inner.catalog.has_task_tools();
-        let extension = self.inner.upstreams.iter().any(|u| {
+        let extension = self.inner.pool.upstreams().iter().any(|u| {
             u.client().is_some_and(|c| {
                 mcp_revisions::features::has_tasks_extension(c.revision())
                     && c.server()

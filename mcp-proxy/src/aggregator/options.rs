@@ -23,7 +23,7 @@ pub enum UpstreamTransport {
     /// A server in this process (demos, tests): a fresh connection at each start.
     InProcess(mcp_server::Server),
     /// A transport of the embedder's own, opened by its connector at each start.
-    Custom(std::sync::Arc<dyn super::UpstreamConnector>),
+    Custom(std::sync::Arc<dyn super::connector::UpstreamConnector>),
 }
 
 impl std::fmt::Debug for UpstreamTransport {

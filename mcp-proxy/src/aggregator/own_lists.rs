@@ -14,11 +14,14 @@ use mcp_types::protocol::{Prompt, Tool, TypedNotification};
 use mcp_types::raw::Exact;
 use parking_lot::Mutex;
 
+use super::announcer::Announcer;
 use super::catalog::{Catalog, Listing, ListsChanged, OwnListings, Routes};
 use super::id::{PerUpstream, UpstreamId};
 use super::listing::{CLOSE_POLL, RELIST_INTERVAL};
+use super::pages::as_exposed;
+use super::pool::Pool;
 use super::route::Route;
-use super::{Aggregator, Inner};
+use super::visibility::Seen;
 
 /// The listings of hosts' own upstream sessions, by host (a host session's id; any key
 /// in the unit tests).
@@ -136,13 +139,37 @@ impl<H: Copy + Eq + std::hash::Hash> OwnLists<H> {
     }
 }
 
-impl Aggregator {
+/// The catalog as each host sees it: the listings of its own upstream sessions in place
+/// of the catalog's, followed as those sessions change, and told to that host alone.
+pub(super) struct OwnSessions {
+    lists: OwnLists,
+    pool: Arc<Pool>,
+    catalog: Arc<Catalog>,
+    announcer: Arc<Announcer>,
+}
+
+impl OwnSessions {
+    /// No host has a session of its own yet.
+    pub(super) fn new(pool: Arc<Pool>, catalog: Arc<Catalog>, announcer: Arc<Announcer>) -> Self {
+        OwnSessions {
+            lists: OwnLists::default(),
+            pool,
+            catalog,
+            announcer,
+        }
+    }
+
+    /// Whether `host` sees a listing of its own of upstream `i`.
+    pub(super) fn has(&self, host: Option<HostSessionId>, i: UpstreamId) -> bool {
+        self.lists.has(host, i)
+    }
+
     /// The upstream and tool behind `name` for the host of `ctx`.
     pub(super) fn host_route(&self, ctx: &RequestContext, name: &str) -> Option<Arc<Route>> {
         let host = ctx.host_session().map(|h| h.id());
-        match self.inner.own_lists.routes(host, &self.inner.catalog) {
+        match self.lists.routes(host, &self.catalog) {
             Some(routes) => routes.get(name).cloned(),
-            None => self.inner.catalog.route(name),
+            None => self.catalog.route(name),
         }
     }
 
@@ -152,9 +179,9 @@ impl Aggregator {
         ctx: &RequestContext,
         part: impl Fn(&Listing) -> T,
     ) -> PerUpstream<T> {
-        let mut all = self.inner.catalog.read_listings(&part);
+        let mut all = self.catalog.read_listings(&part);
         let host = ctx.host_session().map(|h| h.id());
-        for (i, l) in self.inner.own_lists.listings(host).into_iter().flatten() {
+        for (i, l) in self.lists.listings(host).into_iter().flatten() {
             all[i] = part(&l);
         }
         all
@@ -166,21 +193,32 @@ impl Aggregator {
         ctx: &RequestContext,
     ) -> Vec<(String, UpstreamId, Exact<Prompt>)> {
         let prompts = self.listings_for(ctx, |l| l.prompts.clone());
-        self.inner.catalog.prompt_entries_of(prompts)
+        self.catalog.prompt_entries_of(prompts)
     }
 
     /// The upstream owning resource `uri` for the host of `ctx`: one of its own sessions
     /// that lists it (or a template it matches), else the catalog's owner.
     pub(super) fn resource_owner_for(&self, ctx: &RequestContext, uri: &str) -> Option<UpstreamId> {
         let host = ctx.host_session().map(|h| h.id());
-        let own = self.inner.own_lists.listings(host).unwrap_or_default();
+        let own = self.lists.listings(host).unwrap_or_default();
         let mine = own
             .iter()
             .find(|(_, l)| l.lists_resource(uri) || l.has_template_for(uri));
         match mine {
             Some((i, _)) => Some(*i),
-            None => self.inner.catalog.resource_owner(uri),
+            None => self.catalog.resource_owner(uri),
         }
+    }
+
+    /// The upstream that listed resource `uri` for the host of `ctx`, or the error a host
+    /// gets for an unknown one.
+    pub(super) fn owner_of_resource(
+        &self,
+        ctx: &RequestContext,
+        uri: &str,
+    ) -> Result<UpstreamId, mcp_types::ErrorObject> {
+        self.resource_owner_for(ctx, uri)
+            .ok_or_else(|| super::answers::resource_not_found(uri))
     }
 
     /// The catalog's tool entries as the host of `ctx` sees them.
@@ -189,30 +227,67 @@ impl Aggregator {
         ctx: Option<&RequestContext>,
     ) -> Vec<(String, UpstreamId, Exact<Tool>)> {
         let host = ctx.and_then(|c| c.host_session()).map(|h| h.id());
-        let own = self.inner.own_lists.listings(host);
-        self.inner.catalog.tool_entries_with(own.as_ref())
+        let own = self.lists.listings(host);
+        self.catalog.tool_entries_with(own.as_ref())
+    }
+
+    /// `(namespace, tool with its exposed name)` of what `seen` sees, in catalog order, as
+    /// the host of `ctx` sees the catalog (see [`OwnSessions::tool_entries_for`]).
+    pub(super) fn namespaced_tools_seen(
+        &self,
+        ctx: &RequestContext,
+        seen: &Seen<'_>,
+    ) -> Vec<(String, Exact<Tool>)> {
+        self.tool_entries_for(Some(ctx))
+            .into_iter()
+            .filter(|(exposed, i, _)| seen.sees_tool(*i, exposed))
+            .map(|(exposed, i, t)| {
+                let ns = self.pool.get(i).namespace.clone();
+                (ns, as_exposed(exposed, t))
+            })
+            .collect()
+    }
+
+    /// The tools `seen` sees, as the host of `ctx` sees them, in catalog order.
+    pub(super) fn tools_seen(&self, ctx: &RequestContext, seen: &Seen<'_>) -> Vec<Exact<Tool>> {
+        if seen.everything() {
+            return self
+                .tool_entries_for(Some(ctx))
+                .into_iter()
+                .map(|(exposed, _, t)| as_exposed(exposed, t))
+                .collect();
+        }
+        self.namespaced_tools_seen(ctx, seen)
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect()
     }
 
     /// Lists `host`'s own session `client` of upstream `i` and follows its list changes,
     /// telling that host (and no one else) of each, until the session ends; the host then
     /// sees the catalog's listing again.
-    pub(super) fn follow_own_session(&self, i: UpstreamId, host: HostSession, client: Client) {
-        let me = Arc::downgrade(&self.inner);
-        let token = self.inner.own_lists.token();
+    pub(super) fn follow_own_session(
+        self: &Arc<Self>,
+        i: UpstreamId,
+        host: HostSession,
+        client: Client,
+    ) {
+        let me = Arc::downgrade(self);
+        let token = self.lists.token();
         tokio::spawn(async move {
             let notes = client.notifications();
             follow(me.clone(), i, &host, &client, token, notes).await;
-            let Some(inner) = me.upgrade() else { return };
-            let seen = inner.own_lists.get(host.id(), i);
-            inner.own_lists.remove(host.id(), i, token);
+            let Some(own) = me.upgrade() else { return };
+            let seen = own.lists.get(host.id(), i);
+            own.lists.remove(host.id(), i, token);
             // A newer session's follower has taken over: it tells the host what it sees.
-            if inner.own_lists.get(host.id(), i).is_some() {
+            if own.lists.get(host.id(), i).is_some() {
                 return;
             }
             // Back to the catalog's listing: the host hears of it if that reads otherwise.
             if let Some(seen) = seen.filter(|_| !host.is_ended()) {
-                let changed = inner.catalog.differs(i, &seen);
-                Aggregator { inner }.announce_to(host.id(), changed);
+                let changed = own.catalog.differs(i, &seen);
+                own.announcer.announce_to(host.id(), changed);
             }
         });
     }
@@ -226,27 +301,27 @@ impl Aggregator {
         client: &Client,
         token: u64,
     ) -> ListsChanged {
-        let listing = match self.first_listing(client).await {
-            Ok(l) => self.inner.catalog.admitted(i, l),
+        let listing = match self.pool.first_listing(client).await {
+            Ok(l) => self.catalog.admitted(i, l),
             Err(e) => {
-                let key = self.upstream_key(i);
+                let key = self.pool.key(i);
                 tracing::warn!(upstream = %key, host = %host, "listing a host's own session failed: {e}");
                 return ListsChanged::default();
             }
         };
-        let changed = match self.inner.own_lists.get(host, i) {
+        let changed = match self.lists.get(host, i) {
             Some(seen) => seen.changes_to(&listing),
-            None => self.inner.catalog.differs(i, &listing),
+            None => self.catalog.differs(i, &listing),
         };
-        self.inner.own_lists.set(host, i, token, listing);
+        self.lists.set(host, i, token, listing);
         changed
     }
 }
 
-/// The loop of [`Aggregator::follow_own_session`]: the first listing at once, then one
+/// The loop of [`OwnSessions::follow_own_session`]: the first listing at once, then one
 /// for each list change the session announces, at most once per [`RELIST_INTERVAL`].
 async fn follow(
-    me: Weak<Inner>,
+    me: Weak<OwnSessions>,
     i: UpstreamId,
     host: &HostSession,
     client: &Client,
@@ -257,14 +332,14 @@ async fn follow(
     loop {
         if due {
             due = false;
-            let Some(inner) = me.upgrade() else { return };
-            let agg = Aggregator { inner };
+            let Some(own) = me.upgrade() else { return };
             let said = client.take_list_changes();
-            let changed = agg
+            let changed = own
                 .relist_own(i, host.id(), client, token)
                 .await
                 .or_said(said);
-            agg.announce_to(host.id(), changed);
+            own.announcer.announce_to(host.id(), changed);
+            drop(own);
             tokio::time::sleep(RELIST_INTERVAL).await;
         }
         let note = tokio::select! {

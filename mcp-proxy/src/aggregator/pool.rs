@@ -3,23 +3,25 @@
 //! it, and saying how it is doing.
 
 use super::id::UpstreamId;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_client::{ChildTransport, Client, ClientOptions, EraChoice};
 use mcp_types::protocol::*;
 use mcp_types::transport::memory_pair;
+use mcp_types::Revision;
 use parking_lot::{Mutex, RwLock};
 
-use super::catalog::Listing;
-use super::{Aggregator, UpstreamConfig, UpstreamStatus, UpstreamTransport};
-use crate::abort::AbortOnDrop;
+use super::id::PerUpstream;
+use super::options::{UpstreamConfig, UpstreamTransport};
+use crate::metrics::Metrics;
 use crate::sessions::host::HostLinks;
 use crate::sessions::pool::SessionPool;
 use crate::sessions::{start_capabilities, SessionMode};
+use crate::upstream_error::UpstreamError;
 use crate::upstream_questions::{Bridge, Calls};
-use crate::UpstreamError;
+use crate::upstream_status::UpstreamStatus;
 
 pub(super) struct Upstream {
     pub(super) config: UpstreamConfig,
@@ -40,7 +42,7 @@ pub(super) struct Upstream {
     /// How often an HTTP upstream ended one of our sessions and a new one was started.
     pub(super) session_renewals: Arc<std::sync::atomic::AtomicU64>,
     /// The generation of the aggregator that keeps it alive (connects, restarts it): one
-    /// at a time, handed over by a reload ([`Aggregator::reconfigured`]).
+    /// at a time, handed over by a reload ([`crate::Aggregator::reconfigured`]).
     pub(super) keeper: std::sync::atomic::AtomicU64,
 }
 
@@ -95,32 +97,159 @@ impl Upstream {
     }
 }
 
-impl Aggregator {
-    /// Longest [`Aggregator::shutdown`] waits for the upstream connections to close:
+/// What the pool takes from [`super::options::AggregatorOptions`].
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Settings {
+    pub(super) connect_timeout: Duration,
+    pub(super) call_timeout: Duration,
+    pub(super) input_timeout: Duration,
+    pub(super) restart_backoff: (Duration, Duration),
+}
+
+impl Settings {
+    pub(super) fn of(o: &super::options::AggregatorOptions) -> Settings {
+        Settings {
+            connect_timeout: o.connect_timeout,
+            call_timeout: o.call_timeout,
+            input_timeout: o.input_timeout,
+            restart_backoff: o.restart_backoff,
+        }
+    }
+}
+
+/// The upstreams of one aggregator, in catalog order: their connections, opened,
+/// counted, closed; which of them this aggregator keeps alive (a reload hands them on).
+pub(super) struct Pool {
+    upstreams: PerUpstream<Arc<Upstream>>,
+    settings: Settings,
+    metrics: Arc<Metrics>,
+    /// Shut down, or superseded by a reload: restarts nothing.
+    stopped: AtomicBool,
+    /// This aggregator among those a reload makes (see [`Upstream::keeper`]).
+    generation: u64,
+}
+
+impl Pool {
+    /// Longest [`Pool::close_all`] waits for the upstream connections to close:
     /// enough for a stdio server that ignores both its stdin closing and `SIGTERM` (twice
     /// [`ChildTransport::CLOSE_GRACE`]), and a second more for reaping it.
-    pub const SHUTDOWN_LIMIT: Duration = Duration::from_secs(5);
+    pub(super) const SHUTDOWN_LIMIT: Duration = Duration::from_secs(5);
+
+    /// A pool of `upstreams` for the aggregator of `generation`.
+    pub(super) fn new(
+        upstreams: PerUpstream<Arc<Upstream>>,
+        settings: Settings,
+        metrics: Arc<Metrics>,
+        generation: u64,
+    ) -> Pool {
+        Pool {
+            upstreams,
+            settings,
+            metrics,
+            stopped: AtomicBool::new(false),
+            generation,
+        }
+    }
+
+    /// Every upstream, in catalog order.
+    pub(super) fn upstreams(&self) -> &PerUpstream<Arc<Upstream>> {
+        &self.upstreams
+    }
+
+    /// Upstream `i`.
+    pub(super) fn get(&self, i: UpstreamId) -> &Arc<Upstream> {
+        &self.upstreams[i]
+    }
+
+    /// The upstream whose configuration key is `key`.
+    pub(super) fn id_of(&self, key: &str) -> Option<UpstreamId> {
+        self.upstreams
+            .iter_ids()
+            .find(|(_, u)| &*u.config.key == key)
+            .map(|(i, _)| i)
+    }
+
+    /// The configuration key of upstream `i`, which names it in errors and logs.
+    pub(super) fn key(&self, i: UpstreamId) -> &str {
+        &self.upstreams[i].config.key
+    }
+
+    /// The shared connection to upstream `i`, or why there is none.
+    pub(super) fn shared(&self, i: UpstreamId) -> Result<Client, mcp_client::ClientError> {
+        let u = &self.upstreams[i];
+        u.client()
+            .ok_or_else(|| mcp_client::ClientError::Unavailable(u.unavailable()))
+    }
+
+    /// The revision upstream `i` speaks now.
+    pub(super) fn revision(&self, i: UpstreamId) -> Result<Revision, mcp_client::ClientError> {
+        self.shared(i).map(|c| c.revision())
+    }
+
+    /// Restarts nothing from now on (a shutdown, or a reload's successor took over).
+    pub(super) fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+    }
+
+    /// Hands every upstream to this pool's keeper (a reload's successor takes them over).
+    pub(super) fn keep_all(&self) {
+        for u in self.upstreams.iter() {
+            u.keeper.store(self.generation, Ordering::SeqCst);
+        }
+    }
+
+    /// The upstreams of this pool that `other` does not have.
+    pub(super) fn only_here(&self, other: &Pool) -> Vec<Arc<Upstream>> {
+        self.upstreams
+            .iter()
+            .filter(|u| !other.upstreams.iter().any(|o| Arc::ptr_eq(u, o)))
+            .cloned()
+            .collect()
+    }
+
+    /// What a connection just opened offers, bounded like its handshake by the connect
+    /// timeout (a listing that hangs must not hold a start any longer than one).
+    pub(super) async fn first_listing(
+        &self,
+        client: &Client,
+    ) -> Result<super::catalog::Listing, UpstreamError> {
+        let limit = self.settings.connect_timeout;
+        match tokio::time::timeout(limit, super::listing::list_all(client)).await {
+            Ok(listed) => listed,
+            Err(_) => Err(UpstreamError::Timeout(limit)),
+        }
+    }
+
+    /// How long a host's answer to an upstream's question is waited for.
+    pub(super) fn input_timeout(&self) -> Duration {
+        self.settings.input_timeout
+    }
+
+    /// The shortest and longest wait between two restarts, and the connect timeout.
+    pub(super) fn settings(&self) -> Settings {
+        self.settings
+    }
 
     /// Stops restarting upstreams and closes every upstream connection, the one opened at
     /// start and each host's own session alike, all at once, returning when they are
-    /// closed or after [`Aggregator::SHUTDOWN_LIMIT`]. A stdio upstream is closed as
+    /// closed or after [`Pool::SHUTDOWN_LIMIT`]. A stdio upstream is closed as
     /// [`ChildTransport`] closes: its stdin, then `SIGTERM` to its process group, then
     /// `SIGKILL`, [`ChildTransport::CLOSE_GRACE`] apart; one still closing at the limit is
     /// dropped, which sends its group `SIGKILL`. Calls still in flight fail; call
-    /// [`Aggregator::drain`] first to let them finish. Connections opened after this
+    /// [`crate::Aggregator::drain`] first to let them finish. Connections opened after this
     /// are closed at once.
-    pub async fn shutdown(&self) {
-        self.inner.stopped.store(true, Ordering::SeqCst);
-        close_upstreams(self.inner.upstreams.iter()).await;
+    pub(super) async fn close_all(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        close_upstreams(self.upstreams.iter()).await;
     }
 
     /// Waits until no host call is in flight on any upstream connection, at most `limit`;
     /// whether none is. What a graceful stop calls once it takes no new requests, before
-    /// [`Aggregator::shutdown`].
-    pub async fn drain(&self, limit: Duration) -> bool {
+    /// [`crate::Aggregator::shutdown`].
+    pub(super) async fn drain(&self, limit: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + limit;
         loop {
-            let busy: usize = self.inner.upstreams.iter().map(|u| in_flight(u)).sum();
+            let busy: usize = self.upstreams.iter().map(|u| in_flight(u)).sum();
             if busy == 0 {
                 return true;
             }
@@ -133,9 +262,8 @@ impl Aggregator {
     }
 
     /// How each upstream is doing, in catalog order.
-    pub fn status(&self) -> Vec<UpstreamStatus> {
-        self.inner
-            .upstreams
+    pub(super) fn status(&self) -> Vec<UpstreamStatus> {
+        self.upstreams
             .iter()
             .map(|u| {
                 let client = u.client();
@@ -209,8 +337,8 @@ impl Aggregator {
 
     /// Longest upstream `i` may take to answer one call: its own limit, else the gateway's.
     pub(super) fn call_timeout(&self, i: UpstreamId) -> std::time::Duration {
-        let own = self.inner.upstreams[i].config.call_timeout;
-        own.unwrap_or(self.inner.options.call_timeout)
+        let own = self.upstreams[i].config.call_timeout;
+        own.unwrap_or(self.settings.call_timeout)
     }
 
     /// A connection to `u` declaring `capabilities`, its requests routed among `calls`.
@@ -224,16 +352,14 @@ impl Aggregator {
         let config = &u.config;
         let bridge = || Bridge {
             calls: calls.clone(),
-            wait: self.inner.options.input_timeout,
+            wait: self.settings.input_timeout,
             upstream: config.key.as_str().into(),
         };
         let options = ClientOptions::default()
             .era(era)
             .capabilities(capabilities)
             .request_timeout(Some(
-                config
-                    .call_timeout
-                    .unwrap_or(self.inner.options.call_timeout),
+                config.call_timeout.unwrap_or(self.settings.call_timeout),
             ));
         let connect = async {
             match &config.transport {
@@ -275,9 +401,9 @@ impl Aggregator {
                 }
             }
         };
-        match tokio::time::timeout(self.inner.options.connect_timeout, connect).await {
+        match tokio::time::timeout(self.settings.connect_timeout, connect).await {
             Ok(r) => r,
-            Err(_) => Err(UpstreamError::Timeout(self.inner.options.connect_timeout)),
+            Err(_) => Err(UpstreamError::Timeout(self.settings.connect_timeout)),
         }
     }
 
@@ -290,7 +416,7 @@ impl Aggregator {
     ) -> mcp_client::http::HttpConfig {
         let before = h.on_session_renewed.clone();
         let count = u.session_renewals.clone();
-        let metrics = self.inner.metrics.clone();
+        let metrics = self.metrics.clone();
         let key = u.config.key.clone();
         h.on_session_renewed(Arc::new(move |renewal| {
             count.fetch_add(1, Ordering::Relaxed);
@@ -301,139 +427,24 @@ impl Aggregator {
         }))
     }
 
-    /// Lists what upstream `i` offers over its connection if it has one (an upstream a
-    /// reload takes over), else connects it if this aggregator keeps it (one being handed
-    /// over is connected again by its new keeper, once it keeps it).
-    pub(super) async fn connect_or_list(&self, i: UpstreamId) -> bool {
-        let u = &self.inner.upstreams[i];
-        let live = u.client().filter(|c| c.close_reason().is_none());
-        match live {
-            Some(client) => {
-                self.relist(i, &client).await;
-                true
-            }
-            None if self.keeps(u) => self.connect(i).await,
-            None => false,
-        }
-    }
-
     /// Whether this aggregator keeps `u` alive now: it is not shut down and no reload
     /// handed `u` to another.
     pub(super) fn keeps(&self, u: &Upstream) -> bool {
-        !self.inner.stopped.load(Ordering::SeqCst)
-            && u.keeper.load(Ordering::SeqCst) == self.inner.generation
-    }
-
-    /// Connects upstream `i` and lists what it offers; false when it failed.
-    pub(super) async fn connect(&self, i: UpstreamId) -> bool {
-        let u = self.inner.upstreams[i].clone();
-        let opened = match self.open_shared(&u).await {
-            Ok(client) => match self.first_listing(&client).await {
-                Ok(listing) => Ok((client, listing)),
-                Err(e) => {
-                    // Not listable is not usable: it fails, and is retried, like a failed start.
-                    client.close().await;
-                    Err(e)
-                }
-            },
-            Err(e) => Err(e),
-        };
-        match opened {
-            Ok((client, _)) if !self.keeps(&u) => {
-                // Shut down, or handed to another keeper, while it connected: it must not
-                // outlive the gateway, nor stand beside that keeper's connection.
-                client.close().await;
-                false
-            }
-            Ok((client, listing)) => {
-                tracing::info!(upstream = %u.config.key, revision = %client.revision(), tools = listing.tools.len(), "upstream connected");
-                *u.client.write() = Some(client);
-                *u.last_error.lock() = None;
-                let changed = self.inner.catalog.set_listing(i, listing);
-                self.announce(i, changed);
-                true
-            }
-            Err(e) => {
-                tracing::warn!(upstream = %u.config.key, kind = e.kind(), "upstream failed: {e}");
-                self.failed(&u, e);
-                false
-            }
-        }
+        !self.stopped.load(Ordering::SeqCst) && u.keeper.load(Ordering::SeqCst) == self.generation
     }
 
     /// Notes why `u` could not be used: in its status until it is used again, and in the
     /// metrics by kind.
     pub(super) fn failed(&self, u: &Upstream, e: UpstreamError) {
-        self.inner.metrics.upstream_failed(&u.config.key, &e);
+        self.metrics.upstream_failed(&u.config.key, &e);
         *u.last_error.lock() = Some(e);
-    }
-
-    /// Keeps upstream `i` alive: relists on its list-changed notifications, and restarts it
-    /// with backoff when its connection ends.
-    pub(super) async fn supervise(&self, i: UpstreamId) {
-        let u = self.inner.upstreams[i].clone();
-        let (min, max) = self.inner.options.restart_backoff;
-        let mut backoff = min;
-        while self.keeps(&u) {
-            let Some(client) = u.client() else {
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(max);
-                if !self.keeps(&u) {
-                    return;
-                }
-                // Every start after the first is a restart, whether the last one ended or
-                // never came up (an upstream that exits at start).
-                u.restarts.fetch_add(1, Ordering::Relaxed);
-                if self.connect(i).await {
-                    backoff = min;
-                } else {
-                    // Not back: its tools go until it is (they were kept while it restarted).
-                    let gone = self.inner.catalog.set_listing(i, Listing::default());
-                    self.announce(i, gone);
-                }
-                continue;
-            };
-            let notes = client.notifications();
-            let mut _listen = None;
-            if client.revision().era() == mcp_types::Era::Modern {
-                // A 2026 upstream tells of list changes only on a subscription stream,
-                // this keeper's: it ends with the keeping (a reload hands the connection on).
-                _listen = Some(AbortOnDrop(client.listen(SubscriptionFilter {
-                    tools_list_changed: Some(true),
-                    prompts_list_changed: Some(true),
-                    resources_list_changed: Some(true),
-                    ..Default::default()
-                })));
-            }
-            self.follow_list_changes(i, &u, &client, notes).await;
-            if !self.keeps(&u) {
-                return;
-            }
-            let reason = client
-                .close_reason()
-                .map(|r| r.to_string())
-                .unwrap_or_default();
-            tracing::warn!(upstream = %u.config.key, "upstream connection ended ({reason}); restarting");
-            {
-                let mut c = u.client.write();
-                // Only the connection that ended: one a keeper after this one opened stays.
-                if c.as_ref().is_some_and(|c| c.same_connection(&client)) {
-                    *c = None;
-                }
-            }
-            // Its listing stays while it restarts: a call to one of its tools is told the
-            // upstream is restarting (never `Unknown tool`), and hosts hear of no change
-            // unless the restart fails or brings other lists.
-            let ended = format!("restarting: its connection ended ({reason})");
-            self.failed(&u, UpstreamError::Transport(ended));
-        }
     }
 
     /// Waits (up to the connect timeout plus the longest backoff) for upstream `i` to be
     /// connected again after its connection dropped.
     pub(super) async fn reconnected(&self, i: UpstreamId) -> bool {
-        let u = &self.inner.upstreams[i];
-        let limit = self.inner.options.connect_timeout + self.inner.options.restart_backoff.1;
+        let u = &self.upstreams[i];
+        let limit = self.settings.connect_timeout + self.settings.restart_backoff.1;
         let deadline = tokio::time::Instant::now() + limit;
         while tokio::time::Instant::now() < deadline {
             if u.client().is_some_and(|c| c.close_reason().is_none()) {
@@ -446,7 +457,7 @@ impl Aggregator {
 }
 
 /// Closes `upstreams`' connections, the shared one and each host's session, all at once,
-/// bounded by [`Aggregator::SHUTDOWN_LIMIT`].
+/// bounded by [`Pool::SHUTDOWN_LIMIT`].
 pub(super) async fn close_upstreams<'a>(upstreams: impl Iterator<Item = &'a Arc<Upstream>>) {
     let mut closing = tokio::task::JoinSet::new();
     for u in upstreams {
@@ -465,13 +476,13 @@ pub(super) async fn close_upstreams<'a>(upstreams: impl Iterator<Item = &'a Arc<
         }
     }
     let all = async { while closing.join_next().await.is_some() {} };
-    if tokio::time::timeout(Aggregator::SHUTDOWN_LIMIT, all)
+    if tokio::time::timeout(Pool::SHUTDOWN_LIMIT, all)
         .await
         .is_err()
     {
         tracing::warn!(
             "upstreams still closing after {:?}; dropping them",
-            Aggregator::SHUTDOWN_LIMIT
+            Pool::SHUTDOWN_LIMIT
         );
     }
     closing.shutdown().await;

@@ -3,7 +3,6 @@
 //! one before it lets its calls in flight finish, then closes the upstreams it alone had.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,7 +25,8 @@ impl Aggregator {
     ) -> Result<Aggregator, StartError> {
         let running: HashMap<&str, &Arc<Upstream>> = self
             .inner
-            .upstreams
+            .pool
+            .upstreams()
             .iter()
             .map(|u| (u.config.key.as_str(), u))
             .collect();
@@ -37,18 +37,14 @@ impl Aggregator {
                 let u = running.get(c.key.as_str())?;
                 (u.namespace == namespace && unchanged(c)).then(|| Arc::clone(u))
             },
-            super::Held {
-                metrics: self.inner.metrics.clone(),
-                subscriptions: self.inner.subscriptions.clone(),
-                parked: self.inner.parked.clone(),
-                tasks: self.inner.tasks.clone(),
-            },
+            self.inner.held.clone(),
         )?;
         // What a kept upstream listed stands until it lists again (a failed relist keeps it).
-        for (j, u) in next.inner.upstreams.iter_ids() {
+        for (j, u) in next.inner.pool.upstreams().iter_ids() {
             if let Some((i, _)) = self
                 .inner
-                .upstreams
+                .pool
+                .upstreams()
                 .iter_ids()
                 .find(|(_, o)| Arc::ptr_eq(o, u))
             {
@@ -59,20 +55,18 @@ impl Aggregator {
             }
         }
         // The aggregator in force serves meanwhile: the next one waits for every upstream.
-        let started = match next.connect_all(None).await {
+        let started = match next.inner.keeper.connect_all(None).await {
             Ok(started) => started,
             Err(e) => {
-                close_upstreams(next.only_here(self).iter()).await;
+                close_upstreams(next.inner.pool.only_here(&self.inner.pool).iter()).await;
                 return Err(e);
             }
         };
         // One keeper per upstream: each kept one is the next aggregator's from here on
         // (this one's keepers stop at their next look), and this one keeps no other.
-        for u in next.inner.upstreams.iter() {
-            u.keeper.store(next.inner.generation, Ordering::SeqCst);
-        }
-        self.inner.stopped.store(true, Ordering::SeqCst);
-        next.keep_alive(started);
+        next.inner.pool.keep_all();
+        self.inner.pool.stop();
+        next.inner.keeper.keep_alive(started);
         Ok(next)
     }
 
@@ -80,7 +74,7 @@ impl Aggregator {
     /// calls in flight on the upstreams `next` did not take over, then closes those.
     /// Returns the keys of the upstreams closed.
     pub async fn retire(&self, next: &Aggregator, drain: Duration) -> Vec<String> {
-        let gone = self.only_here(next);
+        let gone = self.inner.pool.only_here(&next.inner.pool);
         let deadline = tokio::time::Instant::now() + drain;
         loop {
             let busy: usize = gone.iter().map(|u| in_flight(u)).sum();
@@ -97,46 +91,20 @@ impl Aggregator {
         gone.iter().map(|u| u.config.key.clone()).collect()
     }
 
-    /// The upstreams of this aggregator that `other` does not have.
-    fn only_here(&self, other: &Aggregator) -> Vec<Arc<Upstream>> {
-        self.inner
-            .upstreams
-            .iter()
-            .filter(|u| !other.inner.upstreams.iter().any(|o| Arc::ptr_eq(u, o)))
-            .cloned()
-            .collect()
-    }
-
     /// The keys of the upstreams this aggregator and `other` do not share.
     pub(crate) fn differing_upstreams(&self, other: &Aggregator) -> Vec<String> {
-        self.only_here(other)
+        self.inner
+            .pool
+            .only_here(&other.inner.pool)
             .iter()
-            .chain(other.only_here(self).iter())
+            .chain(other.inner.pool.only_here(&self.inner.pool).iter())
             .map(|u| u.config.key.clone())
             .collect()
     }
 
     /// What hosts are shown, as text to compare: tools, prompts, resources and templates.
     pub(crate) fn shown(&self) -> [String; 3] {
-        let c = &self.inner.catalog;
-        let text = |v: serde_json::Result<String>| v.unwrap_or_default();
-        let tools: Vec<_> = c
-            .tool_entries()
-            .into_iter()
-            .map(|(n, _, t)| (n, t))
-            .collect();
-        let prompts: Vec<_> = c
-            .prompt_entries()
-            .into_iter()
-            .map(|(n, _, p)| (n, p))
-            .collect();
-        let resources = c.read_listings(|l| (l.resources.clone(), l.templates.clone()));
-        let resources: Vec<_> = resources.iter().collect();
-        [
-            text(serde_json::to_string(&tools)),
-            text(serde_json::to_string(&prompts)),
-            text(serde_json::to_string(&resources)),
-        ]
+        self.inner.catalog.shown()
     }
 
     /// The views hosts are shown the upstreams through, if any.

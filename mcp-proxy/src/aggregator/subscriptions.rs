@@ -17,14 +17,13 @@
 //! subscribed to is the upstream's, and an update goes out with the URI as the upstream
 //! wrote it.
 
-use super::id::UpstreamId;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_client::{CallOptions, Client, ClientError};
-use mcp_server::{RequestContext, Subscriber, SubscriberId};
+use mcp_server::{Subscriber, SubscriberId};
 use mcp_types::protocol::*;
 use mcp_types::{codes, ErrorObject};
 use parking_lot::Mutex;
@@ -32,7 +31,7 @@ use serde_json::{json, Value};
 use tokio::sync::Notify;
 
 use super::answers::upstream_error;
-use super::Aggregator;
+use super::pool::Upstream;
 use crate::sessions::Link;
 use crate::upstream_questions::Calls;
 
@@ -145,7 +144,7 @@ impl Subscriptions {
 
     /// Subscribes `subscriber` to `uri` on `link`'s connection (upstream only if no one
     /// is subscribed to it there yet).
-    async fn subscribe(
+    pub(super) async fn subscribe(
         self: &Arc<Self>,
         upstream: &str,
         link: Link,
@@ -202,7 +201,7 @@ impl Subscriptions {
     }
 
     /// Takes `subscriber`'s subscriptions to `uri` off every connection it holds them on.
-    async fn unsubscribe(&self, subscriber: SubscriberId, uri: &str) {
+    pub(super) async fn unsubscribe(&self, subscriber: SubscriberId, uri: &str) {
         let conns = {
             let mut state = self.state.lock();
             let State {
@@ -474,59 +473,18 @@ impl Conn {
     }
 }
 
-impl Aggregator {
-    /// Whether upstream `i` can honour a resource subscription: it is connected, declares
+impl Upstream {
+    /// Whether it can honour a resource subscription: it is connected, declares
     /// `resources.subscribe`, and speaks a revision with a way to subscribe
     /// (`resources/subscribe`, or `subscriptions/listen`: the method table's data).
-    pub(super) fn subscribes(&self, i: UpstreamId) -> bool {
-        self.inner.upstreams[i].client().is_some_and(|c| {
+    pub(super) fn subscribes(&self) -> bool {
+        self.client().is_some_and(|c| {
             let r = c.revision();
             let declared = c.server().capabilities.resources.as_ref();
             declared.and_then(|d| d.subscribe) == Some(true)
                 && (has_method(method::RESOURCES_SUBSCRIBE, r)
                     || has_method(method::SUBSCRIPTIONS_LISTEN, r))
         })
-    }
-
-    /// `resources/subscribe` (`subscribe`) or `resources/unsubscribe` of `uri` for the
-    /// subscriber of `ctx`: a legacy host's session, or the 2026-07-28 listen stream that
-    /// asks. An unsubscribe of what the subscriber does not hold is a success.
-    pub(super) async fn resource_subscription(
-        &self,
-        ctx: &RequestContext,
-        uri: String,
-        subscribe: bool,
-    ) -> Result<(), ErrorObject> {
-        let Some(subscriber) = ctx.subscriber() else {
-            return Err(ErrorObject::new(
-                codes::INVALID_REQUEST,
-                "resource subscriptions need a session (or a subscriptions/listen stream) to deliver updates to",
-            ));
-        };
-        let table = &self.inner.subscriptions;
-        if !subscribe {
-            table.unsubscribe(subscriber.id(), &uri).await;
-            return Ok(());
-        }
-        let i = self.owner_of_resource(ctx, &uri)?;
-        let key = self.upstream_key(i);
-        if !self.subscribes(i) {
-            return Err(ErrorObject::new(
-                codes::INVALID_REQUEST,
-                format!("upstream `{key}`, which serves {uri}, offers no resource subscriptions"),
-            )
-            .with_data(json!({"uri": uri})));
-        }
-        let link = self
-            .link(i, ctx, super::links::Need::State)
-            .await
-            .map_err(|e| upstream_error(key, e))?;
-        table.subscribe(key, link, subscriber, uri).await
-    }
-
-    /// How many resource subscriptions hosts hold through the gateway now.
-    pub fn resource_subscriptions(&self) -> usize {
-        self.inner.subscriptions.len()
     }
 }
 

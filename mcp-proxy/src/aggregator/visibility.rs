@@ -7,12 +7,8 @@ use std::sync::Arc;
 
 use mcp_server::auth::Principal;
 use mcp_server::RequestContext;
-use mcp_types::protocol::Tool;
-use mcp_types::raw::Exact;
 
 use super::id::{PerUpstream, UpstreamId};
-use super::pages::as_exposed;
-use super::Aggregator;
 use crate::policy::Surface;
 use crate::views::{Scope, Views};
 
@@ -42,6 +38,11 @@ impl Visibility {
             surface,
             keys,
         }
+    }
+
+    /// What the principal of `ctx` sees.
+    pub(super) fn seen(&self, ctx: &RequestContext) -> Seen<'_> {
+        self.seen_by(ctx.principal())
     }
 
     /// What `principal` sees.
@@ -89,46 +90,16 @@ impl Seen<'_> {
     }
 
     /// Whether it sees every tool (no view narrows it).
-    fn everything(&self) -> bool {
+    pub(super) fn everything(&self) -> bool {
         matches!(self.scope, Scope::Everything)
     }
-}
 
-impl Aggregator {
-    /// What the request's principal sees.
-    pub(crate) fn seen(&self, ctx: &RequestContext) -> Seen<'_> {
-        self.inner.visibility.seen_by(ctx.principal())
-    }
-
-    /// `(namespace, tool with its exposed name)` of what `seen` sees, in catalog order, as
-    /// the host of `ctx` sees the catalog (see [`Aggregator::tool_entries_for`]).
-    pub(crate) fn namespaced_tools_seen(
-        &self,
-        ctx: &RequestContext,
-        seen: &Seen<'_>,
-    ) -> Vec<(String, Exact<Tool>)> {
-        self.tool_entries_for(Some(ctx))
-            .into_iter()
-            .filter(|(exposed, i, _)| seen.sees_tool(*i, exposed))
-            .map(|(exposed, i, t)| {
-                let ns = self.inner.upstreams[i].namespace.clone();
-                (ns, as_exposed(exposed, t))
-            })
-            .collect()
-    }
-
-    /// The tools `seen` sees, as the host of `ctx` sees them, in catalog order.
-    pub(crate) fn tools_seen(&self, ctx: &RequestContext, seen: &Seen<'_>) -> Vec<Exact<Tool>> {
-        if seen.everything() {
-            return self
-                .tool_entries_for(Some(ctx))
-                .into_iter()
-                .map(|(exposed, _, t)| as_exposed(exposed, t))
-                .collect();
-        }
-        self.namespaced_tools_seen(ctx, seen)
-            .into_iter()
-            .map(|(_, t)| t)
+    /// The items of `per_upstream` of the upstreams it reaches, in catalog order.
+    pub(super) fn reached<T>(&self, per_upstream: PerUpstream<Vec<T>>) -> Vec<T> {
+        per_upstream
+            .into_iter_ids()
+            .filter(|(i, _)| self.reaches(*i))
+            .flat_map(|(_, items)| items)
             .collect()
     }
 }

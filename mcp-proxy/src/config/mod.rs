@@ -51,9 +51,9 @@ mod views;
 
 pub use schema::schema;
 
+use crate::aggregator::{AggregatorOptions, UpstreamConfig};
 use crate::naming::Prefixed;
 use crate::policy::{AskHost, Surface};
-use crate::{AggregatorOptions, UpstreamConfig};
 use values::Choice;
 
 /// How long a gateway started from a file waits for its upstreams (`startupWaitMillis`).

@@ -11,9 +11,9 @@ use mcp_client::StdioCommand;
 use super::file::{self, ServerType, SessionKind};
 use super::values::{Choice, HttpUrl, Pinned, Positive};
 use super::{join, overrides, upstream_auth, Problem};
+use crate::aggregator::{UpstreamConfig, UpstreamTransport};
 use crate::policy::GlobFilter;
 use crate::sessions::{PerHostLimits, PoolLimits, SessionMode};
-use crate::{UpstreamConfig, UpstreamTransport};
 
 /// The server at `mcpServers.<key>`; `None` if it is disabled.
 pub(super) fn upstream(

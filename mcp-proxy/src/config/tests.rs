@@ -2,8 +2,8 @@
 //! part of a server entry and of `gateway`.
 
 use super::*;
+use crate::aggregator::UpstreamTransport;
 use crate::policy::GlobFilter;
-use crate::UpstreamTransport;
 
 /// What a test looks at in a configuration read: each upstream (key, transport, session),
 /// how long the start waits, the surface, and which of auth, views and pins there are.
@@ -332,6 +332,6 @@ fn separators_patterns_and_types_are_validated() {
 }
 
 /// The filter an upstream was given, written out: a trait object compares by that.
-fn filter_of(u: &crate::UpstreamConfig) -> String {
+fn filter_of(u: &crate::aggregator::UpstreamConfig) -> String {
     format!("{:?}", u.tools)
 }

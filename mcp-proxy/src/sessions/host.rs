@@ -75,7 +75,7 @@ impl HostLinks {
     ) -> Result<Link, LinkError>
     where
         F: FnOnce() -> Fut,
-        Fut: std::future::Future<Output = Result<Link, crate::UpstreamError>>,
+        Fut: std::future::Future<Output = Result<Link, crate::upstream_error::UpstreamError>>,
     {
         let (cell, fresh) = self.cell(upstream, host.id())?;
         let link = cell

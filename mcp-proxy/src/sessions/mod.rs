@@ -205,7 +205,7 @@ pub(crate) enum LinkError {
     },
     /// Connecting failed.
     #[error("{0}")]
-    Connect(crate::UpstreamError),
+    Connect(crate::upstream_error::UpstreamError),
 }
 
 /// Closes `links` all at once (a slow upstream does not hold the others' turn), and
@@ -223,7 +223,9 @@ pub(crate) const SHUTTING_DOWN: &str = "the gateway is shutting down";
 
 /// Why no session is opened once the gateway stops.
 pub(crate) fn shutting_down() -> LinkError {
-    LinkError::Connect(crate::UpstreamError::Unavailable(SHUTTING_DOWN.into()))
+    LinkError::Connect(crate::upstream_error::UpstreamError::Unavailable(
+        SHUTTING_DOWN.into(),
+    ))
 }
 
 #[cfg(test)]

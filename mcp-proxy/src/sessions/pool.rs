@@ -138,7 +138,7 @@ impl SessionPool {
     ) -> Result<Link, LinkError>
     where
         F: FnOnce() -> Fut,
-        Fut: std::future::Future<Output = Result<Link, crate::UpstreamError>>,
+        Fut: std::future::Future<Output = Result<Link, crate::upstream_error::UpstreamError>>,
     {
         let busy = || LinkError::Busy {
             upstream: upstream.into(),

@@ -23,7 +23,10 @@ use mcp_types::{codes, ErrorObject};
 use serde_json::{json, Map, Value};
 
 use super::answers::{decode, input_required, strip_hop_meta, strip_hop_meta_raw, upstream_error};
-use super::Aggregator;
+use super::flights::Flights;
+use super::pool::Pool;
+use super::visibility::Visibility;
+use std::sync::Arc;
 
 mod hold;
 mod table;
@@ -53,10 +56,42 @@ pub(super) fn with_tasks_extension(ctx: &RequestContext) -> Value {
     caps
 }
 
-impl Aggregator {
+/// The upstream tasks hosts follow through the gateway (see the module's docs). Cheap
+/// to clone.
+#[derive(Clone)]
+pub(super) struct Tasks {
+    flights: Flights,
+    /// Upstream tasks shown to hosts, by gateway task id.
+    table: Arc<TaskTable>,
+    visibility: Arc<Visibility>,
+}
+
+impl Tasks {
+    /// Tasks relayed over `flights`, kept in `table`, reached by whom `visibility` says.
+    pub(super) fn new(
+        flights: Flights,
+        table: Arc<TaskTable>,
+        visibility: Arc<Visibility>,
+    ) -> Tasks {
+        Tasks {
+            flights,
+            table,
+            visibility,
+        }
+    }
+
+    /// The flights the tasks' requests go on.
+    pub(super) fn flights(&self) -> &Flights {
+        &self.flights
+    }
+
+    fn pool(&self) -> &Pool {
+        self.flights.links().pool()
+    }
+
     /// The client of upstream `i`, or the error a host gets when it is down.
     fn task_client(&self, i: UpstreamId) -> Result<Client, ErrorObject> {
-        let u = &self.inner.upstreams[i];
+        let u = &self.pool().get(i);
         u.client()
             .ok_or_else(|| ErrorObject::new(codes::INTERNAL_ERROR, u.unavailable()))
     }
@@ -70,11 +105,13 @@ impl Aggregator {
         ctx: &RequestContext,
         id: &str,
     ) -> Result<(Route, UpstreamId), ErrorObject> {
-        let route = self.inner.tasks.get(id).ok_or_else(|| unknown_task(id))?;
+        let route = self.table.get(id).ok_or_else(|| unknown_task(id))?;
         let i = self
-            .upstream_id(&route.upstream)
+            .pool()
+            .id_of(&route.upstream)
             .ok_or_else(|| unknown_task(id))?;
-        let theirs = route.owner == table::owner_of(ctx.principal()) && self.seen(ctx).reaches(i);
+        let theirs =
+            route.owner == table::owner_of(ctx.principal()) && self.visibility.seen(ctx).reaches(i);
         match theirs {
             true => Ok((route, i)),
             false => Err(unknown_task(id)),
@@ -90,14 +127,14 @@ impl Aggregator {
         mut params: Value,
     ) -> Result<Value, ClientError> {
         // A task lives in the upstream session that created it: the host's own, if it has one.
-        let client = self.link(i, ctx, Need::State).await?.client;
+        let client = self.flights.links().link(i, ctx, Need::State).await?.client;
         if features::per_request_meta(client.revision()) {
             // The host's capabilities; the extension too, which the gateway serves itself
             // (a host that reaches tasks/* declared it already).
             params["_meta"] =
                 json!({mcp_types::meta::CLIENT_CAPABILITIES: with_tasks_extension(ctx)});
         }
-        let opts = CallOptions::default().timeout(self.call_timeout(i));
+        let opts = CallOptions::default().timeout(self.pool().call_timeout(i));
         client.request(method_name, params, &opts).await
     }
 
@@ -111,7 +148,7 @@ impl Aggregator {
     ) -> Result<Value, ErrorObject> {
         self.task_call(ctx, i, method_name, params)
             .await
-            .map_err(|e| upstream_error(&self.inner.upstreams[i].config.key, e))
+            .map_err(|e| upstream_error(&self.pool().get(i).config.key, e))
     }
 
     /// Polls upstream `i`'s task with `tasks/get` at the task's interval until it leaves
@@ -124,7 +161,7 @@ impl Aggregator {
         task_id: &str,
         ctx: &RequestContext,
     ) -> Result<Option<Task>, ClientError> {
-        let limit = self.call_timeout(i);
+        let limit = self.pool().call_timeout(i);
         let deadline = tokio::time::Instant::now() + limit;
         let mut said: Option<String> = None;
         loop {
@@ -171,7 +208,8 @@ impl Aggregator {
     ) -> Result<Value, ClientError> {
         // An unreadable state: `tasks/result` will say what happened.
         self.poll_task(i, task_id, ctx).await?;
-        self.upstream_call(i, method::TASKS_RESULT, json!({"taskId": task_id}), ctx)
+        self.flights
+            .upstream_call(i, method::TASKS_RESULT, json!({"taskId": task_id}), ctx)
             .await
     }
 
@@ -231,10 +269,10 @@ impl Aggregator {
         i: UpstreamId,
         value: Value,
     ) -> Result<Outcome<CallToolResult>, ErrorObject> {
-        let key = &self.inner.upstreams[i].config.key;
+        let key = &self.pool().get(i).config.key;
         let mut task = created_task(key, value)?;
         let owner = table::owner_of(ctx.principal());
-        let id = self.inner.tasks.register(
+        let id = self.table.register(
             key.as_str().into(),
             owner,
             std::mem::take(&mut task.task_id),
@@ -255,7 +293,7 @@ impl Aggregator {
         gateway_id: &str,
     ) -> Result<Task, ErrorObject> {
         let (route, i) = self.route_task(ctx, gateway_id)?;
-        let key = self.upstream_key(i);
+        let key = self.pool().key(i);
         let v = self
             .task_request(
                 ctx,
@@ -314,7 +352,7 @@ impl Aggregator {
         gateway_id: &str,
     ) -> Result<Outcome<Value>, ErrorObject> {
         let (route, i) = self.route_task(ctx, gateway_id)?;
-        let key = self.upstream_key(i);
+        let key = self.pool().key(i);
         if features::has_tasks_extension(self.task_client(i)?.revision()) {
             return Err(ErrorObject::new(
                 codes::INVALID_PARAMS,
@@ -322,6 +360,7 @@ impl Aggregator {
             ));
         }
         let mut v = self
+            .flights
             .upstream_call(
                 i,
                 method::TASKS_RESULT,
@@ -347,7 +386,7 @@ impl Aggregator {
         gateway_id: &str,
     ) -> Result<Task, ErrorObject> {
         let (route, i) = self.route_task(ctx, gateway_id)?;
-        let key = self.upstream_key(i);
+        let key = self.pool().key(i);
         let params = json!({"taskId": route.upstream_id});
         let v = match self.task_call(ctx, i, method::TASKS_CANCEL, params).await {
             Ok(v) => v,
@@ -379,23 +418,24 @@ impl Aggregator {
         route: &Route,
         i: UpstreamId,
     ) -> Option<Map<String, Value>> {
-        let (input, fresh) = self.inner.tasks.input(gateway_id)?;
+        let (input, fresh) = self.table.input(gateway_id)?;
         let mut open = input.requests.subscribe();
         if let Some(answers) = fresh {
             let params = json!({"taskId": route.upstream_id});
-            let link = self.link(i, ctx, Need::State).await;
+            let link = self.flights.links().link(i, ctx, Need::State).await;
             let launched = self
+                .flights
                 .hop_value_params(i, method::TASKS_RESULT, params, ctx)
                 .and_then(|p| {
                     let p = RawObject::from_raw(&p).map_err(|e| ClientError::InvalidResult {
                         method: method::TASKS_RESULT.into(),
                         reason: e.to_string(),
                     })?;
-                    Ok(self.launch(i, link?, method::TASKS_RESULT, p, ctx))
+                    Ok(self.flights.launch(i, link?, method::TASKS_RESULT, p, ctx))
                 });
             match launched {
                 Ok(flight) => {
-                    let wait = self.inner.options.input_timeout;
+                    let wait = self.pool().input_timeout();
                     let asked = route.asked.clone();
                     tokio::spawn(hold(flight, input.clone(), answers, asked, wait));
                 }

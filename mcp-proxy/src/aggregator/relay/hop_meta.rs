@@ -16,7 +16,7 @@ use mcp_types::raw::{self, RawObject};
 use mcp_types::{meta, Revision};
 use serde_json::value::RawValue;
 
-use super::{tasks, Aggregator};
+use crate::aggregator::tasks;
 
 /// The host's `_meta` keys that belong to its hop: its progress token (the upstream gets
 /// the gateway's) and the 2026 envelope (each hop writes its own).
@@ -41,49 +41,46 @@ struct Hop<'c> {
     extension: bool,
 }
 
-impl Aggregator {
-    /// Writes this hop's `_meta` into `p`, the params `upstream` (speaking `up`) gets.
-    pub(super) fn hop_meta(
-        &self,
-        ctx: &RequestContext,
-        upstream: &Client,
-        up: Revision,
-        p: &mut RawObject<'_>,
-        extension: bool,
-    ) {
-        let up_modern = features::per_request_meta(up);
-        let keep_host = up_modern && features::per_request_meta(ctx.revision()) && !extension;
-        let hop = Hop {
-            ctx,
-            client: Some(upstream).filter(|_| up_modern),
-            keep_host,
-            declare: up_modern && !keep_host,
-            extension,
-        };
-        let host = p.get("_meta");
-        // A trace begun in HTTP headers is the request's own, not the host's: not kept.
-        let memo = ctx.trace_context().is_none() && !extension;
-        let written = match (&hop.client, upstream, host) {
-            // The common legacy host: nothing of its own in `_meta`.
-            (Some(c), _, None) if memo && hop.declare => c
-                .host_meta(ctx.client_capabilities_raw_shared(), ctx.log_level())
-                .map_or(Written::Keep, Written::Write),
-            // The common 2026 host: the same envelope with every call, whose rewrite
-            // depends on nothing but its text when the gateway declares nothing itself.
-            (_, c, Some(m)) if memo && !hop.declare && raw::is_object(m) => {
-                c.memo_meta(m.get(), || hop.write(Some(m)))
-            }
-            _ => hop.write(host),
-        };
-        match written {
-            Written::Write(m) => {
-                p.insert("_meta", m);
-            }
-            Written::Remove => {
-                p.remove("_meta");
-            }
-            Written::Keep => {}
+/// Writes this hop's `_meta` into `p`, the params `upstream` (speaking `up`) gets.
+pub(super) fn hop_meta(
+    ctx: &RequestContext,
+    upstream: &Client,
+    up: Revision,
+    p: &mut RawObject<'_>,
+    extension: bool,
+) {
+    let up_modern = features::per_request_meta(up);
+    let keep_host = up_modern && features::per_request_meta(ctx.revision()) && !extension;
+    let hop = Hop {
+        ctx,
+        client: Some(upstream).filter(|_| up_modern),
+        keep_host,
+        declare: up_modern && !keep_host,
+        extension,
+    };
+    let host = p.get("_meta");
+    // A trace begun in HTTP headers is the request's own, not the host's: not kept.
+    let memo = ctx.trace_context().is_none() && !extension;
+    let written = match (&hop.client, upstream, host) {
+        // The common legacy host: nothing of its own in `_meta`.
+        (Some(c), _, None) if memo && hop.declare => c
+            .host_meta(ctx.client_capabilities_raw_shared(), ctx.log_level())
+            .map_or(Written::Keep, Written::Write),
+        // The common 2026 host: the same envelope with every call, whose rewrite
+        // depends on nothing but its text when the gateway declares nothing itself.
+        (_, c, Some(m)) if memo && !hop.declare && raw::is_object(m) => {
+            c.memo_meta(m.get(), || hop.write(Some(m)))
         }
+        _ => hop.write(host),
+    };
+    match written {
+        Written::Write(m) => {
+            p.insert("_meta", m);
+        }
+        Written::Remove => {
+            p.remove("_meta");
+        }
+        Written::Keep => {}
     }
 }
 

@@ -5,12 +5,12 @@ use mcp_server::{Outcome, RequestContext};
 use mcp_types::protocol::*;
 use serde_json::{json, Map, Value};
 
-use super::answers::tool_error;
 use super::gates::{APPROVE_KEY, CONFIRM_KEY};
-use super::Aggregator;
+use super::Relay;
+use crate::aggregator::answers::tool_error;
 use crate::policy::{may_be_destructive, Confirmation, Verdict};
 
-impl Aggregator {
+impl Relay {
     /// The confirmation gate (TOOL-17): `None` to go ahead, else what to answer instead.
     /// Only a first round is gated: a retry carrying `inputResponses` continues a call the
     /// host already confirmed (or is answering this gate).
@@ -23,7 +23,7 @@ impl Aggregator {
         trusted: bool,
         arguments: impl FnOnce() -> Option<Map<String, Value>>,
     ) -> Option<Outcome<CallToolResult>> {
-        let hook = self.inner.options.confirm.as_ref()?;
+        let hook = self.confirm.as_ref()?;
         if !may_be_destructive(tool, trusted) {
             return None;
         }

@@ -10,7 +10,7 @@
 //! by the task and bridging code) or needs the gateway's edits: its per-hop `_meta` keys
 //! dropped, a text copy of `structuredContent` added (TOOL-28).
 
-use super::id::UpstreamId;
+use crate::aggregator::id::UpstreamId;
 use std::borrow::Cow;
 
 use mcp_client::{Client, ClientError};
@@ -22,11 +22,14 @@ use mcp_types::{codes, meta, ErrorObject, Revision};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use super::answers::{call_failure, created_task_id, input_required};
 use super::gates::{self, Admitted, OWN_KEYS};
-use super::metered;
-use super::route::Route;
-use super::{tasks, Aggregator};
+use super::Relay;
+use crate::aggregator::answers::{call_failure, created_task_id, input_required};
+use crate::aggregator::metered;
+use crate::aggregator::route::Route;
+use crate::aggregator::tasks;
+use crate::metrics::CallMeter;
+use std::sync::Arc;
 
 /// How a call runs with respect to tasks (TOOL-21).
 #[derive(Clone)]
@@ -39,7 +42,24 @@ pub(super) struct TaskPlan {
     pub(super) ttl: Option<serde_json::Number>,
 }
 
-impl Aggregator {
+impl Relay {
+    /// A call of `route`'s tool, of `params_bytes`, going upstream now for a host speaking
+    /// `host`.
+    pub(super) fn meter_call(
+        &self,
+        route: &Route,
+        params_bytes: usize,
+        host: mcp_types::Revision,
+    ) -> CallMeter {
+        route
+            .meter
+            .get_or_init(|| {
+                let key = self.pool().key(route.upstream);
+                Arc::new(self.metrics.tool_meter(key, &route.tool.name))
+            })
+            .start(params_bytes, host)
+    }
+
     /// A host's `tools/call`, params raw: the gates first, then the owning upstream.
     pub(crate) async fn relay_call(
         &self,
@@ -47,7 +67,7 @@ impl Aggregator {
         params: &RawObject<'_>,
     ) -> Result<Outcome<RawResult>, ErrorObject> {
         let name = gates::tool_name(params)?;
-        let admitted = self.admit(ctx, &self.seen(ctx), &name)?;
+        let admitted = self.admit(ctx, &self.visibility.seen(ctx), &name)?;
         self.relay_admitted(ctx, params, &name, admitted).await
     }
 
@@ -68,7 +88,7 @@ impl Aggregator {
             confirm,
         } = admitted;
         let (i, tool) = (route.upstream, &route.tool);
-        let key = self.inner.upstreams[i].config.key.clone();
+        let key = self.pool().get(i).config.key.clone();
         let arguments = || {
             params
                 .get("arguments")
@@ -96,7 +116,10 @@ impl Aggregator {
                 }
             };
             let meter = self.meter_call(route, up.to_cow().get().len(), ctx.revision());
-            let answer = self.upstream_call_raw(i, method::TOOLS_CALL, up, ctx).await;
+            let answer = self
+                .flights()
+                .upstream_call_raw(i, method::TOOLS_CALL, up, ctx)
+                .await;
             let (outcome, bytes) = metered::outcome(&answer);
             meter.finish(outcome, bytes);
             answer
@@ -104,7 +127,9 @@ impl Aggregator {
         let answer = match send(false).await {
             Ok(v) => v,
             Err(ClientError::Closed(reason))
-                if may_retry && !ctx.is_cancelled() && Box::pin(self.reconnected(i)).await =>
+                if may_retry
+                    && !ctx.is_cancelled()
+                    && Box::pin(self.pool().reconnected(i)).await =>
             {
                 tracing::info!(upstream = %key, %reason, "retrying an idempotent call after the upstream restarted");
                 match Box::pin(send(false)).await {
@@ -157,7 +182,7 @@ impl Aggregator {
             Some(t) => Some(t),
             None if host_takes_task => None,
             None => Some(serde_json::Number::from(
-                self.call_timeout(i).as_millis() as u64
+                self.pool().call_timeout(i).as_millis() as u64,
             )),
         };
         Ok(TaskPlan {
@@ -186,7 +211,7 @@ impl Aggregator {
         let client = match on {
             Some(c) => c,
             None => {
-                let u = &self.inner.upstreams[i];
+                let u = &self.pool().get(i);
                 shared = u
                     .client()
                     .ok_or_else(|| ClientError::Unavailable(u.unavailable()))?;
@@ -225,16 +250,17 @@ impl Aggregator {
                 p.insert("task", raw::encode(&task));
             }
         }
-        self.translator(Translator::new(ctx.revision(), up))
+        self.downgrade
+            .translator(Translator::new(ctx.revision(), up))
             .without_request_meta()
             .params_in_place(method::TOOLS_CALL, &mut p)?;
-        self.hop_meta(ctx, client, up, &mut p, extension);
+        super::hop_meta::hop_meta(ctx, client, up, &mut p, extension);
         Ok(p)
     }
 
     /// The revision upstream `i` speaks now.
     pub(super) fn upstream_revision(&self, i: UpstreamId) -> Result<Revision, ClientError> {
-        let u = &self.inner.upstreams[i];
+        let u = &self.pool().get(i);
         u.client()
             .map(|c| c.revision())
             .ok_or_else(|| ClientError::Unavailable(u.unavailable()))
@@ -254,16 +280,16 @@ impl Aggregator {
     ) -> Result<Outcome<RawResult>, ErrorObject> {
         let up = match on {
             Some(r) => r,
-            None => self.upstream_revision(i).map_err(|e| {
-                super::answers::upstream_error(&self.inner.upstreams[i].config.key, e)
+            None => self.pool().revision(i).map_err(|e| {
+                crate::aggregator::answers::upstream_error(&self.pool().get(i).config.key, e)
             })?,
         };
         let escapes = raw::has_key_escapes(answer.get());
         if answer_kind(&answer, plan, escapes) != AnswerKind::Plain {
             let text = answer.get();
             let value: Value = serde_json::from_str(text).map_err(|e| {
-                super::answers::upstream_error(
-                    &self.inner.upstreams[i].config.key,
+                crate::aggregator::answers::upstream_error(
+                    &self.pool().get(i).config.key,
                     ClientError::InvalidResult {
                         method: method::TOOLS_CALL.into(),
                         reason: e.to_string(),
@@ -274,7 +300,7 @@ impl Aggregator {
                 return Ok(out);
             }
         }
-        let key = &self.inner.upstreams[i].config.key;
+        let key = &self.pool().get(i).config.key;
         let body = tidy_result(key, answer, escapes)?;
         Ok(Outcome::Complete(RawResult::in_revision(up, body)))
     }
@@ -288,9 +314,10 @@ impl Aggregator {
         mut value: Value,
         plan: &TaskPlan,
     ) -> Result<Option<Outcome<RawResult>>, ErrorObject> {
-        let key = self.inner.upstreams[i].config.key.clone();
+        let key = self.pool().get(i).config.key.clone();
         if plan.host_takes_task && created_task_id(&value).is_some() {
             return self
+                .tasks
                 .relay_created(ctx, i, value)
                 .and_then(canonical)
                 .map(Some);
@@ -298,7 +325,7 @@ impl Aggregator {
         let mut followed = false;
         if value.get("resultType").and_then(Value::as_str) == Some("task") {
             if let Some(task_id) = created_task_id(&value) {
-                value = match self.follow_extension_task(i, &task_id, ctx).await {
+                value = match self.tasks.follow_extension_task(i, &task_id, ctx).await {
                     Ok(v) => v,
                     Err(e) => return raw_failure(&key, e).map(Some),
                 };
@@ -306,12 +333,13 @@ impl Aggregator {
             }
         }
         if let Some(task_id) = plan.as_task.then(|| created_task_id(&value)).flatten() {
-            value = match self.await_task(i, &task_id, ctx).await {
+            value = match self.tasks.await_task(i, &task_id, ctx).await {
                 Ok(v) => v,
                 Err(e) => {
                     // The host gave up, or the gateway did: the task should not run on.
                     if ctx.is_cancelled() || matches!(e, ClientError::Timeout(_)) {
                         let _ = self
+                            .flights()
                             .upstream_call(i, method::TASKS_CANCEL, json!({"taskId": task_id}), ctx)
                             .await;
                     }
@@ -329,7 +357,7 @@ impl Aggregator {
         // A task's result, fetched by the gateway: in the upstream's revision like any other.
         let up = self
             .upstream_revision(i)
-            .map_err(|e| super::answers::upstream_error(&key, e))?;
+            .map_err(|e| crate::aggregator::answers::upstream_error(&key, e))?;
         let body = serde_json::value::to_raw_value(&value)
             .map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, format!("Internal error: {e}")))?;
         let escapes = raw::has_key_escapes(body.get());

@@ -8,7 +8,7 @@
 //! call driven as any other), an answer that is a task or a question, a retry after the
 //! upstream's connection dropped. Log lines tied to the call go to its host directly.
 
-use super::id::UpstreamId;
+use crate::aggregator::id::UpstreamId;
 use std::sync::{Arc, OnceLock};
 
 use mcp_client::{CallOptions, Client, ClientError};
@@ -21,8 +21,9 @@ use serde_json::value::RawValue;
 
 use super::call::{answer_kind, raw_failure, tidy_result, AnswerKind, TaskPlan};
 use super::gates::Admitted;
-use super::metered;
-use super::Aggregator;
+use super::Relay;
+use crate::aggregator::metered;
+
 use crate::metrics::CallMeter;
 use crate::sessions::pool::{self, Lease};
 use crate::sessions::Link;
@@ -43,7 +44,7 @@ struct FastCall {
     /// The host's call, until answered (by the callback, a cancellation, or the task it
     /// was handed to).
     call: Mutex<Option<Call>>,
-    agg: Aggregator,
+    agg: Arc<Relay>,
     i: UpstreamId,
     client: Client,
     /// The calls in flight on its connection (a question escalates among them).
@@ -61,11 +62,11 @@ struct FastCall {
     lease: Mutex<Option<Arc<Lease>>>,
 }
 
-impl Aggregator {
+impl Relay {
     /// Takes `call`, which the gates let through as one that needs no task, without a
     /// task; gives it back when it needs one after all (a session to open first).
     pub(super) fn call_now(
-        &self,
+        self: &Arc<Self>,
         call: Call,
         params: RawObject<'_>,
         admitted: &Admitted,
@@ -73,7 +74,7 @@ impl Aggregator {
         let Some(p) = self.prepare_now(&call, params, admitted) else {
             return Some(call);
         };
-        let u = &self.inner.upstreams[p.i];
+        let u = &self.pool().get(p.i);
         let caps = call.context().client_capabilities_arc();
         let fast = Arc::new(FastCall {
             call: Mutex::new(None),
@@ -100,7 +101,7 @@ impl Aggregator {
             .calls
             .enter_sink(caps, None, Arc::new(FastSink(Arc::downgrade(&fast))));
         *fast.slot.lock() = Some(slot);
-        let timeout = Some(self.call_timeout(p.i));
+        let timeout = Some(self.pool().call_timeout(p.i));
         let answered = fast.clone();
         match fast
             .client
@@ -134,7 +135,7 @@ impl Aggregator {
         let i = route.upstream;
         // A host's first call to an upstream it gets a session of its own on opens that
         // session, which takes waiting: the task path does it.
-        let link = self.link_now(i, ctx)?;
+        let link = self.flights().links().link_now(i, ctx)?;
         let up = self.hop_params(ctx, route, params, plan, false, Some(&link.client));
         let Ok(up) = up else {
             // Nothing was sent: a pooled session may serve the next call as it is.
@@ -160,7 +161,7 @@ impl Aggregator {
 
 impl FastCall {
     fn key(&self) -> &str {
-        &self.agg.inner.upstreams[self.i].config.key
+        &self.agg.pool().get(self.i).config.key
     }
 
     /// The host's call, if nobody answered it yet; its slot is left.
@@ -232,7 +233,7 @@ impl FastCall {
         call: &Call,
         reason: mcp_types::transport::CloseReason,
     ) -> Result<Outcome<RawResult>, mcp_types::ErrorObject> {
-        if !self.agg.reconnected(self.i).await {
+        if !self.agg.pool().reconnected(self.i).await {
             return raw_failure(self.key(), ClientError::Closed(reason));
         }
         tracing::info!(upstream = %self.key(), %reason, "retrying an idempotent call after the upstream restarted");
@@ -299,7 +300,7 @@ impl FastCall {
         let meter = self.meter();
         tokio::spawn(async move {
             let ctx = call.context();
-            let answer = me.agg.drive(flight, ctx).await;
+            let answer = me.agg.flights().drive(flight, ctx).await;
             if let Some(m) = meter {
                 let (outcome, bytes) = metered::outcome(&answer);
                 m.finish(outcome, bytes);

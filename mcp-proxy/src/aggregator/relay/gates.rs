@@ -18,20 +18,11 @@ use mcp_server::RequestContext;
 use mcp_types::{codes, ErrorObject};
 
 use super::call::TaskPlan;
-use super::route::Route;
-use super::visibility::Seen;
-use super::Aggregator;
+use super::Relay;
+pub(super) use crate::aggregator::answers::{APPROVE_KEY, CONFIRM_KEY, OWN_KEYS};
+use crate::aggregator::route::Route;
+use crate::aggregator::visibility::Seen;
 use crate::policy::{may_be_destructive, Surface};
-
-/// The key of the gateway's own confirmation request among a round's input requests.
-pub(super) const CONFIRM_KEY: &str = "gateway_confirm";
-
-/// The key of the pinning gate's question (see [`crate::pins`]).
-pub(super) const APPROVE_KEY: &str = "gateway_approve";
-
-/// The gateway's own questions, whose answers are the gateway's to read and never go
-/// upstream.
-pub(super) const OWN_KEYS: [&str; 2] = [CONFIRM_KEY, APPROVE_KEY];
 
 /// A call the gates let through: where it goes and how.
 pub(super) struct Admitted {
@@ -65,7 +56,7 @@ pub(super) fn is_own_tool(seen: &Seen<'_>, name: &str) -> bool {
     seen.surface() == Surface::Dispatcher && crate::dispatcher::is_own_tool(name)
 }
 
-impl Aggregator {
+impl Relay {
     /// The gates, in order, for the call to the tool hosts know as `name`, for the
     /// request's principal, who sees `seen`: a refusal, or the call let through.
     pub(super) fn admit(
@@ -76,7 +67,7 @@ impl Aggregator {
     ) -> Result<Admitted, ErrorObject> {
         let route = self.route_for(ctx, seen, name)?;
         let plan = self.task_plan(ctx, route.upstream, name, &route.tool)?;
-        let confirm = self.inner.options.confirm.is_some()
+        let confirm = self.confirm.is_some()
             && (ctx.input_response(CONFIRM_KEY).is_some()
                 || may_be_destructive(&route.tool, route.hints_trusted));
         Ok(Admitted {
@@ -96,11 +87,11 @@ impl Aggregator {
         seen: &Seen<'_>,
         name: &str,
     ) -> Result<Arc<Route>, ErrorObject> {
-        let route = self.host_route(ctx, name);
+        let route = self.own.host_route(ctx, name);
         if let Some(route) = route.filter(|r| seen.sees_tool(r.upstream, name)) {
             return Ok(route);
         }
-        let denied = self.inner.catalog.denied_upstream(name);
+        let denied = self.catalog.denied_upstream(name);
         let message = match denied.filter(|key| seen.reaches_key(key)) {
             Some(key) => {
                 format!("Tool {name} of upstream `{key}` is not allowed by this gateway's policy")
