@@ -542,23 +542,4 @@ fn template_matches(template: &str, uri: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::template_matches;
-
-    #[test]
-    fn templates_match_level_one_expressions() {
-        assert!(template_matches(
-            "test://template/{id}/data",
-            "test://template/123/data"
-        ));
-        assert!(!template_matches(
-            "test://template/{id}/data",
-            "test://template//data"
-        ));
-        assert!(!template_matches(
-            "test://template/{id}/data",
-            "test://other/123/data"
-        ));
-        assert!(template_matches("file:///{path}", "file:///a"));
-    }
-}
+mod tests;
