@@ -306,3 +306,140 @@ impl Flights {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::own_lists::OwnSessions;
+    use super::super::test_parts::{connect, ids, in_process, parts, request};
+    use super::*;
+
+    /// Flights to the upstreams of `pool`, nothing parked.
+    fn flights(pool: Arc<Pool>, catalog: Arc<super::super::catalog::Catalog>) -> Flights {
+        let own = Arc::new(OwnSessions::new(pool.clone(), catalog, Arc::default()));
+        let links = Links::new(pool, own);
+        Flights::new(links, Arc::default(), Downgrade::default())
+    }
+
+    fn texts(v: &Value) -> Vec<&str> {
+        v["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|b| b["text"].as_str())
+            .collect()
+    }
+
+    fn is_invalid_params(r: Result<Flight, ClientError>) -> bool {
+        matches!(r, Err(ClientError::Server(e)) if e.code == codes::INVALID_PARAMS)
+    }
+
+    #[tokio::test]
+    async fn a_request_to_a_connected_upstream_gets_its_answer() {
+        let (pool, catalog) = parts(vec![in_process("alpha", vec!["echo"])]);
+        let i = ids(1)[0];
+        connect(&pool, i).await;
+        let flights = flights(pool.clone(), catalog);
+        let req = request().await;
+        let params = json!({"name": "echo", "arguments": {}});
+        let answer = flights
+            .upstream_call(i, method::TOOLS_CALL, params, &req.ctx)
+            .await
+            .expect("answered");
+        assert_eq!(texts(&answer), ["ran echo"]);
+        // Typed, and made the gateway's by `tidy`.
+        let params = json!({"name": "other", "arguments": {}});
+        let typed = flights
+            .relay_typed::<CallToolResult>(&req.ctx, i, method::TOOLS_CALL, params, |r| {
+                r.is_error = Some(false)
+            })
+            .await
+            .expect("answered");
+        match typed {
+            Outcome::Complete(r) => {
+                assert_eq!(r.is_error, Some(false));
+                assert!(matches!(&r.content[..], [ContentBlock::Text(t)] if t.text == "ran other"));
+            }
+            _ => panic!("not a result"),
+        }
+        pool.close_all().await;
+    }
+
+    #[tokio::test]
+    async fn a_request_to_a_down_upstream_says_it_is_unavailable() {
+        let (pool, catalog) = parts(vec![in_process("alpha", vec!["echo"])]);
+        let i = ids(1)[0];
+        let flights = flights(pool, catalog);
+        let req = request().await;
+        let params = json!({"name": "echo", "arguments": {}});
+        let e = flights
+            .upstream_call(i, method::TOOLS_CALL, params, &req.ctx)
+            .await
+            .expect_err("nothing to call");
+        assert!(
+            matches!(&e, ClientError::Unavailable(why) if why.contains("`alpha`")),
+            "{e}"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unknown_request_state_is_invalid_params() {
+        let (pool, catalog) = parts(vec![in_process("alpha", vec![])]);
+        let flights = flights(pool, catalog);
+        let req = request().await;
+        let unknown = format!("{STATE_PREFIX}nobody-parked-this");
+        assert!(is_invalid_params(flights.resume(
+            &unknown,
+            method::TOOLS_CALL,
+            &req.ctx
+        )));
+        assert!(is_invalid_params(flights.resume(
+            "",
+            method::TOOLS_CALL,
+            &req.ctx
+        )));
+    }
+
+    #[tokio::test]
+    async fn a_parked_flight_resumes_once_and_only_for_its_own_request() {
+        let (pool, catalog) = parts(vec![in_process("alpha", vec!["echo"])]);
+        let i = ids(1)[0];
+        let client = connect(&pool, i).await;
+        let flights = flights(pool.clone(), catalog);
+        let req = request().await;
+        // As `upstream_call` sends it.
+        let launch = |flights: &Flights| {
+            let params = json!({"name": "echo", "arguments": {}});
+            let raw = flights
+                .hop_value_params(i, method::TOOLS_CALL, params, &req.ctx)
+                .expect("params");
+            let mut params = RawObject::from_raw(&raw).expect("object").into_owned();
+            client.add_envelope(&mut params);
+            let link = flights.links().link_now(i, &req.ctx).expect("linked");
+            flights.launch(i, link, method::TOOLS_CALL, params, &req.ctx)
+        };
+        let state = flights.park(launch(&flights));
+        // For another request: refused (and, taken, it is gone).
+        assert!(is_invalid_params(flights.resume(
+            &state,
+            method::PROMPTS_GET,
+            &req.ctx
+        )));
+        assert!(is_invalid_params(flights.resume(
+            &state,
+            method::TOOLS_CALL,
+            &req.ctx
+        )));
+        let state = flights.park(launch(&flights));
+        let flight = flights
+            .resume(&state, method::TOOLS_CALL, &req.ctx)
+            .expect("resumed");
+        let answer = flights.drive(flight, &req.ctx).await.expect("answered");
+        let answer: Value = serde_json::from_str(answer.get()).expect("json");
+        assert_eq!(texts(&answer), ["ran echo"]);
+        assert!(
+            is_invalid_params(flights.resume(&state, method::TOOLS_CALL, &req.ctx)),
+            "already used"
+        );
+        pool.close_all().await;
+    }
+}

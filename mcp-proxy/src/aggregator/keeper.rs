@@ -281,3 +281,99 @@ impl Keeper {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::announcer::Heard;
+    use super::super::test_parts::{ids, in_process, missing, parts};
+    use super::*;
+    use mcp_server::ListChanged;
+    use parking_lot::Mutex;
+
+    /// What an announcer told, in order.
+    type Told = Arc<Mutex<Vec<(ListChanged, Heard)>>>;
+
+    /// A keeper of upstreams of `configs`, and what its announcer told.
+    fn keeper(configs: Vec<super::super::options::UpstreamConfig>) -> (Keeper, Told) {
+        let (pool, catalog) = parts(configs);
+        let announcer = Arc::new(Announcer::default());
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let sink = heard.clone();
+        announcer.listen(Arc::new(move |what, who| sink.lock().push((what, who))));
+        (Keeper::new(pool, catalog, announcer), heard)
+    }
+
+    fn tool_names(k: &Keeper) -> Vec<(UpstreamId, String)> {
+        k.catalog
+            .tool_entries()
+            .into_iter()
+            .map(|(_, i, t)| (i, t.name.clone()))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_connected_upstreams_tools_are_listed_and_announced() {
+        let (k, heard) = keeper(vec![in_process("alpha", vec!["echo", "add"])]);
+        let i = ids(1)[0];
+        assert!(tool_names(&k).is_empty());
+        k.connect_all(None).await.expect("started");
+        assert_eq!(
+            tool_names(&k),
+            [(i, "echo".to_string()), (i, "add".to_string())]
+        );
+        let heard = heard.lock().clone();
+        assert_eq!(heard.len(), 1, "the tools alone changed");
+        assert!(matches!(heard[0], (ListChanged::Tools, Heard::Upstream(u)) if u == i));
+        let status = &k.pool.status()[0];
+        assert!(status.connected && status.last_error.is_none());
+        k.pool.close_all().await;
+    }
+
+    #[tokio::test]
+    async fn an_upstream_that_fails_lists_nothing_and_says_why() {
+        let (k, heard) = keeper(vec![missing("gone"), in_process("alpha", vec!["echo"])]);
+        let [gone, alpha] = ids(2)[..] else {
+            unreachable!()
+        };
+        k.connect_all(None)
+            .await
+            .expect("a failed upstream fails no start");
+        assert_eq!(tool_names(&k), [(alpha, "echo".to_string())]);
+        assert!(
+            heard
+                .lock()
+                .iter()
+                .all(|(_, who)| matches!(who, Heard::Upstream(u) if *u == alpha)),
+            "nothing is announced for the failed upstream"
+        );
+        assert_eq!(k.pool.id_of("gone"), Some(gone));
+        let status = &k.pool.status()[0];
+        assert_eq!(status.key, "gone");
+        assert!(!status.connected);
+        let e = status.last_error.as_ref().expect("its failure is kept");
+        assert_eq!(e.kind(), "unavailable");
+        k.pool.close_all().await;
+    }
+
+    #[tokio::test]
+    async fn a_kept_upstream_whose_connection_ends_is_restarted() {
+        let (k, _) = keeper(vec![in_process("alpha", vec!["echo"])]);
+        let i = ids(1)[0];
+        let starting = k.connect_all(None).await.expect("started");
+        k.keep_alive(starting);
+        let first = k.pool.shared(i).expect("connected");
+        first.close().await;
+        // Closing is seen once the connection's reader ends: no event to wait on but that.
+        let ended = || std::future::ready(first.close_reason().is_some());
+        assert!(mcp_examples::wait_until(std::time::Duration::from_secs(5), ended).await);
+        assert!(k.pool.reconnected(i).await, "restarted within its backoff");
+        let again = k.pool.shared(i).expect("connected again");
+        assert!(!again.same_connection(&first));
+        let status = &k.pool.status()[0];
+        assert_eq!(status.restarts, 1);
+        assert!(status.connected && status.last_error.is_none());
+        // Its listing stayed while it restarted, and is there after.
+        assert_eq!(tool_names(&k), [(i, "echo".to_string())]);
+        k.pool.close_all().await;
+    }
+}

@@ -205,3 +205,93 @@ impl Links {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_parts::{connect, ids, in_process, parts, request};
+    use super::*;
+    use crate::sessions::{PerHostLimits, SessionMode};
+
+    fn links(pool: Arc<Pool>, catalog: Arc<super::super::catalog::Catalog>) -> Links {
+        let own = Arc::new(OwnSessions::new(pool.clone(), catalog, Arc::default()));
+        Links::new(pool, own)
+    }
+
+    #[tokio::test]
+    async fn a_shared_upstream_is_reached_on_its_shared_connection() {
+        let (pool, catalog) = parts(vec![in_process("alpha", vec!["echo"])]);
+        let i = ids(1)[0];
+        let shared = connect(&pool, i).await;
+        let links = links(pool.clone(), catalog);
+        let req = request().await;
+        let now = links.link_now(i, &req.ctx).expect("ready now");
+        assert!(now.client.same_connection(&shared));
+        assert!(Arc::ptr_eq(&now.calls, &pool.get(i).calls));
+        assert!(now.lease.is_none());
+        for need in [Need::Call, Need::State] {
+            let link = links.link(i, &req.ctx, need).await.expect("linked");
+            assert!(link.client.same_connection(&shared), "{need:?}");
+        }
+        pool.close_all().await;
+    }
+
+    #[tokio::test]
+    async fn a_down_upstream_has_no_link_and_says_why() {
+        let (pool, catalog) = parts(vec![in_process("alpha", vec!["echo"])]);
+        let i = ids(1)[0];
+        let links = links(pool, catalog);
+        let req = request().await;
+        assert!(links.link_now(i, &req.ctx).is_none());
+        match links.link(i, &req.ctx, Need::Call).await {
+            Err(ClientError::Unavailable(why)) => {
+                assert_eq!(why, "upstream `alpha` is unavailable: not connected")
+            }
+            Err(e) => panic!("another error: {e}"),
+            Ok(_) => panic!("linked to a down upstream"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_host_gets_a_session_of_its_own_on_a_legacy_per_host_upstream() {
+        let mut config = in_process("alpha", vec!["echo"]);
+        config.revision = Some(mcp_types::Revision::LATEST_LEGACY);
+        config.session = SessionMode::PerHost(PerHostLimits::default());
+        let (pool, catalog) = parts(vec![config]);
+        let i = ids(1)[0];
+        let shared = connect(&pool, i).await;
+        assert!(!features::per_request_meta(shared.revision()));
+        let links = links(pool.clone(), catalog);
+        // A host that declares less than the shared connection did: not the first host.
+        let req = request().await;
+        let host = req.ctx.host_session().expect("a host session").id();
+        assert!(links.link_now(i, &req.ctx).is_none(), "none opened yet");
+        let own = links.link(i, &req.ctx, Need::Call).await.expect("opened");
+        assert!(!own.client.same_connection(&shared));
+        assert!(!Arc::ptr_eq(&own.calls, &pool.get(i).calls));
+        let again = links.link_now(i, &req.ctx).expect("open now");
+        assert!(
+            again.client.same_connection(&own.client),
+            "the same one, kept"
+        );
+        let upstream = pool.get(i);
+        let host_links = upstream.links.as_ref().expect("per-host links");
+        assert!(host_links.get(host).is_some());
+        assert_eq!(pool.status()[0].host_sessions, 1);
+        pool.close_all().await;
+    }
+
+    #[test]
+    fn what_a_task_needs_is_its_own_session() {
+        let need = |method: &str, params: &str| {
+            let raw = serde_json::value::RawValue::from_string(params.into()).expect("raw");
+            Need::of(
+                method,
+                &mcp_types::raw::RawObject::from_raw(&raw).expect("object"),
+            )
+        };
+        assert_eq!(need("tools/call", r#"{"name":"x"}"#), Need::Call);
+        assert_eq!(need("tools/call", r#"{"name":"x","task":{}}"#), Need::State);
+        assert_eq!(need("tasks/get", r#"{"taskId":"t"}"#), Need::State);
+        assert_eq!(need("resources/read", r#"{"uri":"u"}"#), Need::Call);
+    }
+}

@@ -54,6 +54,8 @@ mod reload;
 mod route;
 mod subscriptions;
 mod tasks;
+#[cfg(test)]
+mod test_parts;
 mod visibility;
 
 use catalog::{Catalog, Member};

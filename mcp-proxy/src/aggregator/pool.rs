@@ -494,3 +494,6 @@ pub(super) fn in_flight(u: &Upstream) -> usize {
         + u.links.as_ref().map_or(0, |l| l.in_flight())
         + u.pool.as_ref().map_or(0, |p| p.in_flight())
 }
+
+#[cfg(test)]
+mod tests;
