@@ -122,3 +122,6 @@ impl Relay {
         });
     }
 }
+
+#[cfg(test)]
+mod tests;

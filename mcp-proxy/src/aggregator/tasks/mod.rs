@@ -478,3 +478,99 @@ impl Tasks {
             .map(|_| ())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::downgrade::Downgrade;
+    use super::super::links::Links;
+    use super::super::own_lists::OwnSessions;
+    use super::super::test_parts::{connect, ids, in_process, parts, request};
+    use super::*;
+    use crate::policy::Surface;
+
+    /// Tasks relayed to upstream `fs`, connected, none yet.
+    async fn tasks() -> (Tasks, UpstreamId) {
+        let (pool, catalog) = parts(vec![in_process("fs", vec!["slow"])]);
+        let i = ids(1)[0];
+        connect(&pool, i).await;
+        let own = Arc::new(OwnSessions::new(pool.clone(), catalog, Arc::default()));
+        let flights = Flights::new(Links::new(pool, own), Arc::default(), Downgrade::default());
+        let keys = ["fs".to_string()].into_iter().collect();
+        let visibility = Arc::new(Visibility::new(None, Surface::Direct, keys));
+        (Tasks::new(flights, Arc::default(), visibility), i)
+    }
+
+    fn created(id: &str) -> Value {
+        json!({"task": {
+            "taskId": id,
+            "status": "working",
+            "createdAt": "2026-12-05T10:00:00Z",
+            "lastUpdatedAt": "2026-12-05T10:00:00Z",
+            "ttl": 60000,
+            "_meta": {"io.modelcontextprotocol/related-task": {"taskId": id}}
+        }})
+    }
+
+    #[tokio::test]
+    async fn an_upstream_task_reaches_the_host_under_an_id_of_the_gateways() {
+        let (tasks, i) = tasks().await;
+        let held = request().await;
+        let shown = match tasks.relay_created(&held.ctx, i, created("up-1")) {
+            Ok(Outcome::Task(t)) => t,
+            _ => panic!("not a task"),
+        };
+        assert_ne!(
+            shown.task_id, "up-1",
+            "the upstream's id never reaches the host"
+        );
+        assert!(shown.task_id.len() >= 16, "unguessable: {}", shown.task_id);
+        assert_eq!(shown.status, TaskStatus::Working);
+        let route = tasks.table.get(&shown.task_id).expect("registered");
+        assert_eq!(
+            (&*route.upstream, route.upstream_id.as_str()),
+            ("fs", "up-1")
+        );
+        let (again, j) = tasks.route_task(&held.ctx, &shown.task_id).expect("routed");
+        assert_eq!((again.upstream_id.as_str(), j), ("up-1", i));
+        // Two upstream tasks of one id are two gateway tasks.
+        let other = match tasks.relay_created(&held.ctx, i, created("up-1")) {
+            Ok(Outcome::Task(t)) => t.task_id,
+            _ => panic!("not a task"),
+        };
+        assert_ne!(other, shown.task_id);
+    }
+
+    #[tokio::test]
+    async fn a_task_never_made_here_is_unknown() {
+        let (tasks, _) = tasks().await;
+        let held = request().await;
+        for id in ["up-1", "", "gw-0000000000000000"] {
+            let e = tasks
+                .relay_get_task(&held.ctx, id)
+                .await
+                .expect_err("unknown");
+            assert_eq!(e.code, codes::INVALID_PARAMS, "{id:?}");
+            assert!(
+                e.message.starts_with("Unknown task"),
+                "{id:?}: {}",
+                e.message
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn what_is_not_a_task_is_the_upstreams_protocol_error() {
+        let (tasks, i) = tasks().await;
+        let held = request().await;
+        let e = tasks
+            .relay_created(&held.ctx, i, json!({"content": []}))
+            .expect_err("not a task");
+        assert!(
+            e.message.contains("fs"),
+            "names the upstream: {}",
+            e.message
+        );
+    }
+}
