@@ -218,14 +218,12 @@ impl Flights {
         method_name: &str,
         ctx: &RequestContext,
     ) -> Result<Flight, ClientError> {
-        let flight = self
-            .parked
-            .take(state)
-            // A task run for a tools/call is resumed by the host's tools/call retry.
-            .filter(|f| {
-                f.method == method_name
-                    || (method_name == method::TOOLS_CALL && f.method == method::TASKS_RESULT)
-            });
+        // A task run for a tools/call is resumed by the host's tools/call retry. A request
+        // of another method leaves it parked for its own.
+        let flight = self.parked.take_if(state, |f| {
+            f.method == method_name
+                || (method_name == method::TOOLS_CALL && f.method == method::TASKS_RESULT)
+        });
         let Some(mut flight) = flight else {
             return Err(ClientError::Server(ErrorObject::new(
                 codes::INVALID_PARAMS,
@@ -418,18 +416,12 @@ mod tests {
             flights.launch(i, link, method::TOOLS_CALL, params, &req.ctx)
         };
         let state = flights.park(launch(&flights));
-        // For another request: refused (and, taken, it is gone).
+        // For another request: refused, and left parked for its own.
         assert!(is_invalid_params(flights.resume(
             &state,
             method::PROMPTS_GET,
             &req.ctx
         )));
-        assert!(is_invalid_params(flights.resume(
-            &state,
-            method::TOOLS_CALL,
-            &req.ctx
-        )));
-        let state = flights.park(launch(&flights));
         let flight = flights
             .resume(&state, method::TOOLS_CALL, &req.ctx)
             .expect("resumed");

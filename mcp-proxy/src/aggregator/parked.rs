@@ -50,8 +50,20 @@ impl<T: Send + 'static> Parked<T> {
     }
 
     /// Takes what is parked under `state`: once, and only before it expires.
+    #[cfg(test)]
     pub(crate) fn take(&self, state: &str) -> Option<T> {
-        self.waiting.lock().remove(state)
+        self.take_if(state, |_| true)
+    }
+
+    /// [`Parked::take`], only if `fits` what is parked: what does not fit stays for the
+    /// request it was parked for.
+    pub(crate) fn take_if(&self, state: &str, fits: impl FnOnce(&T) -> bool) -> Option<T> {
+        let mut waiting = self.waiting.lock();
+        let item = waiting.get(state)?;
+        if !fits(item) {
+            return None;
+        }
+        waiting.remove(state)
     }
 
     /// How many wait now.
@@ -76,6 +88,10 @@ mod tests {
         assert_eq!(parked.take(&b), Some("b"));
         assert_eq!(parked.take(&b), None, "a state resumes one call, once");
         assert_eq!(parked.len(), 1);
+        assert_eq!(parked.take_if(&a, |item| *item == "b"), None);
+        assert_eq!(parked.len(), 1, "what does not fit stays parked");
+        assert_eq!(parked.take_if(&a, |item| *item == "a"), Some("a"));
+        assert_eq!(parked.len(), 0);
     }
 
     #[tokio::test(start_paused = true)]
