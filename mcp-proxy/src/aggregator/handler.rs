@@ -1,11 +1,14 @@
 //! The aggregator as a [`ServerHandler`]: each method wired to the catalog (lists, pages,
 //! owners), the call relay, the flights that carry other requests upstream, and tasks.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use mcp_server::{ListKind, Outcome, RawResult, RequestContext, ServerHandler};
 use mcp_types::protocol::*;
 use mcp_types::raw::{Exact, RawObject};
 use mcp_types::{codes, ErrorObject};
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::policy::Surface;
@@ -352,7 +355,7 @@ impl ServerHandler for Aggregator {
 
 impl Aggregator {
     /// The tools the host of `ctx` is listed, as it sees them (its view, its surface).
-    async fn tools_listed(&self, ctx: &RequestContext) -> Vec<Exact<Tool>> {
+    async fn tools_listed(&self, ctx: &RequestContext) -> Vec<Arc<RawValue>> {
         self.inner.keeper.refresh_stale().await;
         let seen = self.inner.visibility.seen(ctx);
         match seen.surface() {
@@ -360,7 +363,8 @@ impl Aggregator {
             Surface::Direct => self.inner.own.tools_seen(ctx, &seen),
             Surface::Dispatcher => crate::dispatcher::tools()
                 .into_iter()
-                .filter_map(|t| Exact::encode(t).ok())
+                .filter_map(|t| serde_json::value::to_raw_value(&t).ok())
+                .map(Arc::from)
                 .collect(),
         }
     }

@@ -365,6 +365,13 @@ impl Aggregator {
             .collect()
     }
 
+    /// The names hosts call the merged tools by, in catalog order: [`Aggregator::tools`]'s
+    /// names, without decoding a copy of each tool.
+    pub fn tool_names(&self) -> Vec<String> {
+        let shown = self.inner.catalog.shown_tools();
+        shown.iter().map(|s| s.exposed.clone()).collect()
+    }
+
     /// Whether hosts can reach a task now: a 2025-11-25 host, through a listed tool that
     /// may run as a task; a 2026 host, through such a tool or an upstream that declares
     /// the tasks extension (it decides per call). A capability nothing can reach is not

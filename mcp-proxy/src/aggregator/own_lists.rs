@@ -18,10 +18,11 @@ use super::announcer::Announcer;
 use super::catalog::{Catalog, Listing, ListsChanged, OwnListings, Routes};
 use super::id::{PerUpstream, UpstreamId};
 use super::listing::{CLOSE_POLL, RELIST_INTERVAL};
-use super::pages::as_exposed;
+use super::pages::{as_exposed, exposed_text};
 use super::pool::Pool;
 use super::route::Route;
 use super::visibility::Seen;
+use serde_json::value::RawValue;
 
 /// The listings of hosts' own upstream sessions, by host (a host session's id; any key
 /// in the unit tests).
@@ -106,6 +107,16 @@ impl<H: Copy + Eq + std::hash::Hash> OwnLists<H> {
     pub(super) fn has(&self, host: Option<H>, i: UpstreamId) -> bool {
         match host {
             Some(host) if self.count.load(Ordering::SeqCst) > 0 => self.get(host, i).is_some(),
+            _ => false,
+        }
+    }
+
+    /// Whether `host` sees any listing of its own.
+    fn has_any(&self, host: Option<H>) -> bool {
+        match host {
+            Some(host) if self.count.load(Ordering::SeqCst) > 0 => {
+                self.hosts.lock().contains_key(&host)
+            }
             _ => false,
         }
     }
@@ -248,18 +259,23 @@ impl OwnSessions {
             .collect()
     }
 
-    /// The tools `seen` sees, as the host of `ctx` sees them, in catalog order.
-    pub(super) fn tools_seen(&self, ctx: &RequestContext, seen: &Seen<'_>) -> Vec<Exact<Tool>> {
-        if seen.everything() {
-            return self
-                .tool_entries_for(Some(ctx))
-                .into_iter()
-                .map(|(exposed, _, t)| as_exposed(exposed, t))
+    /// The tools `seen` sees, as the host of `ctx` sees them, in catalog order: the
+    /// catalog's shown tools (made once per change) for a host without sessions of its
+    /// own.
+    pub(super) fn tools_seen(&self, ctx: &RequestContext, seen: &Seen<'_>) -> Vec<Arc<RawValue>> {
+        let host = ctx.host_session().map(|h| h.id());
+        if !self.lists.has_any(host) {
+            let shown = self.catalog.shown_tools();
+            return shown
+                .iter()
+                .filter(|s| seen.everything() || seen.sees_tool(s.upstream, &s.exposed))
+                .map(|s| s.text.clone())
                 .collect();
         }
-        self.namespaced_tools_seen(ctx, seen)
+        self.tool_entries_for(Some(ctx))
             .into_iter()
-            .map(|(_, t)| t)
+            .filter(|(exposed, i, _)| seen.everything() || seen.sees_tool(*i, exposed))
+            .map(|(exposed, _, t)| exposed_text(&exposed, &t))
             .collect()
     }
 

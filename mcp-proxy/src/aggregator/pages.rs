@@ -4,10 +4,13 @@
 
 use mcp_server::{ListKind, RawResult};
 use mcp_types::protocol::{Prompt, TaskSupport, Tool};
-use mcp_types::raw::Exact;
+use std::sync::Arc;
+
+use mcp_types::raw::{Exact, RawObject};
 use mcp_types::{codes, ErrorObject};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde_json::value::RawValue;
 
 /// An item listed by name (a tool, a prompt), which hosts may be shown under another.
 pub(super) trait Named {
@@ -67,10 +70,43 @@ pub(super) fn as_exposed(exposed: String, t: Exact<Tool>) -> Exact<Tool> {
     renamed(t, &exposed)
 }
 
+/// The text of `t` as hosts see it under `exposed` ([`as_exposed`]), written without
+/// decoding it again where only its name changes.
+pub(super) fn exposed_text(exposed: &str, t: &Exact<Tool>) -> Arc<RawValue> {
+    if t.name == exposed && t.task_support() != TaskSupport::Required {
+        return Arc::from(t.raw().to_owned());
+    }
+    if t.task_support() != TaskSupport::Required {
+        if let Ok(mut o) = RawObject::from_raw(t.raw()) {
+            o.insert_str("name", exposed);
+            return Arc::from(o.to_raw());
+        }
+    }
+    Arc::from(as_exposed(exposed.to_owned(), t.clone()).raw().to_owned())
+}
+
+/// An item of a page: the text it is written as.
+pub(super) trait ItemText {
+    /// Its JSON text.
+    fn text(&self) -> &RawValue;
+}
+
+impl<T> ItemText for Exact<T> {
+    fn text(&self) -> &RawValue {
+        self.raw()
+    }
+}
+
+impl ItemText for Arc<RawValue> {
+    fn text(&self) -> &RawValue {
+        self
+    }
+}
+
 /// One page of list `kind`: its items as they are, and the cursor of the next page.
-pub(super) fn page_result<T>(
+pub(super) fn page_result<T: ItemText>(
     kind: ListKind,
-    items: &[Exact<T>],
+    items: &[T],
     next_cursor: Option<&str>,
 ) -> Result<RawResult, ErrorObject> {
     let page = Page {
@@ -94,15 +130,24 @@ pub(super) fn page_result<T>(
 /// A page of a list, for writing.
 struct Page<'a, T> {
     key: &'static str,
-    items: &'a [Exact<T>],
+    items: &'a [T],
     next_cursor: Option<&'a str>,
 }
 
-impl<T> Serialize for Page<'_, T> {
+/// A page's items, each written as its text.
+struct Items<'a, T>(&'a [T]);
+
+impl<T: ItemText> Serialize for Items<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(ItemText::text))
+    }
+}
+
+impl<T: ItemText> Serialize for Page<'_, T> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let mut m = s.serialize_map(Some(1 + usize::from(self.next_cursor.is_some())))?;
-        m.serialize_entry(self.key, self.items)?;
+        m.serialize_entry(self.key, &Items(self.items))?;
         if let Some(c) = self.next_cursor {
             m.serialize_entry("nextCursor", c)?;
         }

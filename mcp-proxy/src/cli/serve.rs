@@ -85,7 +85,7 @@ pub(super) fn gateway_server(live: &Live, local_principal: Option<Principal>) ->
             ),
         }
     }
-    let names: Vec<String> = aggregator.tools().into_iter().map(|t| t.name).collect();
+    let names = aggregator.tool_names();
     eprintln!(
         "gateway: serving {} tools: {}",
         names.len(),

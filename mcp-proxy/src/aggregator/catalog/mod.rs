@@ -19,6 +19,7 @@ use crate::naming::Namespacing;
 use crate::overrides::ToolOverride;
 use crate::pins::{PinAction, PinCheck, Pins};
 use crate::policy::ToolFilter;
+pub(super) use shown::ShownTool;
 
 /// One upstream's part of the catalog: each item as the upstream wrote it (TOOL-07), but
 /// for a tool definition's fixes ([`super::definitions`]).
@@ -161,6 +162,8 @@ pub(super) struct Catalog {
     generation: AtomicU64,
     /// The route index of one generation.
     routes: RwLock<Option<(u64, Arc<Routes>)>>,
+    /// The tools shown of one generation (`shown.rs`).
+    shown: RwLock<Option<(u64, Arc<[ShownTool]>)>>,
     /// The definition fixes already warned of.
     warned: super::definitions::Warned,
 }
@@ -203,6 +206,7 @@ impl Catalog {
             page_size,
             generation: AtomicU64::new(1),
             routes: RwLock::new(None),
+            shown: RwLock::new(None),
             warned: Default::default(),
         }
     }
@@ -541,5 +545,6 @@ fn template_matches(template: &str, uri: &str) -> bool {
     rest.is_empty()
 }
 
+mod shown;
 #[cfg(test)]
 mod tests;

@@ -255,3 +255,45 @@ fn templates_match_level_one_expressions() {
     ));
     assert!(template_matches("file:///{path}", "file:///a"));
 }
+
+#[test]
+fn the_shown_tools_are_made_once_per_change_under_their_exposed_names() {
+    let ups = [Up {
+        key: "web",
+        namespace: "web",
+        deny: &[],
+        rename: &[("fetch_url", "fetch")],
+        tools: &["fetch_url", "search"],
+    }];
+    let (catalog, ids) = catalog(&ups);
+    let shown = catalog.shown_tools();
+    let texts: Vec<serde_json::Value> = shown
+        .iter()
+        .map(|s| serde_json::from_str(s.text.get()).expect("json"))
+        .collect();
+    let names: Vec<&str> = texts.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(
+        names,
+        ["web__fetch", "web__search"],
+        "the texts carry the exposed names"
+    );
+    let exposed: Vec<&str> = shown.iter().map(|s| s.exposed.as_str()).collect();
+    assert_eq!(exposed, names);
+    assert_eq!(
+        texts[1]["inputSchema"],
+        json!({"type": "object"}),
+        "the rest as listed"
+    );
+    assert!(
+        Arc::ptr_eq(&shown, &catalog.shown_tools()),
+        "unchanged: the same"
+    );
+    let more = Listing {
+        tools: vec![tool("fetch_url"), tool("search"), tool("read")],
+        ..Default::default()
+    };
+    catalog.set_listing(ids[0], more);
+    let after = catalog.shown_tools();
+    assert!(!Arc::ptr_eq(&shown, &after), "a change makes them again");
+    assert_eq!(after.len(), 3);
+}
