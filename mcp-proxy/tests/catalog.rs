@@ -216,3 +216,72 @@ async fn careless_input_schemas_reach_every_host_as_object_schemas_and_stay_call
     }
     agg.shutdown().await;
 }
+
+/// An upstream that lists `n` tools, `t0` … in one page.
+struct Many(usize);
+
+#[async_trait::async_trait]
+impl ServerHandler for Many {
+    fn capabilities(&self) -> ServerCapabilities {
+        tools_only()
+    }
+
+    async fn list_tools(
+        &self,
+        _: &RequestContext,
+        _: PaginatedRequestParams,
+    ) -> Result<ListToolsResult, ErrorObject> {
+        listing((0..self.0).map(|i| object_tool(format!("t{i}"))))
+    }
+}
+
+/// Every page of `tools/list` a host gets, each page's tool names.
+async fn pages(client: &mcp_client::Client) -> Vec<Vec<String>> {
+    let mut pages = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let page = client
+            .request("tools/list", params, &Default::default())
+            .await
+            .expect("a page");
+        let names = page["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .map(|t| t["name"].as_str().expect("a name").to_owned())
+            .collect();
+        pages.push(names);
+        match page["nextCursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => return pages,
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_large_catalog_comes_in_pages_of_the_default_size_each_tool_once_in_order() {
+    let size = AggregatorOptions::DEFAULT_PAGE_SIZE;
+    let n = 2 * size + 34;
+    let agg = Aggregator::start(vec![in_process("big", Many(n))], Default::default())
+        .await
+        .expect("start");
+    let client = host(&agg, mcp_client::NoHandler, Default::default()).await;
+    let first = pages(&client).await;
+    let lens: Vec<usize> = first.iter().map(Vec::len).collect();
+    assert_eq!(lens, [size, size, 34], "pages of the default size");
+    let names: Vec<String> = first.concat();
+    let want: Vec<String> = (0..n).map(|i| format!("big__t{i}")).collect();
+    assert_eq!(names, want, "every tool once, in the upstream's order");
+    assert_eq!(pages(&client).await, first, "the same pages again");
+    let typed = client
+        .list_tools()
+        .await
+        .expect("the typed list follows pages");
+    assert_eq!(typed.len(), n);
+    client.close().await;
+    agg.shutdown().await;
+}

@@ -156,8 +156,10 @@ pub struct AggregatorOptions {
     /// are checked against the others' then: a clash hides its tool (logged), where one
     /// among the upstreams ready at start stops the start.
     pub startup_wait: Option<Duration>,
-    /// Items per page of a merged list (0: everything in one page). Cursors name a
-    /// version of the catalog; one issued before a list change is refused with `-32602`.
+    /// Items per page of a merged list (default [`AggregatorOptions::DEFAULT_PAGE_SIZE`];
+    /// 0: everything in one page, however large). Pages come in catalog order, each item
+    /// once. Cursors name a version of the catalog; one issued before a list change is
+    /// refused with `-32602`.
     pub page_size: usize,
     /// Decides calls to tools that may be destructive (TOOL-17); `None`: no gate.
     pub confirm: Option<Arc<dyn Confirm>>,
@@ -205,6 +207,13 @@ impl std::fmt::Debug for AggregatorOptions {
     }
 }
 
+impl AggregatorOptions {
+    /// Items per page of a merged list unless set otherwise: a catalog of thousands of
+    /// tools reaches a host in pages of a few hundred KiB, not in one line of megabytes
+    /// that a host's line limit may refuse.
+    pub const DEFAULT_PAGE_SIZE: usize = 500;
+}
+
 impl Default for AggregatorOptions {
     fn default() -> Self {
         AggregatorOptions {
@@ -213,7 +222,7 @@ impl Default for AggregatorOptions {
             connect_timeout: Duration::from_secs(30),
             restart_backoff: (Duration::from_millis(500), Duration::from_secs(30)),
             startup_wait: None,
-            page_size: 0,
+            page_size: AggregatorOptions::DEFAULT_PAGE_SIZE,
             confirm: None,
             surface: Surface::Direct,
             input_timeout: Duration::from_secs(300),

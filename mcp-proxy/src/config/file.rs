@@ -222,6 +222,10 @@ pub(super) struct Gateway {
     /// that are ready (default 500); a later one's lists are announced when it comes.
     #[serde(default, deserialize_with = "given")]
     pub(super) startup_wait_millis: Option<Whole>,
+    /// Items per page of a merged list hosts get (default 500; 0: everything in one
+    /// page).
+    #[serde(default, deserialize_with = "given")]
+    pub(super) page_size: Option<Whole>,
     /// The bounds of the `--http` listener, and the names it answers to.
     #[serde(default, deserialize_with = "given")]
     pub(super) http: Option<Http>,

@@ -215,6 +215,7 @@ fn gateway(g: file::Gateway, upstream_keys: &[&str]) -> Result<Gateway, Problem>
         surface: shown,
         call_timeout_seconds,
         startup_wait_millis,
+        page_size,
         http,
     } = g;
     let mut naming = Prefixed::default();
@@ -234,6 +235,9 @@ fn gateway(g: file::Gateway, upstream_keys: &[&str]) -> Result<Gateway, Problem>
     }
     let wait = startup_wait_millis.map_or(DEFAULT_STARTUP_WAIT_MILLIS, |w| w.0);
     options.startup_wait = Some(Duration::from_millis(wait));
+    if let Some(size) = page_size {
+        options.page_size = usize::try_from(size.0).unwrap_or(usize::MAX);
+    }
     options.namespacing = Arc::new(naming);
     let pin_file = match pins {
         None => None,

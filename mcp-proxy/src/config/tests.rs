@@ -18,9 +18,10 @@ fn summary(g: &Gateway) -> String {
         })
         .collect();
     format!(
-        "{} | wait {:?} | {:?} | auth {} views {} pins {}",
+        "{} | wait {:?} | page {} | {:?} | auth {} views {} pins {}",
         upstreams.join(", "),
         g.options.startup_wait,
+        g.options.page_size,
         g.options.surface,
         g.authorization.is_some(),
         g.options.views.is_some(),
@@ -35,23 +36,23 @@ fn a_table_of_files_and_what_the_reader_makes_of_them() {
         (
             r#"{"mcpServers": {"fs": {"command": "npx", "args": ["-y", "fs"]},
                                "web": {"url": "https://h/mcp", "headers": {"X": "y"}}}}"#,
-            r#"fs stdio npx ["-y", "fs"], web http https://h/mcp [("X", "y")] | wait None | Direct | auth false views false pins false"#,
+            r#"fs stdio npx ["-y", "fs"], web http https://h/mcp [("X", "y")] | wait None | page 500 | Direct | auth false views false pins false"#,
         ),
         (
             // A `gateway` object brings `startupWaitMillis`' default; `null` for a list
             // or a map of a server is as if it were left out.
             r#"{"mcpServers": {"a": {"command": "x", "args": null, "env": null}},
-                "gateway": {"surface": "dispatcher"}}"#,
-            r#"a stdio x [] | wait Some(500ms) | Dispatcher | auth false views false pins false"#,
+                "gateway": {"surface": "dispatcher", "pageSize": 100}}"#,
+            r#"a stdio x [] | wait Some(500ms) | page 100 | Dispatcher | auth false views false pins false"#,
         ),
         (
             // A disabled entry is left out before its values are read.
             r#"{"mcpServers": {"a": {"command": "x", "type": "stdio"},
                                "off": {"disabled": true, "session": "whatever"}},
-                "gateway": {"startupWaitMillis": 0, "views": [{"upstreams": ["a"]}],
+                "gateway": {"startupWaitMillis": 0, "pageSize": 0, "views": [{"upstreams": ["a"]}],
                             "auth": {"resource": "https://gw/mcp",
                                      "apiKeys": [{"name": "ci", "key": "0123456789abcdef"}]}}}"#,
-            r#"a stdio x [] | wait Some(0ns) | Direct | auth true views true pins false"#,
+            r#"a stdio x [] | wait Some(0ns) | page 0 | Direct | auth true views true pins false"#,
         ),
     ];
     for (text, seen) in read {
