@@ -116,6 +116,9 @@ fn encode_line(frame: &Frame, buf: &mut Vec<u8>) {
     buf.push(b'\n');
 }
 
+/// A read buffer grown past this is given back once its line is parsed.
+const KEEP_READ_BYTES: usize = 4 * 1024 * 1024;
+
 /// What reading one line gave.
 enum Line {
     Complete,
@@ -224,7 +227,7 @@ async fn next_line<R: AsyncBufRead + Unpin>(r: &mut R, buf: &mut Vec<u8>, limit:
         Ok(None) => {}
         Err(e) => return Read::Failed(e),
     }
-    match read_line(r, buf, limit).await {
+    let read = match read_line(r, buf, limit).await {
         Ok(Line::Eof) => Read::Eof,
         Ok(Line::TooLong) => Read::Got(Incoming::Invalid {
             error: oversized_error(limit),
@@ -232,7 +235,13 @@ async fn next_line<R: AsyncBufRead + Unpin>(r: &mut R, buf: &mut Vec<u8>, limit:
         }),
         Ok(Line::Complete) => incoming(buf).map_or(Read::Blank, Read::Got),
         Err(e) => Read::Failed(e),
+    };
+    // A line is parsed into a frame of its own: a buffer a large one grew is given back
+    // rather than kept for the connection's life.
+    if buf.capacity() > KEEP_READ_BYTES {
+        *buf = Vec::new();
     }
+    read
 }
 
 #[async_trait]
@@ -371,6 +380,31 @@ mod tests {
             Some("7".into())
         );
         writer.await.expect("writer");
+    }
+
+    #[tokio::test]
+    async fn a_buffer_grown_by_a_large_line_is_given_back_and_a_small_one_kept() {
+        let line = |pad: usize| {
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"pad\":\"{}\"}}}}\n",
+                "y".repeat(pad)
+            )
+        };
+        let text = [line(KEEP_READ_BYTES + 1), line(KEEP_READ_BYTES / 2)].concat();
+        // A reader buffer smaller than the lines, so each is gathered in `buf`.
+        let mut r = tokio::io::BufReader::with_capacity(4096, text.as_bytes());
+        let mut buf = Vec::new();
+        let Read::Got(Incoming::Frame(_)) = next_line(&mut r, &mut buf, usize::MAX).await else {
+            panic!("the large line is a frame")
+        };
+        assert!(buf.capacity() <= KEEP_READ_BYTES, "{}", buf.capacity());
+        let Read::Got(Incoming::Frame(_)) = next_line(&mut r, &mut buf, usize::MAX).await else {
+            panic!("the next line is a frame")
+        };
+        assert!(
+            buf.capacity() >= KEEP_READ_BYTES / 2,
+            "a buffer within the bound is kept for the next line"
+        );
     }
 
     #[tokio::test]
