@@ -94,14 +94,6 @@ impl Call {
         read_params(self.params.as_deref().map(|p| &**p))
     }
 
-    /// Lets go of the params: a handler that has read all it needs of them (a relay that
-    /// sent them on) gives their memory back while the call waits for its answer, which
-    /// matters when they are large. From then on [`Call::params`] reads an empty object,
-    /// and so does a task the call is spawned on.
-    pub fn forget_params(&mut self) {
-        self.params = None;
-    }
-
     /// Runs `hook` if the client cancels the call (at once if it already has). The call
     /// itself stays to be answered; the hook is where a relay stops its upstream request.
     pub fn on_cancel(&self, hook: impl FnOnce() + Send + 'static) {

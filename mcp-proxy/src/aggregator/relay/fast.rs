@@ -74,12 +74,6 @@ impl Relay {
         let Some(p) = self.prepare_now(&call, params, admitted) else {
             return Some(call);
         };
-        let mut call = call;
-        if !p.may_retry {
-            // Written into the upstream request already, and read again only to retry: a
-            // large call in flight holds them once, not twice.
-            call.forget_params();
-        }
         let u = &self.pool().get(p.i);
         let caps = call.context().client_capabilities_arc();
         let fast = Arc::new(FastCall {
