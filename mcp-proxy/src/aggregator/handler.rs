@@ -334,7 +334,7 @@ impl ServerHandler for Aggregator {
         let Some(i) = owner.filter(|i| self.inner.visibility.seen(ctx).reaches(*i)) else {
             return Ok(CompleteResult::default());
         };
-        let key = self.inner.pool.get(i).config.key.clone();
+        let key = self.inner.pool.key(i).to_owned();
         p.meta = forward_meta(p.meta);
         match self
             .inner

@@ -129,10 +129,8 @@ impl Links {
         ctx: &RequestContext,
         need: Need,
     ) -> Result<Link, ClientError> {
-        let u = &self.pool.get(i);
-        let shared = u
-            .client()
-            .ok_or_else(|| ClientError::Unavailable(u.unavailable()))?;
+        let u = self.pool.get(i);
+        let shared = self.pool.shared(i)?;
         let (pool, links, host) = match self.via(i, ctx) {
             Via::Shared => {
                 return Ok(Link {

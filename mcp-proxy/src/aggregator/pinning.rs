@@ -18,7 +18,7 @@ impl Aggregator {
         };
         let listings = self.inner.catalog.read_listings(|l| l.tools.clone());
         for (i, tools) in listings.into_iter_ids() {
-            let key = &self.inner.pool.get(i).config.key;
+            let key = self.inner.pool.key(i);
             for t in &tools {
                 pins.approve(key, t);
             }

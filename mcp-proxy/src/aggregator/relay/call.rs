@@ -88,7 +88,7 @@ impl Relay {
             confirm,
         } = admitted;
         let (i, tool) = (route.upstream, &route.tool);
-        let key = self.pool().get(i).config.key.clone();
+        let key = self.pool().key(i).to_owned();
         let arguments = || {
             params
                 .get("arguments")
@@ -211,10 +211,7 @@ impl Relay {
         let client = match on {
             Some(c) => c,
             None => {
-                let u = &self.pool().get(i);
-                shared = u
-                    .client()
-                    .ok_or_else(|| ClientError::Unavailable(u.unavailable()))?;
+                shared = self.pool().shared(i)?;
                 &shared
             }
         };
@@ -258,14 +255,6 @@ impl Relay {
         Ok(p)
     }
 
-    /// The revision upstream `i` speaks now.
-    pub(super) fn upstream_revision(&self, i: UpstreamId) -> Result<Revision, ClientError> {
-        let u = &self.pool().get(i);
-        u.client()
-            .map(|c| c.revision())
-            .ok_or_else(|| ClientError::Unavailable(u.unavailable()))
-    }
-
     /// What the host gets for the upstream's answer, written in `on` (the revision of the
     /// connection it came on; `None`: the upstream's shared connection). A plain result
     /// goes as it came (with the gateway's edits); a task or a question is relayed by its
@@ -280,16 +269,17 @@ impl Relay {
     ) -> Result<Outcome<RawResult>, ErrorObject> {
         let up = match on {
             Some(r) => r,
-            None => self.pool().revision(i).map_err(|e| {
-                crate::aggregator::answers::upstream_error(&self.pool().get(i).config.key, e)
-            })?,
+            None => self
+                .pool()
+                .revision(i)
+                .map_err(|e| crate::aggregator::answers::upstream_error(self.pool().key(i), e))?,
         };
         let escapes = raw::has_key_escapes(answer.get());
         if answer_kind(&answer, plan, escapes) != AnswerKind::Plain {
             let text = answer.get();
             let value: Value = serde_json::from_str(text).map_err(|e| {
                 crate::aggregator::answers::upstream_error(
-                    &self.pool().get(i).config.key,
+                    self.pool().key(i),
                     ClientError::InvalidResult {
                         method: method::TOOLS_CALL.into(),
                         reason: e.to_string(),
@@ -300,7 +290,7 @@ impl Relay {
                 return Ok(out);
             }
         }
-        let key = &self.pool().get(i).config.key;
+        let key = self.pool().key(i);
         let body = tidy_result(key, answer, escapes)?;
         Ok(Outcome::Complete(RawResult::in_revision(up, body)))
     }
@@ -314,7 +304,7 @@ impl Relay {
         mut value: Value,
         plan: &TaskPlan,
     ) -> Result<Option<Outcome<RawResult>>, ErrorObject> {
-        let key = self.pool().get(i).config.key.clone();
+        let key = self.pool().key(i).to_owned();
         if plan.host_takes_task && created_task_id(&value).is_some() {
             return self
                 .tasks
@@ -356,7 +346,8 @@ impl Relay {
         }
         // A task's result, fetched by the gateway: in the upstream's revision like any other.
         let up = self
-            .upstream_revision(i)
+            .pool()
+            .revision(i)
             .map_err(|e| crate::aggregator::answers::upstream_error(&key, e))?;
         let body = serde_json::value::to_raw_value(&value)
             .map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, format!("Internal error: {e}")))?;

@@ -161,7 +161,7 @@ impl Relay {
 
 impl FastCall {
     fn key(&self) -> &str {
-        &self.agg.pool().get(self.i).config.key
+        self.agg.pool().key(self.i)
     }
 
     /// The host's call, if nobody answered it yet; its slot is left.

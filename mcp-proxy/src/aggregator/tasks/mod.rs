@@ -148,7 +148,7 @@ impl Tasks {
     ) -> Result<Value, ErrorObject> {
         self.task_call(ctx, i, method_name, params)
             .await
-            .map_err(|e| upstream_error(&self.pool().get(i).config.key, e))
+            .map_err(|e| upstream_error(self.pool().key(i), e))
     }
 
     /// Polls upstream `i`'s task with `tasks/get` at the task's interval until it leaves
@@ -269,11 +269,11 @@ impl Tasks {
         i: UpstreamId,
         value: Value,
     ) -> Result<Outcome<CallToolResult>, ErrorObject> {
-        let key = &self.pool().get(i).config.key;
+        let key = self.pool().key(i);
         let mut task = created_task(key, value)?;
         let owner = table::owner_of(ctx.principal());
         let id = self.table.register(
-            key.as_str().into(),
+            key.into(),
             owner,
             std::mem::take(&mut task.task_id),
             retention(&task),
