@@ -24,7 +24,7 @@ use flights::Flights;
 use keeper::Keeper;
 use links::Links;
 use own_lists::OwnSessions;
-use relay::{Relay, RelayParts};
+use relay::Relay;
 use tasks::Tasks;
 use visibility::Visibility;
 
@@ -116,15 +116,15 @@ impl Inner {
         let links = Links::new(pool.clone(), own.clone());
         let flights = Flights::new(links, held.parked.clone(), downgrade.clone());
         let tasks = Tasks::new(flights, held.tasks.clone(), visibility.clone());
-        let relay = Arc::new(Relay::new(RelayParts {
+        let relay = Arc::new(Relay::new(
             tasks,
-            own: own.clone(),
-            catalog: catalog.clone(),
-            visibility: visibility.clone(),
-            metrics: held.metrics.clone(),
-            confirm: options.confirm.clone(),
+            own.clone(),
+            catalog.clone(),
+            visibility.clone(),
+            held.metrics.clone(),
+            options.confirm.clone(),
             downgrade,
-        }));
+        ));
         Inner {
             options,
             pool,

@@ -42,29 +42,19 @@ pub(super) struct Relay {
     downgrade: Downgrade,
 }
 
-/// What a [`Relay`] is made of.
-pub(super) struct RelayParts {
-    pub(super) tasks: Tasks,
-    pub(super) own: Arc<OwnSessions>,
-    pub(super) catalog: Arc<Catalog>,
-    pub(super) visibility: Arc<Visibility>,
-    pub(super) metrics: Arc<Metrics>,
-    pub(super) confirm: Option<Arc<dyn Confirm>>,
-    pub(super) downgrade: Downgrade,
-}
-
 impl Relay {
-    /// The relay `parts` make.
-    pub(super) fn new(parts: RelayParts) -> Relay {
-        let RelayParts {
-            tasks,
-            own,
-            catalog,
-            visibility,
-            metrics,
-            confirm,
-            downgrade,
-        } = parts;
+    /// A relay over `tasks` (and the flights, links and pool under them), routing by what
+    /// `own` and `catalog` say each host sees, and `visibility` lets it; metered in
+    /// `metrics`; destructive calls put to `confirm`; translated by `downgrade`.
+    pub(super) fn new(
+        tasks: Tasks,
+        own: Arc<OwnSessions>,
+        catalog: Arc<Catalog>,
+        visibility: Arc<Visibility>,
+        metrics: Arc<Metrics>,
+        confirm: Option<Arc<dyn Confirm>>,
+        downgrade: Downgrade,
+    ) -> Relay {
         Relay {
             tasks,
             own,

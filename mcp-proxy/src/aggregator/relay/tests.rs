@@ -8,7 +8,7 @@ use mcp_types::codes;
 use mcp_types::raw::RawObject;
 use serde_json::Value;
 
-use super::{Relay, RelayParts};
+use super::Relay;
 use crate::aggregator::downgrade::Downgrade;
 use crate::aggregator::flights::Flights;
 use crate::aggregator::links::Links;
@@ -51,15 +51,15 @@ async fn relay(deny: &[&str], confirm: Option<Arc<dyn Confirm>>) -> Relay {
     let keys = ["fs".to_string()].into_iter().collect();
     let visibility = Arc::new(Visibility::new(None, Surface::Direct, keys));
     let tasks = Tasks::new(flights, Arc::default(), visibility.clone());
-    Relay::new(RelayParts {
+    Relay::new(
         tasks,
         own,
         catalog,
         visibility,
-        metrics: Arc::default(),
+        Arc::default(),
         confirm,
-        downgrade: Downgrade::default(),
-    })
+        Downgrade::default(),
+    )
 }
 
 /// What the host got: a result's text and `isError`, or an error's code and message.
