@@ -149,6 +149,31 @@ impl Member {
     }
 }
 
+/// What was made of one generation of the catalog, kept until the catalog changes. The
+/// generation is read before the listings it is made from, so what is kept is at least as
+/// new as the generation it is kept under.
+struct OfGeneration<T: ?Sized>(RwLock<Option<(u64, Arc<T>)>>);
+
+impl<T: ?Sized> Default for OfGeneration<T> {
+    fn default() -> Self {
+        OfGeneration(RwLock::new(None))
+    }
+}
+
+impl<T: ?Sized> OfGeneration<T> {
+    /// What was made of `generation`, made by `make` if nothing of it is kept.
+    fn get_or_make(&self, generation: u64, make: impl FnOnce() -> Arc<T>) -> Arc<T> {
+        if let Some((g, kept)) = &*self.0.read() {
+            if *g == generation {
+                return kept.clone();
+            }
+        }
+        let made = make();
+        *self.0.write() = Some((generation, made.clone()));
+        made
+    }
+}
+
 /// The merged catalog of every upstream, by upstream index (the order of `members`).
 pub(super) struct Catalog {
     members: PerUpstream<Member>,
@@ -161,9 +186,9 @@ pub(super) struct Catalog {
     /// Bumped on every change; cursors and the route index carry it.
     generation: AtomicU64,
     /// The route index of one generation.
-    routes: RwLock<Option<(u64, Arc<Routes>)>>,
+    routes: OfGeneration<Routes>,
     /// The tools shown of one generation (`shown.rs`).
-    shown: RwLock<Option<(u64, Arc<[ShownTool]>)>>,
+    shown: OfGeneration<[ShownTool]>,
     /// The definition fixes already warned of.
     warned: super::definitions::Warned,
 }
@@ -205,8 +230,8 @@ impl Catalog {
             namespacing,
             page_size,
             generation: AtomicU64::new(1),
-            routes: RwLock::new(None),
-            shown: RwLock::new(None),
+            routes: OfGeneration::default(),
+            shown: OfGeneration::default(),
             warned: Default::default(),
         }
     }
@@ -318,16 +343,8 @@ impl Catalog {
     /// call must not copy the whole catalog).
     pub(super) fn routes(&self) -> Arc<Routes> {
         let generation = self.generation.load(Ordering::SeqCst);
-        let cached = self.routes.read().clone();
-        let routes = match cached {
-            Some((g, routes)) if g == generation => routes,
-            _ => {
-                let routes = Arc::new(self.routes_with(None));
-                *self.routes.write() = Some((generation, routes.clone()));
-                routes
-            }
-        };
-        routes
+        self.routes
+            .get_or_make(generation, || Arc::new(self.routes_with(None)))
     }
 
     /// The route index of the catalog with `own`'s listings in place of their upstreams'.

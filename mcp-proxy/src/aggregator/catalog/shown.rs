@@ -27,24 +27,16 @@ impl Catalog {
     /// The tools shown now, in catalog order (see [`Catalog::tool_entries`]), made again
     /// only when the catalog changed.
     pub(in crate::aggregator) fn shown_tools(&self) -> Arc<[ShownTool]> {
-        // Read before the listings: what is made is at least as new as the generation it
-        // is kept under.
         let generation = self.generation.load(Ordering::SeqCst);
-        if let Some((g, shown)) = &*self.shown.read() {
-            if *g == generation {
-                return shown.clone();
-            }
-        }
-        let shown: Arc<[ShownTool]> = self
-            .tool_entries()
-            .into_iter()
-            .map(|(exposed, upstream, t)| ShownTool {
-                text: exposed_text(&exposed, &t),
-                exposed,
-                upstream,
-            })
-            .collect();
-        *self.shown.write() = Some((generation, shown.clone()));
-        shown
+        self.shown.get_or_make(generation, || {
+            self.tool_entries()
+                .into_iter()
+                .map(|(exposed, upstream, t)| ShownTool {
+                    text: exposed_text(&exposed, &t),
+                    exposed,
+                    upstream,
+                })
+                .collect()
+        })
     }
 }
