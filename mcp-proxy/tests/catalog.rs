@@ -217,24 +217,6 @@ async fn careless_input_schemas_reach_every_host_as_object_schemas_and_stay_call
     agg.shutdown().await;
 }
 
-/// An upstream that lists `n` tools, `t0` … in one page.
-struct Many(usize);
-
-#[async_trait::async_trait]
-impl ServerHandler for Many {
-    fn capabilities(&self) -> ServerCapabilities {
-        tools_only()
-    }
-
-    async fn list_tools(
-        &self,
-        _: &RequestContext,
-        _: PaginatedRequestParams,
-    ) -> Result<ListToolsResult, ErrorObject> {
-        listing((0..self.0).map(|i| object_tool(format!("t{i}"))))
-    }
-}
-
 /// Every page of `tools/list` a host gets, each page's tool names.
 async fn pages(client: &mcp_client::Client) -> Vec<Vec<String>> {
     let mut pages = Vec::new();
@@ -266,7 +248,9 @@ async fn pages(client: &mcp_client::Client) -> Vec<Vec<String>> {
 async fn a_large_catalog_comes_in_pages_of_the_default_size_each_tool_once_in_order() {
     let size = AggregatorOptions::DEFAULT_PAGE_SIZE;
     let n = 2 * size + 34;
-    let agg = Aggregator::start(vec![in_process("big", Many(n))], Default::default())
+    let tools = (0..n).map(|i| json!({"name": format!("t{i}"), "inputSchema": {"type": "object"}}));
+    let big = in_process("big", Ran(tools.collect()));
+    let agg = Aggregator::start(vec![big], Default::default())
         .await
         .expect("start");
     let client = host(&agg, mcp_client::NoHandler, Default::default()).await;
