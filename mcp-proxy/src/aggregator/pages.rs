@@ -73,10 +73,10 @@ pub(super) fn as_exposed(exposed: String, t: Exact<Tool>) -> Exact<Tool> {
 /// The text of `t` as hosts see it under `exposed` ([`as_exposed`]), written without
 /// decoding it again where only its name changes.
 pub(super) fn exposed_text(exposed: &str, t: &Exact<Tool>) -> Arc<RawValue> {
-    if t.name == exposed && t.task_support() != TaskSupport::Required {
-        return Arc::from(t.raw().to_owned());
-    }
     if t.task_support() != TaskSupport::Required {
+        if t.name == exposed {
+            return Arc::from(t.raw().to_owned());
+        }
         if let Ok(mut o) = RawObject::from_raw(t.raw()) {
             o.insert_str("name", exposed);
             return Arc::from(o.to_raw());
