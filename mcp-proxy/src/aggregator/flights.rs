@@ -307,16 +307,8 @@ impl Flights {
 
 #[cfg(test)]
 mod tests {
-    use super::super::own_lists::OwnSessions;
-    use super::super::test_parts::{connect, ids, in_process, parts, request};
+    use super::super::test_parts::{connect, flights, ids, in_process, parts, request};
     use super::*;
-
-    /// Flights to the upstreams of `pool`, nothing parked.
-    fn flights(pool: Arc<Pool>, catalog: Arc<super::super::catalog::Catalog>) -> Flights {
-        let own = Arc::new(OwnSessions::new(pool.clone(), catalog, Arc::default()));
-        let links = Links::new(pool, own);
-        Flights::new(links, Arc::default(), Downgrade::default())
-    }
 
     fn texts(v: &Value) -> Vec<&str> {
         v["content"]

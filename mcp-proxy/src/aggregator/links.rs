@@ -206,14 +206,9 @@ impl Links {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_parts::{connect, ids, in_process, parts, request};
+    use super::super::test_parts::{connect, ids, in_process, links, parts, request};
     use super::*;
     use crate::sessions::{PerHostLimits, SessionMode};
-
-    fn links(pool: Arc<Pool>, catalog: Arc<super::super::catalog::Catalog>) -> Links {
-        let own = Arc::new(OwnSessions::new(pool.clone(), catalog, Arc::default()));
-        Links::new(pool, own)
-    }
 
     #[tokio::test]
     async fn a_shared_upstream_is_reached_on_its_shared_connection() {

@@ -12,8 +12,12 @@ use mcp_types::ErrorObject;
 use serde_json::json;
 
 use super::catalog::{Catalog, Member};
+use super::downgrade::Downgrade;
+use super::flights::Flights;
 use super::id::UpstreamId;
+use super::links::Links;
 use super::options::{AggregatorOptions, UpstreamConfig, UpstreamTransport};
+use super::own_lists::OwnSessions;
 use super::pool::{Pool, Settings, Upstream};
 use crate::sessions::SessionMode;
 
@@ -128,6 +132,17 @@ pub(super) fn parts(configs: Vec<UpstreamConfig>) -> (Arc<Pool>, Arc<Catalog>) {
         pool_of(configs.into_iter().map(upstream).collect()),
         catalog,
     )
+}
+
+/// Links to `pool`'s upstreams; a host's own sessions are followed against `catalog`.
+pub(super) fn links(pool: Arc<Pool>, catalog: Arc<Catalog>) -> Links {
+    let own = Arc::new(OwnSessions::new(pool.clone(), catalog, Arc::default()));
+    Links::new(pool, own)
+}
+
+/// Flights over [`links`], nothing parked, translated by the spec's policy.
+pub(super) fn flights(pool: Arc<Pool>, catalog: Arc<Catalog>) -> Flights {
+    Flights::new(links(pool, catalog), Arc::default(), Downgrade::default())
 }
 
 /// Upstream ids `0..n`.

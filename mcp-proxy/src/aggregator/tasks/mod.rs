@@ -483,10 +483,7 @@ impl Tasks {
 mod tests {
     use serde_json::json;
 
-    use super::super::downgrade::Downgrade;
-    use super::super::links::Links;
-    use super::super::own_lists::OwnSessions;
-    use super::super::test_parts::{connect, ids, in_process, parts, request};
+    use super::super::test_parts::{connect, flights, ids, in_process, parts, request};
     use super::*;
     use crate::policy::Surface;
 
@@ -495,8 +492,7 @@ mod tests {
         let (pool, catalog) = parts(vec![in_process("fs", vec!["slow"])]);
         let i = ids(1)[0];
         connect(&pool, i).await;
-        let own = Arc::new(OwnSessions::new(pool.clone(), catalog, Arc::default()));
-        let flights = Flights::new(Links::new(pool, own), Arc::default(), Downgrade::default());
+        let flights = flights(pool, catalog);
         let keys = ["fs".to_string()].into_iter().collect();
         let visibility = Arc::new(Visibility::new(None, Surface::Direct, keys));
         (Tasks::new(flights, Arc::default(), visibility), i)
