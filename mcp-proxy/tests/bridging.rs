@@ -214,3 +214,73 @@ async fn a_call_parked_for_the_hosts_answers_resumes_after_a_reload() {
     client.close().await;
     live.current().shutdown().await;
 }
+
+/// Arguments of `greet_long`.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct LongArgs {
+    text: String,
+}
+
+/// An upstream whose `greet_long` asks the name (as `greet` does), then answers with the
+/// length of the text it was called with: on the round that completes it, too.
+fn long_greeter(revision: Revision) -> UpstreamConfig {
+    let mut tools = mcp_server::ToolRegistry::new();
+    tools.tool(
+        "greet_long",
+        "Asks the name, then counts the text.",
+        |a: LongArgs, ctx: mcp_server::RequestContext| async move {
+            let Some(answer) = ctx.input_response("name") else {
+                let mut requests = Map::new();
+                requests.insert(
+                    "name".into(),
+                    json!({"method": "elicitation/create", "params": {
+                        "mode": "form",
+                        "message": "What is your name?",
+                        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
+                    }}),
+                );
+                return Ok(mcp_server::Outcome::InputRequired(InputRequiredResult {
+                    input_requests: Some(requests),
+                    request_state: Some("long:1".into()),
+                    ..Default::default()
+                }));
+            };
+            let name = answer.pointer("/content/name").and_then(Value::as_str);
+            let text = format!("Hello, {}! {} bytes", name.unwrap_or("?"), a.text.len());
+            Ok(mcp_server::Outcome::Complete(CallToolResult {
+                content: vec![ContentBlock::text(text)],
+                ..Default::default()
+            }))
+        },
+    );
+    UpstreamConfig::new("long", UpstreamTransport::InProcess(Server::new(tools))).revision(revision)
+}
+
+/// A large call lets go of its arguments once they are upstream, unless a round of input
+/// must send them again: a 2026 upstream's question is answered by a new request carrying
+/// them, on behalf of a legacy host; a legacy upstream's by the request already there.
+#[tokio::test]
+async fn a_large_calls_question_is_answered_in_every_era_pairing() {
+    let long = "x".repeat(200 * 1024);
+    for upstream in [Revision::V2025_06_18, Revision::V2026_07_28] {
+        let agg = Aggregator::start(vec![long_greeter(upstream)], Default::default())
+            .await
+            .expect("start");
+        for era in [EraChoice::Modern, EraChoice::Legacy(Revision::V2025_06_18)] {
+            let client = host(&agg, Ada, options(era, true)).await;
+            let mut args = Map::new();
+            args.insert("text".into(), json!(long));
+            let r = client
+                .call_tool("long__greet_long", args)
+                .await
+                .unwrap_or_else(|e| panic!("call: {e:?} {upstream:?} upstream, {era:?} host"));
+            assert_eq!(
+                text(&r.result),
+                format!("Hello, Ada! {} bytes", long.len()),
+                "{upstream:?} upstream, {era:?} host"
+            );
+            client.close().await;
+        }
+        agg.shutdown().await;
+    }
+}

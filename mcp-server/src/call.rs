@@ -94,6 +94,28 @@ impl Call {
         read_params(self.params.as_deref().map(|p| &**p))
     }
 
+    /// Lets go of the params' `arguments`, keeping every other member: a handler that sent
+    /// them on (a relay) gives their memory back while the call waits for its answer, which
+    /// matters when they are large. The session may still hand the call back to the handler
+    /// for a round of input (a client before 2026-07-28 answering a request for input); the
+    /// params it hands back then still name the tool and carry `_meta`, but no `arguments`.
+    /// So forget them only when a round of input never needs them again (a relay resumes
+    /// the upstream request it has parked, and sends nothing anew). Returns whether there
+    /// were any to forget.
+    pub fn forget_arguments(&mut self) -> bool {
+        let Some(text) = self.params.as_deref() else {
+            return false;
+        };
+        let Ok(mut params) = RawObject::from_raw(text) else {
+            return false;
+        };
+        if params.remove("arguments").is_none() {
+            return false;
+        }
+        self.params = Some(Arc::new(params.to_raw()));
+        true
+    }
+
     /// Runs `hook` if the client cancels the call (at once if it already has). The call
     /// itself stays to be answered; the hook is where a relay stops its upstream request.
     pub fn on_cancel(&self, hook: impl FnOnce() + Send + 'static) {

@@ -144,6 +144,9 @@ impl Session {
         let bridged = matches!(answer, Ok(Outcome::InputRequired(_)))
             && !features::input_required_results(revision);
         if !bridged {
+            // Read again only for rounds of input: a large call's arguments are not held
+            // while its answer is made.
+            drop(params);
             let answer = match answer {
                 Ok(Outcome::InputRequired(ir)) => {
                     super::legacy_questions::input_required_answer(ctx, ir)

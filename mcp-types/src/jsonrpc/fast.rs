@@ -26,35 +26,100 @@ struct Envelope<'a> {
 
 /// `text` as one message, when it is a common one.
 pub(super) fn message(text: &str) -> Option<Message> {
+    let e = envelope(text)?;
+    e.into_message(|raw| prewritten(raw.to_owned()))
+}
+
+/// A payload (`params` or `result`) at least this large keeps the buffer of the line it
+/// came in ([`message_in`]).
+pub(super) const OWN_PAYLOAD_BYTES: usize = 64 * 1024;
+
+/// `line` as one message, when it is a common one, as [`message`] reads it; a payload of
+/// [`OWN_PAYLOAD_BYTES`] or more is moved to the front of the line's own buffer and kept there
+/// rather than copied, so that a large message is held once, not twice, while it is read.
+/// The line is given back when it is not a common message.
+pub(super) fn message_in(mut line: String) -> Result<Message, String> {
+    let (mut message, span) = {
+        let Some(e) = envelope(&line) else {
+            return Err(line);
+        };
+        let big = e
+            .params
+            .or(e.result)
+            .filter(|p| p.len() >= OWN_PAYLOAD_BYTES);
+        let span = big.map(|p| {
+            let start = p.as_ptr() as usize - line.as_ptr() as usize;
+            start..start + p.len()
+        });
+        // The large payload is a placeholder until the line is done with.
+        let copy = |raw: &str| match big {
+            Some(p) if std::ptr::eq(raw, p) => RawValue::NULL.to_owned(),
+            _ => prewritten(raw.to_owned()),
+        };
+        match e.into_message(copy) {
+            Some(m) => (m, span),
+            None => return Err(line),
+        }
+    };
+    let Some(span) = span else {
+        return Ok(message);
+    };
+    line.truncate(span.end);
+    line.drain(..span.start);
+    // Shrunk in place: what lay past the payload is given back.
+    line.shrink_to_fit();
+    let payload = prewritten(line);
+    match &mut message {
+        Message::Request(r) => {
+            if let Some(layout) = r.layout.as_deref_mut() {
+                layout.place(payload.get());
+            }
+            r.params = Some(payload);
+        }
+        Message::Notification(n) => n.params = Some(payload),
+        Message::Response(r) => r.result = payload,
+        Message::Error(_) => {}
+    }
+    Ok(message)
+}
+
+/// The members of a common message, read.
+fn envelope(text: &str) -> Option<Envelope<'_>> {
     let mut e = Envelope::default();
     Scanner::new(text).object(|s, key| member(s, key, &mut e))?;
     if !e.version {
         return None;
     }
-    let owned = |raw: &str| prewritten(raw.to_owned());
     if let Some(p) = e.params {
         // An object or an array, as the full reader requires (else it says why).
         if !(p.starts_with('{') || p.starts_with('[')) {
             return None;
         }
     }
-    let params: Option<Box<RawValue>> = e.params.map(owned);
-    Some(match (e.method, e.id, e.result) {
-        (Some(method), Some(id), None) => {
-            Message::Request(Request::raw(id, method, params).with_layout(e.layout))
-        }
-        (Some(method), None, None) => Message::Notification(Notification {
-            method: method.to_owned(),
-            params,
-            extra: Extra::new(),
-        }),
-        (None, Some(id), Some(result)) if params.is_none() => Message::Response(Response {
-            id,
-            result: owned(result),
-            extra: Extra::new(),
-        }),
-        _ => return None,
-    })
+    Some(e)
+}
+
+impl Envelope<'_> {
+    /// The message, its payload made owned by `owned`; `None` when the members make no
+    /// common message (then `owned` is not called).
+    fn into_message(self, mut owned: impl FnMut(&str) -> Box<RawValue>) -> Option<Message> {
+        Some(match (self.method, self.id, self.result, self.params) {
+            (Some(method), Some(id), None, params) => Message::Request(
+                Request::raw(id, method, params.map(&mut owned)).with_layout(self.layout),
+            ),
+            (Some(method), None, None, params) => Message::Notification(Notification {
+                method: method.to_owned(),
+                params: params.map(&mut owned),
+                extra: Extra::new(),
+            }),
+            (None, Some(id), Some(result), None) => Message::Response(Response {
+                id,
+                result: owned(result),
+                extra: Extra::new(),
+            }),
+            _ => return None,
+        })
+    }
 }
 
 /// Reads one member's value into `e`.
@@ -138,6 +203,39 @@ mod tests {
             let fast = message(text).unwrap_or_else(|| panic!("taken: {text}"));
             assert_eq!(Some(fast.to_bytes()), by_serde(text), "{text}");
         }
+    }
+
+    #[test]
+    fn a_large_payload_keeps_the_lines_buffer() {
+        let pad = "y".repeat(OWN_PAYLOAD_BYTES);
+        for text in [
+            format!(
+                r#" {{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"a","arguments":{{"t":"{pad}"}}}}}} "#
+            ),
+            format!(r#"{{"jsonrpc":"2.0","method":"n","params":["{pad}"]}}"#),
+            format!(r#"{{"id":"x","result":{{"t":"{pad}","n":1.50}},"jsonrpc":"2.0"}}"#),
+            r#"{"jsonrpc":"2.0","id":1,"result":{"small":true}}"#.to_owned(),
+        ] {
+            let by_copy = message(&text).expect("common").to_bytes();
+            let line = text.clone();
+            let start = line.as_ptr();
+            let Ok(m) = message_in(line) else {
+                panic!("common: {}", &text[..40])
+            };
+            assert_eq!(m.to_bytes(), by_copy);
+            let kept = m.payload().map(|p| p.get().as_ptr()) == Some(start);
+            assert_eq!(kept, text.len() > OWN_PAYLOAD_BYTES, "{}", &text[..40]);
+            if let Message::Request(r) = &m {
+                let layout = r.layout.as_deref().expect("laid out");
+                let params = r.params.as_deref().expect("params");
+                assert!(
+                    layout.bind(params).is_some(),
+                    "the layout follows the params"
+                );
+            }
+        }
+        let odd = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m"}}"#;
+        assert_eq!(message_in(odd.to_owned()).err().as_deref(), Some(odd));
     }
 
     #[test]

@@ -152,6 +152,19 @@ impl EnvelopeError {
 }
 
 impl Frame {
+    /// Reads one line as a frame when it is a common single message (see [`fast`]),
+    /// keeping the line's buffer for a large payload instead of copying it; else gives the
+    /// line back, to be read by [`Frame::parse`].
+    pub(crate) fn from_line(line: Vec<u8>) -> Result<Frame, Vec<u8>> {
+        let text = String::from_utf8(line).map_err(|e| e.into_bytes())?;
+        if !text.trim_ascii_start().starts_with('{') {
+            return Err(text.into_bytes());
+        }
+        fast::message_in(text)
+            .map(Frame::Single)
+            .map_err(String::into_bytes)
+    }
+
     /// Reads one frame from bytes.
     pub fn parse(bytes: &[u8]) -> Result<Frame, EnvelopeError> {
         // Checked as UTF-8 once, whole: read from a `&[u8]`, serde_json checks every

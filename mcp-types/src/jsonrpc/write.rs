@@ -4,6 +4,7 @@
 //! is written by serde_json.
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 
 use super::{Extra, Frame, Message, RequestId};
 use crate::raw::write_str;
@@ -31,6 +32,39 @@ impl Message {
     /// Appends the message as compact JSON (the same text as serializing it): payloads as
     /// they are, without being read.
     pub fn write_to(&self, out: &mut Vec<u8>) {
+        self.write_around(out, |out, payload| {
+            out.extend_from_slice(payload.get().as_bytes())
+        });
+    }
+
+    /// The payload (`params` or `result`), if the message has one.
+    pub(crate) fn payload(&self) -> Option<&RawValue> {
+        match self {
+            Message::Request(r) => r.params.as_deref(),
+            Message::Notification(n) => n.params.as_deref(),
+            Message::Response(r) => Some(&r.result),
+            Message::Error(_) => None,
+        }
+    }
+
+    /// Takes the payload out (left `null`), if the message has one.
+    pub(crate) fn take_payload(&mut self) -> Option<Box<RawValue>> {
+        let null = || RawValue::NULL.to_owned();
+        match self {
+            Message::Request(r) => r.params.take(),
+            Message::Notification(n) => n.params.take(),
+            Message::Response(r) => Some(std::mem::replace(&mut r.result, null())),
+            Message::Error(_) => None,
+        }
+    }
+
+    /// Appends the message as [`Message::write_to`] does, with `payload` writing the
+    /// payload (`params` or `result`) where it goes.
+    pub(crate) fn write_around(
+        &self,
+        out: &mut Vec<u8>,
+        mut payload: impl FnMut(&mut Vec<u8>, &RawValue),
+    ) {
         out.extend_from_slice(br#"{"jsonrpc":"2.0""#);
         let extra = match self {
             Message::Request(r) => {
@@ -38,7 +72,7 @@ impl Message {
                 write_method(out, &r.method);
                 if let Some(p) = &r.params {
                     out.extend_from_slice(br#","params":"#);
-                    out.extend_from_slice(p.get().as_bytes());
+                    payload(out, p);
                 }
                 &r.extra
             }
@@ -46,14 +80,14 @@ impl Message {
                 write_method(out, &n.method);
                 if let Some(p) = &n.params {
                     out.extend_from_slice(br#","params":"#);
-                    out.extend_from_slice(p.get().as_bytes());
+                    payload(out, p);
                 }
                 &n.extra
             }
             Message::Response(r) => {
                 write_id(out, &r.id);
                 out.extend_from_slice(br#","result":"#);
-                out.extend_from_slice(r.result.get().as_bytes());
+                payload(out, &r.result);
                 &r.extra
             }
             Message::Error(e) => {

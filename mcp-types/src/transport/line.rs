@@ -9,6 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite};
 
+use super::encode::{encode_line, split_line, SplitLine, LARGE_LINE_BYTES};
 use super::hint::{Fault, LineHint};
 use super::output::{note_more_ahead, Output};
 use super::stop::Stop;
@@ -97,23 +98,6 @@ impl<R, W> Drop for LineTransport<R, W> {
     fn drop(&mut self) {
         self.out.abandon();
     }
-}
-
-/// Appends `frame` to `buf` as one line. Raw payloads are written as they came; one that
-/// came pretty-printed (over HTTP, say) holds newlines only as whitespace between tokens
-/// (JSON strings cannot contain a raw newline), so dropping them keeps every value exact.
-fn encode_line(frame: &Frame, buf: &mut Vec<u8>) {
-    let start = buf.len();
-    frame.write_to(buf);
-    if memchr::memchr2(b'\n', b'\r', &buf[start..]).is_some() {
-        let mut i = start;
-        buf.retain(|b| {
-            let keep = i < start || (*b != b'\n' && *b != b'\r');
-            i += 1;
-            keep
-        });
-    }
-    buf.push(b'\n');
 }
 
 /// A read buffer grown past this is given back once its line is parsed.
@@ -233,6 +217,17 @@ async fn next_line<R: AsyncBufRead + Unpin>(r: &mut R, buf: &mut Vec<u8>, limit:
             error: oversized_error(limit),
             hint: Box::new(LineHint::read(buf, Fault::TooLong)),
         }),
+        // A large line becomes its message: its payload keeps the buffer, which is not
+        // copied (the reader starts a new one).
+        Ok(Line::Complete) if buf.len() >= LARGE_LINE_BYTES => {
+            match Frame::from_line(std::mem::take(buf)) {
+                Ok(frame) => Read::Got(Incoming::Frame(frame)),
+                Err(line) => {
+                    *buf = line;
+                    incoming(buf).map_or(Read::Blank, Read::Got)
+                }
+            }
+        }
         Ok(Line::Complete) => incoming(buf).map_or(Read::Blank, Read::Got),
         Err(e) => Read::Failed(e),
     };
@@ -269,9 +264,15 @@ where
         if self.closed.get().is_some() {
             return Err(TrySendError::Closed(self.closed_error()));
         }
-        self.out
-            .push(|buf| encode_line(&frame, buf))
-            .map_err(|()| TrySendError::Closed(self.closed_error()))
+        let pushed = match split_line(frame) {
+            Ok(SplitLine {
+                head,
+                payload,
+                tail,
+            }) => self.out.push_payload(head, payload, &tail),
+            Err(frame) => self.out.push(|buf| encode_line(&frame, buf)),
+        };
+        pushed.map_err(|()| TrySendError::Closed(self.closed_error()))
     }
 
     async fn recv(&self) -> Result<Incoming, Closed> {
@@ -383,28 +384,44 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_buffer_grown_by_a_large_line_is_given_back_and_a_small_one_kept() {
+    async fn a_large_line_leaves_with_its_frame_and_a_buffer_grown_past_the_bound_is_given_back() {
         let line = |pad: usize| {
             format!(
-                "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"pad\":\"{}\"}}}}\n",
+                "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"pad\":\"{}\"}}}}",
                 "y".repeat(pad)
             )
         };
-        let text = [line(KEEP_READ_BYTES + 1), line(KEEP_READ_BYTES / 2)].concat();
+        // (line, the most the buffer may keep after it, the least)
+        let cases = [
+            // A large message takes the buffer it was read into.
+            (line(KEEP_READ_BYTES / 2), 0, 0),
+            // A batch is read from the buffer, which is kept within the bound ...
+            (
+                format!("[{}]", line(KEEP_READ_BYTES / 2)),
+                usize::MAX,
+                KEEP_READ_BYTES / 2,
+            ),
+            // ... and given back past it.
+            (
+                format!("[{}]", line(KEEP_READ_BYTES + 1)),
+                KEEP_READ_BYTES,
+                0,
+            ),
+            // A small line leaves the buffer as it was.
+            (line(LARGE_LINE_BYTES / 2), usize::MAX, LARGE_LINE_BYTES / 2),
+        ];
+        let text: String = cases.iter().map(|(l, ..)| format!("{l}\n")).collect();
         // A reader buffer smaller than the lines, so each is gathered in `buf`.
         let mut r = tokio::io::BufReader::with_capacity(4096, text.as_bytes());
         let mut buf = Vec::new();
-        let Read::Got(Incoming::Frame(_)) = next_line(&mut r, &mut buf, usize::MAX).await else {
-            panic!("the large line is a frame")
-        };
-        assert!(buf.capacity() <= KEEP_READ_BYTES, "{}", buf.capacity());
-        let Read::Got(Incoming::Frame(_)) = next_line(&mut r, &mut buf, usize::MAX).await else {
-            panic!("the next line is a frame")
-        };
-        assert!(
-            buf.capacity() >= KEEP_READ_BYTES / 2,
-            "a buffer within the bound is kept for the next line"
-        );
+        for (i, (_, most, least)) in cases.iter().enumerate() {
+            let Read::Got(Incoming::Frame(_)) = next_line(&mut r, &mut buf, usize::MAX).await
+            else {
+                panic!("line {i} is a frame")
+            };
+            let kept = buf.capacity();
+            assert!(kept <= *most && kept >= *least, "line {i}: {kept}");
+        }
     }
 
     #[tokio::test]

@@ -20,6 +20,7 @@ use serde_json::Value;
 use crate::jsonrpc::{EnvelopeError, Frame};
 use crate::{codes, ErrorObject};
 
+mod encode;
 mod hint;
 mod line;
 mod memory;

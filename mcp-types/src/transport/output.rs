@@ -7,9 +7,11 @@
 //! on this thread (the rest of a burst, see [`note_more_ahead`]), or the stream would
 //! block, what follows is appended to one buffer, and a flushing task writes all of it
 //! in one call when the sender's task yields. So a burst costs two system calls, and a
-//! lone answer leaves at once without waking a task.
+//! lone answer leaves at once without waking a task. A large payload is not copied into
+//! the buffer: it waits in a queue as it came, in order between the bytes around it.
 
 use std::cell::Cell;
+use std::collections::VecDeque;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -17,6 +19,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use serde_json::value::RawValue;
 use tokio::io::AsyncWrite;
 use tokio::sync::Notify;
 
@@ -56,14 +59,33 @@ pub(super) struct Output<W> {
 struct State<W> {
     /// The stream; dropped once shut, which closes it (a pipe's shutdown only flushes).
     w: Option<W>,
-    /// Bytes accepted and not yet written, from `done` on.
+    /// What was accepted before `buf` and is not yet written: large payloads kept as they
+    /// came (not copied), each after the bytes that came before it.
+    queued: VecDeque<Queued>,
+    /// Bytes accepted and not yet written, after `queued`.
     buf: Vec<u8>,
+    /// How much of the first of `queued` (else of `buf`) is written.
     done: usize,
     /// The flushing task has been asked to run: senders only append.
     gathering: bool,
     /// Closing: the task writes what is left, then shuts the stream.
     closing: bool,
     task: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// Something to write that came before the buffer.
+enum Queued {
+    Bytes(Vec<u8>),
+    Payload(Box<RawValue>),
+}
+
+impl Queued {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Queued::Bytes(b) => b,
+            Queued::Payload(p) => p.get().as_bytes(),
+        }
+    }
 }
 
 /// What a drain gave.
@@ -79,6 +101,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Output<W> {
         Arc::new(Output {
             state: Mutex::new(State {
                 w: Some(w),
+                queued: VecDeque::new(),
                 buf: Vec::with_capacity(8 * 1024),
                 done: 0,
                 gathering: false,
@@ -93,11 +116,37 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Output<W> {
     /// Takes one frame's bytes, appended by `encode`. Never waits; `Err` once the stream
     /// is closed or failed (the reason is recorded).
     pub(super) fn push(self: &Arc<Self>, encode: impl FnOnce(&mut Vec<u8>)) -> Result<(), ()> {
+        self.accept(|st| encode(&mut st.buf))
+    }
+
+    /// Takes one frame written around its large payload: `head`, then `payload` itself,
+    /// kept as it is rather than copied, then `tail`. As [`Output::push`] otherwise.
+    pub(super) fn push_payload(
+        self: &Arc<Self>,
+        head: Vec<u8>,
+        payload: Box<RawValue>,
+        tail: &[u8],
+    ) -> Result<(), ()> {
+        self.accept(|st| {
+            if st.queued.is_empty() && st.buf.is_empty() {
+                st.queued.push_back(Queued::Bytes(head));
+            } else {
+                st.buf.extend_from_slice(&head);
+                let before = std::mem::replace(&mut st.buf, Vec::with_capacity(8 * 1024));
+                st.queued.push_back(Queued::Bytes(before));
+            }
+            st.queued.push_back(Queued::Payload(payload));
+            st.buf.extend_from_slice(tail);
+        })
+    }
+
+    /// Takes what `add` puts in the state, and writes it now if the stream is free.
+    fn accept(self: &Arc<Self>, add: impl FnOnce(&mut State<W>)) -> Result<(), ()> {
         let mut st = self.state.lock();
         if st.closing {
             return Err(());
         }
-        encode(&mut st.buf);
+        add(&mut st);
         if st.gathering {
             return Ok(());
         }
@@ -160,8 +209,16 @@ impl<W: AsyncWrite + Unpin> State<W> {
         let Some(w) = self.w.as_mut() else {
             return Poll::Ready(Ok(Drained::Shut));
         };
-        while self.done < self.buf.len() {
-            let n = match Pin::new(&mut *w).poll_write(cx, &self.buf[self.done..]) {
+        loop {
+            let pending = self.queued.front().map_or(&self.buf[..], Queued::bytes);
+            if self.done >= pending.len() {
+                if self.queued.pop_front().is_none() {
+                    break;
+                }
+                self.done = 0;
+                continue;
+            }
+            let n = match Pin::new(&mut *w).poll_write(cx, &pending[self.done..]) {
                 Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
                 Poll::Ready(Ok(n)) => n,
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),

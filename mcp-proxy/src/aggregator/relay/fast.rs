@@ -12,6 +12,8 @@ use crate::aggregator::id::UpstreamId;
 use std::sync::{Arc, OnceLock};
 
 use mcp_client::{CallOptions, Client, ClientError};
+use mcp_revisions::features;
+use mcp_server::RequestContext;
 use mcp_server::{Call, Outcome, RawResult};
 use mcp_types::protocol::*;
 use mcp_types::raw::RawObject;
@@ -74,6 +76,12 @@ impl Relay {
         let Some(p) = self.prepare_now(&call, params, admitted) else {
             return Some(call);
         };
+        let mut call = call;
+        if p.arguments_done(call.context()) {
+            // Written into the upstream request already: a large call in flight holds
+            // its arguments once, not twice.
+            call.forget_arguments();
+        }
         let u = &self.pool().get(p.i);
         let caps = call.context().client_capabilities_arc();
         let fast = Arc::new(FastCall {
@@ -156,6 +164,25 @@ impl Relay {
             may_retry: admitted.may_retry,
             meter,
         })
+    }
+}
+
+/// Arguments smaller than this stay with the call: forgetting them saves less than
+/// reading the params again costs.
+const FORGET_ARGUMENTS_BYTES: usize = 64 * 1024;
+
+impl Prepared {
+    /// Whether the host's call will never need its arguments again once the upstream
+    /// request is written: they are large, the call is not retried (TOOL-18), and no round
+    /// of input sends them anew. A legacy host's answers to a question reach the upstream
+    /// through the request parked here, unless the upstream asks by answering (2026-07-28),
+    /// when the retry is a new request carrying them; a 2026 host retries with its own.
+    fn arguments_done(&self, host: &RequestContext) -> bool {
+        let asks_by_answering = features::input_required_results(self.link.client.revision());
+        let host_retries_itself = features::input_required_results(host.revision());
+        self.request.params().get().len() >= FORGET_ARGUMENTS_BYTES
+            && !self.may_retry
+            && (host_retries_itself || !asks_by_answering)
     }
 }
 
