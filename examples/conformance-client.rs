@@ -88,7 +88,11 @@ impl ClientHandler for Cooperative {
 
 /// Arguments for a tool from its schema: each required property with a plain value.
 fn arguments_for(tool: &Tool) -> Map<String, Value> {
-    let schema = tool.input_schema.clone().unwrap_or_default();
+    let schema: Value = tool
+        .input_schema
+        .as_ref()
+        .and_then(|s| s.to_value().ok())
+        .unwrap_or_default();
     let required: Vec<&str> = schema
         .get("required")
         .and_then(Value::as_array)

@@ -79,7 +79,10 @@ async fn exercise(client: &Client, revision: Revision) {
     );
     let pixel = tools.iter().find(|t| t.name == "pixel").expect("pixel");
     assert_eq!(
-        pixel.input_schema,
+        pixel
+            .input_schema
+            .as_ref()
+            .map(|s| s.to_value().expect("json")),
         Some(json!({"type": "object", "additionalProperties": false}))
     );
 

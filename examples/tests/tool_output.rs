@@ -20,7 +20,7 @@ fn output_schema() -> Value {
 /// returns `{"n": 7}`; each declares [`output_schema`].
 fn with_output(tool: &str) -> Tool {
     let mut t = Tool::new(tool, json!({"type": "object"}));
-    t.output_schema = Some(output_schema());
+    t.output_schema = Some(output_schema().into());
     t
 }
 

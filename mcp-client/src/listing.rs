@@ -126,8 +126,12 @@ impl Client {
         if transport.mirrors_tool_headers() {
             // TOOL-09: over HTTP, a tool whose x-mcp-header annotations are invalid is dropped.
             tools.retain(|t| {
-                let schema = t.input_schema.clone().unwrap_or(Value::Null);
-                match mcp_types::headers::header_params(&schema) {
+                let schema = t.input_schema.as_ref().map(|s| s.to_value());
+                let schema = match schema {
+                    None => Ok(Value::Null),
+                    Some(s) => s.map_err(|e| e.to_string()),
+                };
+                match schema.and_then(|s| mcp_types::headers::header_params(&s)) {
                     Ok(_) => true,
                     Err(why) => {
                         tracing::warn!(tool = %t.name, "dropping tool with invalid x-mcp-header: {why}");
@@ -155,8 +159,10 @@ impl Client {
             let mut m = self.output_schemas.lock();
             m.clear();
             for t in tools {
-                if let Some(s) = &t.output_schema {
-                    m.insert(t.name.clone(), OutputSchema::Declared(Arc::new(s.clone())));
+                // Decoded once per listing, for the checks of this tool's results.
+                if let Some(s) = t.output_schema.as_ref().map(|s| s.to_value()) {
+                    let s = s.unwrap_or(Value::Null);
+                    m.insert(t.name.clone(), OutputSchema::Declared(Arc::new(s)));
                 }
             }
         }

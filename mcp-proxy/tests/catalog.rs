@@ -183,7 +183,10 @@ async fn careless_input_schemas_reach_every_host_as_object_schemas_and_stay_call
         let tools = h.list_tools().await.expect("tools/list");
         let schemas: Vec<(String, serde_json::Value)> = tools
             .into_iter()
-            .map(|t| (t.name, t.input_schema.unwrap_or_default()))
+            .map(|t| {
+                let schema = t.input_schema.map(|s| s.to_value().expect("json"));
+                (t.name, schema.unwrap_or_default())
+            })
             .collect();
         assert_eq!(
             schemas,

@@ -105,7 +105,7 @@ impl Jobs {
 fn tool(name: &str, support: Option<TaskSupport>) -> Tool {
     Tool {
         name: name.into(),
-        input_schema: Some(json!({"type": "object"})),
+        input_schema: Some(json!({"type": "object"}).into()),
         execution: support.map(|s| ToolExecution {
             task_support: Some(s),
             ..Default::default()

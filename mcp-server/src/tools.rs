@@ -12,6 +12,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use mcp_revisions::policy::has_text_duplicate;
 use mcp_types::protocol::*;
+use mcp_types::raw::RawJson;
 use mcp_types::ErrorObject;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -202,7 +203,7 @@ impl ToolRegistry {
         let mut tool = Tool::new(name, input_schema_for::<A>());
         tool.description = Some(description.to_owned());
         let output_schema = output_schema_for::<O>();
-        tool.output_schema = Some(output_schema.clone());
+        tool.output_schema = Some((&output_schema).into());
         let f = Arc::new(f);
         let run = typed_run(move |a: A, ctx| {
             let f = f.clone();
@@ -230,7 +231,7 @@ impl ToolRegistry {
         let output = tool
             .output_schema
             .as_ref()
-            .map(|s| SchemaValidator::new(s, self.limits.clone()));
+            .map(|s| SchemaValidator::new(&decoded(s), self.limits.clone()));
         let f = Arc::new(f);
         let run: Run = Arc::new(move |args, ctx| {
             let f = f.clone();
@@ -242,8 +243,8 @@ impl ToolRegistry {
     fn insert(&mut self, tool: Tool, output: Option<SchemaValidator>, run: Run) -> ToolMeta<'_> {
         let schema = tool
             .input_schema
-            .clone()
-            .unwrap_or_else(|| json!({"type": "object"}));
+            .as_ref()
+            .map_or_else(|| json!({"type": "object"}), decoded);
         let input = SchemaValidator::new(&schema, self.limits.clone());
         if let Some(e) = input.schema_error() {
             tracing::warn!(tool = %tool.name, "input schema unusable, every call will fail: {e}");
@@ -383,6 +384,12 @@ impl ServerHandler for ToolRegistry {
     ) -> Result<Outcome<CallToolResult>, ErrorObject> {
         self.call(ctx, params).await
     }
+}
+
+/// A schema, decoded for a validator; one nested past the reader's limit reads as
+/// `null`, which the validator reports as unusable.
+fn decoded(schema: &RawJson) -> Value {
+    schema.to_value().unwrap_or(Value::Null)
 }
 
 #[cfg(test)]

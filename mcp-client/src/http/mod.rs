@@ -586,8 +586,8 @@ impl Transport for HttpTransport {
         let map = tools
             .iter()
             .filter_map(|t| {
-                let schema = t.input_schema.as_ref()?;
-                let params = headers::header_params(schema).ok()?;
+                let schema = t.input_schema.as_ref()?.to_value().ok()?;
+                let params = headers::header_params(&schema).ok()?;
                 (!params.is_empty()).then(|| (t.name.clone(), params))
             })
             .collect();

@@ -10,7 +10,7 @@
 use std::collections::HashSet;
 
 use mcp_types::protocol::Tool;
-use mcp_types::raw::Exact;
+use mcp_types::raw::{Exact, RawJson};
 use parking_lot::Mutex;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -123,10 +123,12 @@ pub(super) fn withhold_hints(tool: &mut Tool) {
 const NO_PARAMETERS: &str = r#"{"type":"object","additionalProperties":false}"#;
 
 fn input_schema_fix(tool: &Tool) -> Fix {
-    let schema = match &tool.input_schema {
-        None | Some(Value::Null) => return Fix::NoParameters,
-        Some(Value::Object(o)) if o.is_empty() => return Fix::NoParameters,
-        Some(Value::Object(o)) => o,
+    // Read for this look only: the catalog keeps the text.
+    let schema = tool.input_schema.as_ref().map(RawJson::to_value);
+    let schema = match schema {
+        None | Some(Ok(Value::Null)) => return Fix::NoParameters,
+        Some(Ok(Value::Object(o))) if o.is_empty() => return Fix::NoParameters,
+        Some(Ok(Value::Object(o))) => o,
         Some(_) => return Fix::Unusable,
     };
     match schema.get("type") {
@@ -149,7 +151,7 @@ mod tests {
     fn tool(schema: Option<Value>) -> Exact<Tool> {
         Exact::encode(Tool {
             name: "t".into(),
-            input_schema: schema,
+            input_schema: schema.map(RawJson::from),
             ..Default::default()
         })
         .expect("encoded")
@@ -210,9 +212,11 @@ mod tests {
         ];
         for (given, want) in cases {
             let out = usable("up", vec![tool(given.clone())], &Warned::default());
-            let got = out
-                .first()
-                .map(|t| t.input_schema.clone().unwrap_or_default());
+            let got = out.first().map(|t| {
+                t.input_schema
+                    .as_ref()
+                    .map_or(Value::Null, |s| s.to_value().expect("json"))
+            });
             assert_eq!(got, want, "{given:?}");
         }
     }

@@ -30,7 +30,8 @@ impl Route {
         let header_params = tool
             .input_schema
             .as_ref()
-            .and_then(|s| mcp_types::headers::header_params(s).ok())
+            .and_then(|s| s.to_value().ok())
+            .and_then(|s| mcp_types::headers::header_params(&s).ok())
             .unwrap_or_default();
         Route {
             header_params,

@@ -7,6 +7,7 @@ use super::content::ContentBlock;
 use super::tasks::TaskMetadata;
 use crate::meta::Meta;
 use crate::model::{open_enum, wire_object};
+use crate::raw::RawJson;
 
 wire_object! {
     /// A tool a server offers.
@@ -17,12 +18,14 @@ wire_object! {
         opt title: String,
         /// Description, a hint to the model.
         opt description: String,
-        /// JSON Schema of the arguments, kept raw. `null` is tolerated on read and written back as sent.
+        /// JSON Schema of the arguments, kept as its text ([`RawJson::decode`] reads it).
+        /// `null` is tolerated on read and written back as sent.
         #[serde(deserialize_with = "crate::serde_util::present")]
-        opt input_schema: Value,
-        /// JSON Schema of `structuredContent` (2025-06-18+; any root in 2026-07-28), kept raw.
+        opt input_schema: RawJson,
+        /// JSON Schema of `structuredContent` (2025-06-18+; any root in 2026-07-28), kept as
+        /// its text.
         #[serde(deserialize_with = "crate::serde_util::present")]
-        opt output_schema: Value,
+        opt output_schema: RawJson,
         /// Behaviour hints; untrusted unless the server is (2025-03-26+).
         opt annotations: ToolAnnotations,
         /// Icons (2025-11-25+).
@@ -85,10 +88,10 @@ pub enum NameIssue {
 
 impl Tool {
     /// A tool with a name and an input schema.
-    pub fn new(name: impl Into<String>, input_schema: Value) -> Self {
+    pub fn new(name: impl Into<String>, input_schema: impl Into<RawJson>) -> Self {
         Tool {
             name: name.into(),
-            input_schema: Some(input_schema),
+            input_schema: Some(input_schema.into()),
             ..Default::default()
         }
     }
@@ -290,7 +293,7 @@ mod tests {
     fn null_input_schema_is_tolerated_and_kept() {
         let v = json!({"name": "n", "inputSchema": null});
         let t = tool(v.clone());
-        assert_eq!(t.input_schema, Some(Value::Null));
+        assert_eq!(t.input_schema.as_ref().map(RawJson::get), Some("null"));
         assert_eq!(serde_json::to_value(&t).expect("encode"), v);
     }
 

@@ -31,11 +31,13 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
 mod exact;
+mod json;
 mod layout;
 pub(crate) mod scan;
 mod text;
 mod valid;
 pub use exact::Exact;
+pub use json::RawJson;
 pub(crate) use layout::read as read_laid_out;
 pub use layout::{BoundLayout, ParamsLayout};
 pub use text::*;
