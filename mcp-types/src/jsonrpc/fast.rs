@@ -26,8 +26,7 @@ struct Envelope<'a> {
 
 /// `text` as one message, when it is a common one.
 pub(super) fn message(text: &str) -> Option<Message> {
-    let e = envelope(text)?;
-    e.into_message(|raw| prewritten(raw.to_owned()))
+    message_with(text, |raw| prewritten(raw.to_owned()))
 }
 
 /// A payload (`params` or `result`) at least this large keeps the buffer of the line it
@@ -39,27 +38,19 @@ pub(super) const OWN_PAYLOAD_BYTES: usize = 64 * 1024;
 /// rather than copied, so that a large message is held once, not twice, while it is read.
 /// The line is given back when it is not a common message.
 pub(super) fn message_in(mut line: String) -> Result<Message, String> {
-    let (mut message, span) = {
-        let Some(e) = envelope(&line) else {
-            return Err(line);
-        };
-        let big = e
-            .params
-            .or(e.result)
-            .filter(|p| p.len() >= OWN_PAYLOAD_BYTES);
-        let span = big.map(|p| {
-            let start = p.as_ptr() as usize - line.as_ptr() as usize;
-            start..start + p.len()
-        });
-        // The large payload is a placeholder until the line is done with.
-        let copy = |raw: &str| match big {
-            Some(p) if std::ptr::eq(raw, p) => RawValue::NULL.to_owned(),
-            _ => prewritten(raw.to_owned()),
-        };
-        match e.into_message(copy) {
-            Some(m) => (m, span),
-            None => return Err(line),
+    let base = line.as_ptr() as usize;
+    let mut span = None;
+    // The large payload is a placeholder until the line is done with.
+    let built = message_with(&line, |raw| {
+        if raw.len() < OWN_PAYLOAD_BYTES || span.is_some() {
+            return prewritten(raw.to_owned());
         }
+        let start = raw.as_ptr() as usize - base;
+        span = Some(start..start + raw.len());
+        RawValue::NULL.to_owned()
+    });
+    let Some(mut message) = built else {
+        return Err(line);
     };
     let Some(span) = span else {
         return Ok(message);
@@ -83,8 +74,10 @@ pub(super) fn message_in(mut line: String) -> Result<Message, String> {
     Ok(message)
 }
 
-/// The members of a common message, read.
-fn envelope(text: &str) -> Option<Envelope<'_>> {
+/// `text` as one message, when it is a common one, its payload made owned by `owned`.
+/// Inlined: each caller's `owned` is compiled into the reader.
+#[inline(always)]
+fn message_with(text: &str, mut owned: impl FnMut(&str) -> Box<RawValue>) -> Option<Message> {
     let mut e = Envelope::default();
     Scanner::new(text).object(|s, key| member(s, key, &mut e))?;
     if !e.version {
@@ -96,30 +89,23 @@ fn envelope(text: &str) -> Option<Envelope<'_>> {
             return None;
         }
     }
-    Some(e)
-}
-
-impl Envelope<'_> {
-    /// The message, its payload made owned by `owned`; `None` when the members make no
-    /// common message (then `owned` is not called).
-    fn into_message(self, mut owned: impl FnMut(&str) -> Box<RawValue>) -> Option<Message> {
-        Some(match (self.method, self.id, self.result, self.params) {
-            (Some(method), Some(id), None, params) => Message::Request(
-                Request::raw(id, method, params.map(&mut owned)).with_layout(self.layout),
-            ),
-            (Some(method), None, None, params) => Message::Notification(Notification {
-                method: method.to_owned(),
-                params: params.map(&mut owned),
-                extra: Extra::new(),
-            }),
-            (None, Some(id), Some(result), None) => Message::Response(Response {
-                id,
-                result: owned(result),
-                extra: Extra::new(),
-            }),
-            _ => return None,
-        })
-    }
+    let params: Option<Box<RawValue>> = e.params.map(&mut owned);
+    Some(match (e.method, e.id, e.result) {
+        (Some(method), Some(id), None) => {
+            Message::Request(Request::raw(id, method, params).with_layout(e.layout))
+        }
+        (Some(method), None, None) => Message::Notification(Notification {
+            method: method.to_owned(),
+            params,
+            extra: Extra::new(),
+        }),
+        (None, Some(id), Some(result)) if params.is_none() => Message::Response(Response {
+            id,
+            result: owned(result),
+            extra: Extra::new(),
+        }),
+        _ => return None,
+    })
 }
 
 /// Reads one member's value into `e`.

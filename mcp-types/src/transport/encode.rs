@@ -31,20 +31,26 @@ pub(super) struct SplitLine {
     pub(super) tail: Vec<u8>,
 }
 
-/// `frame` as a [`SplitLine`] when it is one message whose payload is at least
-/// [`LARGE_LINE_BYTES`] long and holds no raw newline (which [`encode_line`] drops);
-/// else `frame` back.
+/// Whether `frame` is one message whose payload is at least [`LARGE_LINE_BYTES`] long
+/// and holds no raw newline (which [`encode_line`] drops): one [`split_line`] takes.
+pub(super) fn is_split(frame: &Frame) -> bool {
+    let Frame::Single(message) = frame else {
+        return false;
+    };
+    message.payload().is_some_and(|p| {
+        let text = p.get().as_bytes();
+        text.len() >= LARGE_LINE_BYTES && memchr::memchr2(b'\n', b'\r', text).is_none()
+    })
+}
+
+/// `frame` as a [`SplitLine`] when [`is_split`] says so; else `frame` back.
 pub(super) fn split_line(frame: Frame) -> Result<SplitLine, Frame> {
+    if !is_split(&frame) {
+        return Err(frame);
+    }
     let Frame::Single(mut message) = frame else {
         return Err(frame);
     };
-    let large = message.payload().is_some_and(|p| {
-        let text = p.get().as_bytes();
-        text.len() >= LARGE_LINE_BYTES && memchr::memchr2(b'\n', b'\r', text).is_none()
-    });
-    if !large {
-        return Err(Frame::Single(message));
-    }
     let mut head = Vec::new();
     let mut at = 0;
     message.write_around(&mut head, |out, _| at = out.len());

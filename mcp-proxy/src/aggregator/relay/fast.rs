@@ -178,11 +178,11 @@ impl Prepared {
     /// through the request parked here, unless the upstream asks by answering (2026-07-28),
     /// when the retry is a new request carrying them; a 2026 host retries with its own.
     fn arguments_done(&self, host: &RequestContext) -> bool {
-        let asks_by_answering = features::input_required_results(self.link.client.revision());
-        let host_retries_itself = features::input_required_results(host.revision());
+        let asks_by_answering = || features::input_required_results(self.link.client.revision());
+        let host_retries_itself = || features::input_required_results(host.revision());
         self.request.params().get().len() >= FORGET_ARGUMENTS_BYTES
             && !self.may_retry
-            && (host_retries_itself || !asks_by_answering)
+            && (host_retries_itself() || !asks_by_answering())
     }
 }
 
