@@ -51,6 +51,25 @@ fn read_only() -> ToolAnnotations {
     }
 }
 
+/// `greet`'s question: an elicitation of the user's name under input key `name`, with
+/// `state` to come back with the answer.
+pub fn name_question(state: &str) -> InputRequiredResult {
+    let mut requests = Map::new();
+    requests.insert(
+        "name".into(),
+        json!({"method": "elicitation/create", "params": {
+            "mode": "form",
+            "message": "What is your name?",
+            "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+        }}),
+    );
+    InputRequiredResult {
+        input_requests: Some(requests),
+        request_state: Some(state.into()),
+        ..Default::default()
+    }
+}
+
 /// The echo server's tools: text, image, structured output, an error result, progress,
 /// and a tool that asks the user for input (elicitation).
 pub fn echo_tools() -> ToolRegistry {
@@ -127,33 +146,31 @@ pub fn echo_tools() -> ToolRegistry {
     )
     .title("Count")
     .annotations(read_only());
-    r.tool("greet", "Asks the user for their name, then greets them.", |_: NoArgs, ctx: RequestContext| async move {
-        let Some(answer) = ctx.input_response("name") else {
-            let mut requests = Map::new();
-            requests.insert(
-                "name".into(),
-                json!({"method": "elicitation/create", "params": {
-                    "mode": "form",
-                    "message": "What is your name?",
-                    "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
-                }}),
-            );
-            return Ok(Outcome::InputRequired(InputRequiredResult {
-                input_requests: Some(requests),
-                request_state: Some("greet:1".into()),
+    r.tool(
+        "greet",
+        "Asks the user for their name, then greets them.",
+        |_: NoArgs, ctx: RequestContext| async move {
+            let Some(answer) = ctx.input_response("name") else {
+                return Ok(Outcome::InputRequired(name_question("greet:1")));
+            };
+            let text = match (
+                answer.get("action").and_then(Value::as_str),
+                answer.pointer("/content/name").and_then(Value::as_str),
+            ) {
+                (Some("accept"), Some(name)) => format!("Hello, {name}!"),
+                (Some(action), _) => format!("No name given ({action})."),
+                _ => {
+                    return Err(ToolError::Failed(
+                        "the elicitation answer was malformed".into(),
+                    ))
+                }
+            };
+            Ok(Outcome::Complete(CallToolResult {
+                content: vec![ContentBlock::text(text)],
                 ..Default::default()
-            }));
-        };
-        let text = match (answer.get("action").and_then(Value::as_str), answer.pointer("/content/name").and_then(Value::as_str)) {
-            (Some("accept"), Some(name)) => format!("Hello, {name}!"),
-            (Some(action), _) => format!("No name given ({action})."),
-            _ => return Err(ToolError::Failed("the elicitation answer was malformed".into())),
-        };
-        Ok(Outcome::Complete(CallToolResult {
-            content: vec![ContentBlock::text(text)],
-            ..Default::default()
-        }))
-    })
+            }))
+        },
+    )
     .title("Greet")
     .annotations(ToolAnnotations {
         read_only_hint: Some(true),

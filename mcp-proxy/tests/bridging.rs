@@ -230,20 +230,8 @@ fn long_greeter(revision: Revision) -> UpstreamConfig {
         "Asks the name, then counts the text.",
         |a: LongArgs, ctx: mcp_server::RequestContext| async move {
             let Some(answer) = ctx.input_response("name") else {
-                let mut requests = Map::new();
-                requests.insert(
-                    "name".into(),
-                    json!({"method": "elicitation/create", "params": {
-                        "mode": "form",
-                        "message": "What is your name?",
-                        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
-                    }}),
-                );
-                return Ok(mcp_server::Outcome::InputRequired(InputRequiredResult {
-                    input_requests: Some(requests),
-                    request_state: Some("long:1".into()),
-                    ..Default::default()
-                }));
+                let question = mcp_examples::name_question("long:1");
+                return Ok(mcp_server::Outcome::InputRequired(question));
             };
             let name = answer.pointer("/content/name").and_then(Value::as_str);
             let text = format!("Hello, {}! {} bytes", name.unwrap_or("?"), a.text.len());

@@ -5,9 +5,9 @@
 use mcp_server::{Call, Outcome, RawResult, Server, ServerHandler};
 use mcp_types::protocol::*;
 use mcp_types::raw::RawObject;
-use mcp_types::transport::LineTransport;
-use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use serde_json::json;
+
+mod common;
 
 /// Answers a call, from a task, with the names of the params the task can still read;
 /// `forget`: after letting go of the arguments where it took the call.
@@ -52,34 +52,16 @@ impl ServerHandler for Reads {
 
 /// What a 2025-06-18 client's call to `handler` gives as text.
 async fn answer(handler: Reads) -> String {
-    let (client, end) = tokio::io::duplex(1 << 16);
-    let (sr, sw) = tokio::io::split(end);
-    let server = Server::new(handler);
-    let serving = tokio::spawn(async move {
-        server
-            .serve(LineTransport::new(BufReader::new(sr), sw))
-            .await
-    });
-    let (cr, mut cw) = tokio::io::split(client);
-    let mut lines = BufReader::new(cr).lines();
-    let mut ask = async |line: Value| -> Value {
-        cw.write_all(format!("{line}\n").as_bytes())
-            .await
-            .expect("write");
-        let got = lines.next_line().await.expect("read").expect("an answer");
-        serde_json::from_str(&got).expect("JSON")
-    };
-    ask(
+    let lines = [
         json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"}}}),
-    )
-    .await;
-    let got = ask(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": "echo", "arguments": {"text": "hi"}, "_meta": {"k": 1}}}))
-    .await;
-    serving.abort();
-    got["result"]["content"][0]["text"]
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "hi"}, "_meta": {"k": 1}}}),
+    ]
+    .map(|l| l.to_string());
+    let answers = common::converse(Server::new(handler), &lines, 1 << 16).await;
+    answers[1]["result"]["content"][0]["text"]
         .as_str()
         .unwrap_or_default()
         .to_owned()
