@@ -290,6 +290,13 @@ mod tests {
     }
 
     #[test]
+    fn schemas_are_written_back_as_they_came() {
+        let text = r#"{"name":"n","inputSchema":{"type":"object","properties":{"z":{"maximum":1.50},"a":{"minimum":1e400}}},"outputSchema":{"z":true,"a":[0.10]}}"#;
+        let t: Tool = serde_json::from_str(text).expect("a tool");
+        assert_eq!(serde_json::to_string(&t).expect("encode"), text);
+    }
+
+    #[test]
     fn null_input_schema_is_tolerated_and_kept() {
         let v = json!({"name": "n", "inputSchema": null});
         let t = tool(v.clone());
