@@ -47,7 +47,8 @@ impl Message {
         }
     }
 
-    /// Takes the payload out (left `null`), if the message has one.
+    /// Takes the payload out, if the message has one: a request's or notification's
+    /// `params` are left absent, a response's `result` `null`.
     pub(crate) fn take_payload(&mut self) -> Option<Box<RawValue>> {
         let null = || RawValue::NULL.to_owned();
         match self {

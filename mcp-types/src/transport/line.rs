@@ -9,7 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite};
 
-use super::encode::{encode_line, is_split, split_line, SplitLine, LARGE_LINE_BYTES};
+use super::encode::{encode_line, split_line, SplitLine, LARGE_LINE_BYTES};
 use super::hint::{Fault, LineHint};
 use super::output::{note_more_ahead, Output};
 use super::stop::Stop;
@@ -260,22 +260,17 @@ where
         }))
     }
 
-    fn try_send(&self, frame: Frame) -> Result<(), TrySendError> {
+    fn try_send(&self, mut frame: Frame) -> Result<(), TrySendError> {
         if self.closed.get().is_some() {
             return Err(TrySendError::Closed(self.closed_error()));
         }
-        // Tested first: the common small frame is not moved in and out of the split.
-        let pushed = if is_split(&frame) {
-            match split_line(frame) {
-                Ok(SplitLine {
-                    head,
-                    payload,
-                    tail,
-                }) => self.out.push_payload(head, payload, &tail),
-                Err(frame) => self.out.push(|buf| encode_line(&frame, buf)),
-            }
-        } else {
-            self.out.push(|buf| encode_line(&frame, buf))
+        let pushed = match split_line(&mut frame) {
+            Some(SplitLine {
+                head,
+                payload,
+                tail,
+            }) => self.out.push_payload(head, payload, &tail),
+            None => self.out.push(|buf| encode_line(&frame, buf)),
         };
         pushed.map_err(|()| TrySendError::Closed(self.closed_error()))
     }
