@@ -126,12 +126,7 @@ impl Client {
         if transport.mirrors_tool_headers() {
             // TOOL-09: over HTTP, a tool whose x-mcp-header annotations are invalid is dropped.
             tools.retain(|t| {
-                let schema = t.input_schema.as_ref().map(|s| s.to_value());
-                let schema = match schema {
-                    None => Ok(Value::Null),
-                    Some(s) => s.map_err(|e| e.to_string()),
-                };
-                match schema.and_then(|s| mcp_types::headers::header_params(&s)) {
+                match mcp_types::headers::listed_header_params(t.input_schema.as_ref()) {
                     Ok(_) => true,
                     Err(why) => {
                         tracing::warn!(tool = %t.name, "dropping tool with invalid x-mcp-header: {why}");

@@ -189,6 +189,23 @@ fn is_tchar(c: char) -> bool {
 /// The largest integer a mirrored header may carry (and its negation the smallest).
 pub const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 
+/// [`header_params`] of a tool's `inputSchema` as it was listed (absent: none). Text
+/// that cannot hold the annotation (no `"x-mcp-header"` key and no escape that could spell
+/// one) has none, and is not decoded; an `inputSchema` nested too deep to decode is an
+/// error, as one [`header_params`] refuses.
+pub fn listed_header_params(
+    input_schema: Option<&crate::raw::RawJson>,
+) -> Result<Vec<HeaderParam>, String> {
+    let Some(schema) = input_schema else {
+        return Ok(Vec::new());
+    };
+    let text = schema.get();
+    if !crate::raw::may_contain_key(text, "x-mcp-header") && !crate::raw::has_key_escapes(text) {
+        return Ok(Vec::new());
+    }
+    header_params(&schema.to_value().map_err(|e| e.to_string())?)
+}
+
 /// Reads the `x-mcp-header` annotations of a tool's `inputSchema`, checking the spec's
 /// constraints: non-empty token syntax (which excludes CR and LF), case-insensitively
 /// unique, only on `integer`, `string` or `boolean` properties, and only on properties
@@ -337,5 +354,25 @@ mod param_tests {
             assert!(header_params(&s).is_err(), "{s}");
         }
         assert_eq!(header_params(&json!({"type": "object"})), Ok(vec![]));
+    }
+
+    #[test]
+    fn listed_schemas_read_as_decoded_ones() {
+        let escaped = r#"{"type":"object","properties":{"r":{"type":"string","x\u002dmcp-header":"Region"}}}"#;
+        let plain =
+            r#"{"type":"object","properties":{"r":{"type":"string","x-mcp-header":"Region"}}}"#;
+        let bad = r#"{"type":"object","x-mcp-header":"Root"}"#;
+        for text in [escaped, plain, bad, r#"{"type":"object"}"#, "null", "[]"] {
+            let raw: crate::raw::RawJson = serde_json::from_str(text).expect("json");
+            let decoded: serde_json::Value = serde_json::from_str(text).expect("json");
+            assert_eq!(
+                listed_header_params(Some(&raw)),
+                header_params(&decoded),
+                "{text}"
+            );
+        }
+        let found = listed_header_params(Some(&serde_json::from_str(escaped).expect("json")));
+        assert_eq!(found.map(|p| p.len()), Ok(1), "an escaped key is read");
+        assert_eq!(listed_header_params(None), Ok(vec![]));
     }
 }

@@ -586,8 +586,7 @@ impl Transport for HttpTransport {
         let map = tools
             .iter()
             .filter_map(|t| {
-                let schema = t.input_schema.as_ref()?.to_value().ok()?;
-                let params = headers::header_params(&schema).ok()?;
+                let params = headers::listed_header_params(t.input_schema.as_ref()).ok()?;
                 (!params.is_empty()).then(|| (t.name.clone(), params))
             })
             .collect();

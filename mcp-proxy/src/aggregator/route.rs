@@ -27,11 +27,7 @@ pub(crate) struct Route {
 
 impl Route {
     pub(super) fn new(upstream: UpstreamId, tool: Exact<Tool>, hints_trusted: bool) -> Self {
-        let header_params = tool
-            .input_schema
-            .as_ref()
-            .and_then(|s| s.to_value().ok())
-            .and_then(|s| mcp_types::headers::header_params(&s).ok())
+        let header_params = mcp_types::headers::listed_header_params(tool.input_schema.as_ref())
             .unwrap_or_default();
         Route {
             header_params,
