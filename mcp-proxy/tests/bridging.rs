@@ -2,6 +2,8 @@
 //! with a real request, a 2026 one with `InputRequiredResult` — reached through the
 //! Aggregator by 2026 and legacy hosts (our client, in memory).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_client::{CallOptions, ClientError, ClientHandler, ClientOptions, EraChoice, NoHandler};
@@ -271,4 +273,101 @@ async fn a_large_calls_question_is_answered_in_every_era_pairing() {
         }
         agg.shutdown().await;
     }
+}
+
+/// An upstream whose `ask` asks its client `question` once, and how often `ask` ran.
+fn asker(question: Value) -> (UpstreamConfig, Arc<AtomicUsize>) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = runs.clone();
+    let mut tools = mcp_server::ToolRegistry::new();
+    tools.tool(
+        "ask",
+        "Asks once, then counts the text.",
+        move |a: LongArgs, ctx: mcp_server::RequestContext| {
+            let (runs, question) = (counted.clone(), question.clone());
+            async move {
+                runs.fetch_add(1, Ordering::SeqCst);
+                if ctx.input_response("q").is_none() {
+                    let mut requests = Map::new();
+                    requests.insert("q".into(), question);
+                    return Ok(mcp_server::Outcome::InputRequired(InputRequiredResult {
+                        input_requests: Some(requests),
+                        request_state: Some("ask:1".into()),
+                        ..Default::default()
+                    }));
+                }
+                Ok(mcp_server::Outcome::Complete(CallToolResult {
+                    content: vec![ContentBlock::text(format!("{} bytes", a.text.len()))],
+                    ..Default::default()
+                }))
+            }
+        },
+    );
+    let up = UpstreamConfig::new("ask", UpstreamTransport::InProcess(Server::new(tools)))
+        .revision(Revision::V2026_07_28);
+    (up, runs)
+}
+
+/// A legacy host that declared no capability a question needs lets go of a large call's
+/// arguments: the 2026 upstream's question is refused for want of the capability, and the
+/// call never runs again (which it could only do without its arguments).
+#[tokio::test]
+async fn a_host_that_cannot_be_asked_is_refused_and_the_call_runs_once() {
+    let (up, runs) = asker(json!({"method": "elicitation/create", "params": {
+        "mode": "form", "message": "What is your name?",
+        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
+    }}));
+    let agg = Aggregator::start(vec![up], Default::default())
+        .await
+        .expect("start");
+    let client = host(
+        &agg,
+        Ada,
+        options(EraChoice::Legacy(Revision::V2025_06_18), false),
+    )
+    .await;
+    let mut args = Map::new();
+    args.insert("text".into(), json!("x".repeat(200 * 1024)));
+    match client.call_tool("ask__ask", args).await {
+        Err(ClientError::Server(e)) => assert_eq!(
+            e.code,
+            mcp_types::codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            "{}",
+            e.message
+        ),
+        other => panic!("expected the missing capability, got {other:?}"),
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the call ran once");
+    client.close().await;
+    agg.shutdown().await;
+}
+
+/// A question of none of the kinds `InputRequest` allows (sampling, elicitation, roots)
+/// cannot be put to a legacy host as a request of its revision: refused, the host is not
+/// asked, and the call does not run again.
+#[tokio::test]
+async fn a_question_of_no_known_kind_is_refused_for_a_legacy_host() {
+    let (up, runs) = asker(json!({"method": "custom/ask", "params": {"what": "anything"}}));
+    let agg = Aggregator::start(vec![up], Default::default())
+        .await
+        .expect("start");
+    let client = host(
+        &agg,
+        Ada,
+        options(EraChoice::Legacy(Revision::V2025_06_18), true),
+    )
+    .await;
+    let mut args = Map::new();
+    args.insert("text".into(), json!("short"));
+    match client.call_tool("ask__ask", args).await {
+        Err(ClientError::Server(e)) => assert!(
+            e.message.contains("custom/ask") && e.message.contains("not a kind of input request"),
+            "{}",
+            e.message
+        ),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the call ran once");
+    client.close().await;
+    agg.shutdown().await;
 }

@@ -76,6 +76,7 @@ impl Session {
                 ir.result_type = Some(ResultType::InputRequired);
                 return Ok(Outcome::InputRequired(ir));
             }
+            check_kinds(&ctx, &requests)?;
             rounds += 1;
             if rounds > self.shared.options.max_input_rounds {
                 return Err(internal(format!(
@@ -154,6 +155,26 @@ fn check_capabilities(
         }
     }
     Ok(())
+}
+
+/// Refuses, for a legacy client, an input request of none of the three kinds the protocol
+/// defines (`InputRequest` is sampling, elicitation or roots): no request of its revision
+/// asks it, and a client that declared none of their capabilities is never asked anything
+/// (see [`ClientCapabilities::answers_input_requests`]).
+fn check_kinds(
+    ctx: &RequestContext,
+    requests: &[(String, InputRequest)],
+) -> Result<(), ErrorObject> {
+    match requests
+        .iter()
+        .find(|(_, r)| capability_for(&r.method).is_none())
+    {
+        Some((_, r)) => Err(internal(format!(
+            "cannot ask a {} client for {}: not a kind of input request",
+            ctx.revision, r.method
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// A request for input as a 2026-07-28 client receives it: checked against what it

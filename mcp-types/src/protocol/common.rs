@@ -179,6 +179,16 @@ wire_object! {
     }
 }
 
+impl ClientCapabilities {
+    /// Whether the client declared a capability an input request needs (sampling,
+    /// elicitation or roots: the three kinds of `InputRequest`). A client that declared
+    /// none of them is never asked for input, so a request of its never runs a second
+    /// round.
+    pub fn answers_input_requests(&self) -> bool {
+        self.sampling.is_some() || self.elicitation.is_some() || self.roots.is_some()
+    }
+}
+
 wire_object! {
     /// What a server supports.
     pub struct ServerCapabilities {

@@ -176,13 +176,15 @@ impl Prepared {
     /// request is written: they are large, the call is not retried (TOOL-18), and no round
     /// of input sends them anew. A legacy host's answers to a question reach the upstream
     /// through the request parked here, unless the upstream asks by answering (2026-07-28),
-    /// when the retry is a new request carrying them; a 2026 host retries with its own.
+    /// when the retry is a new request carrying them; a 2026 host retries with its own, and
+    /// a host that declared no capability an input request needs is never asked.
     fn arguments_done(&self, host: &RequestContext) -> bool {
         let asks_by_answering = || features::input_required_results(self.link.client.revision());
         let host_retries_itself = || features::input_required_results(host.revision());
+        let host_never_asked = || !host.client_capabilities().answers_input_requests();
         self.request.params().get().len() >= FORGET_ARGUMENTS_BYTES
             && !self.may_retry
-            && (host_retries_itself() || !asks_by_answering())
+            && (host_retries_itself() || host_never_asked() || !asks_by_answering())
     }
 }
 
