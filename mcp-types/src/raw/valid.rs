@@ -15,6 +15,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use memchr::memchr2;
+
 use super::scan::{quote_or_backslash, HIGH_BITS};
 use super::{prewritten_ref, RawObject};
 
@@ -218,16 +220,20 @@ fn string_end(b: &[u8], mut at: usize) -> Option<(usize, bool)> {
     }
 }
 
-/// The first quote or backslash at or after `at`, eight bytes at a time.
+/// The first quote or backslash at or after `at`: the first bytes eight at a time (most
+/// strings are short, and a call to `memchr2` costs more than such a string), the rest of
+/// a long one searched, so a large payload is passed over at the speed of a search.
 fn stop_at(b: &[u8], mut at: usize) -> Option<usize> {
-    while let Some(chunk) = b.get(at..at + 8) {
+    let words_end = b.len().min(at.saturating_add(64));
+    while at + 8 <= words_end {
+        let chunk = b.get(at..at + 8)?;
         let flags = quote_or_backslash(u64::from_le_bytes(chunk.try_into().ok()?)) & HIGH_BITS;
         if flags != 0 {
             return Some(at + flags.trailing_zeros() as usize / 8);
         }
         at += 8;
     }
-    Some(at + b.get(at..)?.iter().position(|&c| c == b'"' || c == b'\\')?)
+    Some(at + memchr2(b'"', b'\\', b.get(at..)?)?)
 }
 
 #[cfg(test)]
@@ -393,6 +399,30 @@ mod tests {
         assert_eq!(strings(r#"["ok","cut"#).nth(1), Some(Err(Unterminated)));
         assert_eq!(strings(r#"["ok","cut\"#).count(), 2);
         assert_eq!(strings("[1, 2]").count(), 0);
+    }
+
+    /// Past its first words a string is searched, not stepped through: its escapes and
+    /// its end are found wherever they fall, and so is every string after it.
+    #[test]
+    fn a_long_strings_escapes_and_end_are_found_wherever_they_fall() {
+        for before in [60, 63, 64, 65, 71, 72, 200] {
+            let long = format!("{}\\\"{}", "x".repeat(before), "y".repeat(before));
+            let text = format!(r#"{{"k":"{long}","after":"{}","z":1}}"#, "w".repeat(before));
+            let got: Vec<(String, bool)> = strings(&text)
+                .map(|s| s.map(|(t, e)| (String::from_utf8_lossy(t).into_owned(), e)))
+                .collect::<Result<_, _>>()
+                .expect("JSON");
+            let want = vec![
+                ("k".to_string(), false),
+                (long.clone(), true),
+                ("after".to_string(), false),
+                ("w".repeat(before), false),
+                ("z".to_string(), false),
+            ];
+            assert_eq!(got, want, "{before} bytes before the escape");
+            let cut = &text[..text.len() - 12];
+            assert_eq!(strings(cut).last(), Some(Err(Unterminated)), "{cut}");
+        }
     }
 
     #[test]
