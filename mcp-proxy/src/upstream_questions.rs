@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mcp_client::{ClientError, ClientHandler};
+use mcp_server::HostSessionId;
 use mcp_types::protocol::*;
 use mcp_types::{codes, ErrorObject};
 use parking_lot::Mutex;
@@ -109,6 +110,8 @@ struct Slot {
     task: Option<String>,
     /// What its host declared.
     caps: Arc<ClientCapabilities>,
+    /// Its host's session, when it has one.
+    host: Option<HostSessionId>,
     sink: Arc<dyn EventSink>,
 }
 
@@ -138,15 +141,16 @@ impl Drop for SlotGuard {
 }
 
 impl Calls {
-    /// Registers a call made for a host that declared `caps` (waiting on upstream task
-    /// `task`, for a held `tasks/result`).
+    /// Registers a call made for a host that declared `caps`, in host session `host`
+    /// (waiting on upstream task `task`, for a held `tasks/result`).
     pub(crate) fn enter(
         self: &Arc<Self>,
         caps: Arc<ClientCapabilities>,
+        host: Option<HostSessionId>,
         task: Option<String>,
     ) -> (SlotGuard, Arc<Inbox>) {
         let inbox = Arc::new(Inbox::default());
-        let guard = self.enter_sink(caps, task, inbox.clone());
+        let guard = self.enter_sink(caps, host, task, inbox.clone());
         (guard, inbox)
     }
 
@@ -169,6 +173,7 @@ impl Calls {
     pub(crate) fn enter_sink(
         self: &Arc<Self>,
         caps: Arc<ClientCapabilities>,
+        host: Option<HostSessionId>,
         task: Option<String>,
         sink: Arc<dyn EventSink>,
     ) -> SlotGuard {
@@ -177,6 +182,7 @@ impl Calls {
             id,
             task,
             caps,
+            host,
             sink: sink.clone(),
         });
         self.entered.notify_waiters();
@@ -242,8 +248,10 @@ impl Calls {
     }
 
     /// The one call a log message belongs to: the held call of the task it names, else
-    /// the only call in flight. With several calls in flight a log line names none of
-    /// them, and no host may see another host's traffic: it belongs to no call.
+    /// the only call in flight, or the first when every call in flight is one host
+    /// session's (the calls of a host sharing a pooled session). With calls of several
+    /// hosts in flight a log line names none of them, and no host may see another host's
+    /// traffic: it belongs to no call.
     fn log_slot(&self, task: Option<&str>) -> Option<Slot> {
         let s = self.slots.lock();
         match task {
@@ -252,8 +260,11 @@ impl Calls {
                 .rev()
                 .find(|x| x.task.as_deref() == Some(t))
                 .cloned(),
-            None if s.len() == 1 => s.first().cloned(),
-            None => None,
+            None => {
+                let first = s.first()?;
+                let one_host = first.host.is_some() && s.iter().all(|x| x.host == first.host);
+                (s.len() == 1 || one_host).then(|| first.clone())
+            }
         }
     }
 

@@ -1,8 +1,9 @@
 //! Every host's traffic stays with that host: several hosts on one gateway in front of one
 //! legacy upstream that asks questions and logs while it works. With a session per host,
-//! or pooled sessions lent to one call at a time, each question and log line reaches
-//! exactly the host whose call caused it; on a shared connection what cannot be tied to
-//! one call is refused or kept in the gateway's log, never misdelivered.
+//! or pooled sessions lent to one call at a time (or to the calls of one host that can be
+//! asked nothing), each question and log line reaches exactly the host whose call caused
+//! it; on a shared connection what cannot be tied to one call is refused or kept in the
+//! gateway's log, never misdelivered.
 
 use std::time::Duration;
 
@@ -420,6 +421,61 @@ async fn a_pooled_session_whose_call_was_cancelled_is_not_lent_again() {
     assert_eq!(agg.status()[0].pooled_sessions, 1);
     host_a.close().await;
     agg.shutdown().await;
+}
+
+/// `n` calls of `tool` from `host` at once, each on a task of its own.
+fn at_once(
+    host: &Client,
+    n: usize,
+    tool: &'static str,
+    args: serde_json::Value,
+) -> Vec<tokio::task::JoinHandle<Result<String, String>>> {
+    (0..n)
+        .map(|_| {
+            let (host, args) = (host.clone(), args.clone());
+            tokio::spawn(async move { call(&host, tool, args).await })
+        })
+        .collect()
+}
+
+/// A host that can be asked nothing holds one pooled session however many of its calls are
+/// in flight (not one upstream process per call); another host never shares it; and every
+/// line the upstream logs during a host's several calls reaches that host and no other.
+#[tokio::test]
+async fn the_calls_of_a_host_that_can_be_asked_nothing_share_one_pooled_session() {
+    let (agg, held) = gateway_holding(pooled(8)).await;
+    let (a, b) = (Recorder::new("A"), Recorder::new("B"));
+    let host_a = host(&agg, a.clone(), opts_without_anything()).await;
+    let host_b = host(&agg, b.clone(), opts_without_anything()).await;
+    let mut calls = at_once(&host_a, 4, "slow", json!({"held": true}));
+    calls.extend(at_once(&host_b, 4, "slow", json!({"held": true})));
+    for _ in 0..8 {
+        assert!(held.entered().await, "every call reached the upstream");
+    }
+    assert_eq!(agg.status()[0].pooled_sessions, 2, "one session per host");
+    for _ in 0..8 {
+        held.release();
+    }
+    for c in calls {
+        assert_eq!(c.await.expect("joined").as_deref(), Ok("slept"));
+    }
+    // Three chatty calls of each host at once, on its one session.
+    let mut chats = Vec::new();
+    for (h, who) in [(&host_a, "A"), (&host_b, "B")] {
+        chats.extend(at_once(h, 3, "chatty", json!({"who": who, "n": 10})));
+    }
+    for c in chats {
+        assert_eq!(c.await.expect("joined").as_deref(), Ok("done"));
+    }
+    all_logged(&a, &b, 30).await;
+    each_heard_only_its_own(&a, &b);
+    assert_eq!(
+        (a.logs().len(), b.logs().len()),
+        (30, 30),
+        "every line reaches its host"
+    );
+    assert_eq!(agg.status()[0].pooled_sessions, 2);
+    leave(agg, [host_a, host_b]).await;
 }
 
 /// A legacy stdio upstream whose `who` answers with its process id and the call's `n`.

@@ -196,7 +196,8 @@ impl Flights {
         let task = (method_name == method::TASKS_RESULT)
             .then(|| params.get_str("taskId").map(|t| t.into_owned()))
             .flatten();
-        let slot = calls.enter(ctx.client_capabilities_arc(), task);
+        let host = ctx.host_session().map(|h| h.id());
+        let slot = calls.enter(ctx.client_capabilities_arc(), host, task);
         let request = client.prepare_raw(method_name, params, &opts);
         let call = Box::pin(async move { client.send_raw(request, &opts).await });
         Flight {

@@ -12,7 +12,7 @@ use mcp_types::protocol::ClientCapabilities;
 use super::own_lists::OwnSessions;
 use super::pool::{Pool, Upstream};
 use crate::sessions::host::HostLinks;
-use crate::sessions::pool::SessionPool;
+use crate::sessions::pool::{SessionPool, Sharer};
 use crate::sessions::{bridged_capabilities, fits_start, Link};
 use crate::upstream_questions::Calls;
 
@@ -101,9 +101,10 @@ impl Links {
         match self.via(i, ctx) {
             Via::Own(links, host) => return links.get(host.id()),
             Via::Pool(pool, links, host) => {
+                let capabilities = bridged_capabilities(ctx.client_capabilities());
                 return links
                     .get(host.id())
-                    .or_else(|| pool.try_lease(&bridged_capabilities(ctx.client_capabilities())));
+                    .or_else(|| pool.try_lease(&capabilities, sharer(&capabilities, host)));
             }
             Via::Shared => {}
         }
@@ -154,6 +155,7 @@ impl Links {
                     .lease(
                         &u.config.key,
                         &capabilities,
+                        sharer(&capabilities, host),
                         self.pool.call_timeout(i),
                         open,
                     )
@@ -202,6 +204,12 @@ impl Links {
             lease: None,
         })
     }
+}
+
+/// Whether `host`'s calls may share a pooled session (see `sessions::pool`): it can be asked
+/// nothing, so the session declares nothing either.
+fn sharer(capabilities: &ClientCapabilities, host: &HostSession) -> Sharer {
+    (!capabilities.answers_input_requests()).then(|| host.id())
 }
 
 #[cfg(test)]

@@ -6,7 +6,9 @@
 //!
 //! - [`SessionMode::Pooled`] (the default): a bounded pool of upstream sessions
 //!   ([`pool::SessionPool`]), each carrying **one call at a time**, so whatever the
-//!   upstream asks or logs during a call belongs to that call's host. A session declares
+//!   upstream asks or logs during a call belongs to that call's host; a host that can be
+//!   asked nothing (it declared none of sampling, elicitation, roots) has all its calls in
+//!   flight share one session, whose upstream has nobody to ask. A session declares
 //!   exactly the capabilities of the hosts it serves (hosts are pooled by what they
 //!   declared). A host that makes the upstream keep state for it across calls (a resource
 //!   subscription, a task) gets a session of its own from then on, as in `PerHost`.
@@ -85,8 +87,9 @@ pub enum SessionMode {
     /// Each host session gets an upstream session of its own: for an upstream that keeps
     /// state per client across calls.
     PerHost(PerHostLimits),
-    /// A bounded pool of sessions, each carrying one call at a time (the default); a host
-    /// that makes the upstream keep state for it gets a session of its own.
+    /// A bounded pool of sessions, each carrying one call at a time, or the calls of one
+    /// host that can be asked nothing (the default); a host that makes the upstream keep
+    /// state for it gets a session of its own.
     Pooled(PoolLimits),
 }
 

@@ -1,5 +1,6 @@
 //! The pooled upstream sessions of one upstream ([`super::SessionMode::Pooled`]): at most
-//! [`PoolLimits::max_sessions`], each lent to one call at a time.
+//! [`PoolLimits::max_sessions`], each lent to one call at a time, or to the calls of one host
+//! that can be asked nothing ([`Sharer`]).
 //!
 //! A call takes a [`Lease`] on a session opened with its host's capabilities: an idle one
 //! if there is one, else a new one while the pool has room, else (the pool full of idle
@@ -13,6 +14,13 @@
 //! one's, never the next host's). What remains: a log line the upstream writes after its
 //! answer reaches the next call on that session, if one is in flight by then.
 //!
+//! A host that declared none of sampling, elicitation and roots is asked nothing: a session
+//! opened with its capabilities declares none either, so the upstream has no question to
+//! tie to a call, and all it logs during the host's calls is that host's. Such a host's calls
+//! in flight share one session (a host with 16 calls in flight holds one upstream process,
+//! not 16); the session goes back to the pool when the last of them ends, and is closed
+//! then if any of them was not answered.
+//!
 //! A call parked for its host's answers (an upstream's question relayed as an
 //! `InputRequiredResult`) keeps its session until it is resumed or `input_timeout` ends
 //! it: hosts that never answer hold sessions that long.
@@ -21,9 +29,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+use mcp_server::HostSessionId;
 use mcp_types::protocol::ClientCapabilities;
 use parking_lot::Mutex;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use super::{shutting_down, Link, LinkError, PoolLimits};
 
@@ -35,13 +44,34 @@ struct Session {
     link: Link,
     /// Since when it has had no call; `None` while lent.
     idle_since: Option<Instant>,
+    /// While lent: the calls holding it, the host whose calls may share it, and its permit.
+    lent: Lent,
 }
+
+/// A session's calls while it is lent.
+#[derive(Default)]
+struct Lent {
+    calls: usize,
+    /// The host whose calls share it, if it may be shared.
+    sharer: Option<HostSessionId>,
+    /// A call on it was not answered, or the upstream was asking when one ended: closed
+    /// when its last call ends.
+    spoilt: bool,
+    /// One of the pool's `max_sessions` permits, held while any call holds the session.
+    permit: Option<OwnedSemaphorePermit>,
+}
+
+/// The host whose calls may share one pooled session: a host that can be asked nothing
+/// (see the module's documentation), `None` for any other.
+pub(crate) type Sharer = Option<HostSessionId>;
 
 #[derive(Default)]
 struct State {
     sessions: Vec<Session>,
     /// Sessions being opened (each by a caller holding a permit).
     opening: usize,
+    /// The hosts a session being opened is for, whose other calls wait for it.
+    opening_for: Vec<HostSessionId>,
 }
 
 /// The pooled sessions of one upstream.
@@ -56,15 +86,16 @@ pub(crate) struct SessionPool {
     restarts: AtomicU64,
     /// Whether the task that closes idle sessions runs.
     sweeping: AtomicBool,
+    /// Told when a session opened for a host (or failed to): its other calls may join it.
+    opened_for: Notify,
 }
 
 /// A session lent to one call. Dropped, the session goes back to the pool if the call was
-/// [`Lease::answered`], and is closed otherwise.
+/// [`Lease::answered`] (and no other call holds it), and is closed otherwise.
 pub(crate) struct Lease {
     pool: Weak<SessionPool>,
     id: u64,
     answered: AtomicBool,
-    _permit: OwnedSemaphorePermit,
 }
 
 impl Lease {
@@ -80,7 +111,6 @@ impl Drop for Lease {
         if let Some(pool) = self.pool.upgrade() {
             pool.give_back(self.id, self.answered.load(Ordering::Acquire));
         }
-        // The permit is released after the session is back: a caller it wakes finds it.
     }
 }
 
@@ -94,6 +124,7 @@ impl SessionPool {
             closed: AtomicBool::new(false),
             restarts: AtomicU64::new(0),
             sweeping: AtomicBool::new(false),
+            opened_for: Notify::new(),
         }
     }
 
@@ -118,21 +149,75 @@ impl SessionPool {
             .sum()
     }
 
-    /// An idle session for `capabilities` if one is there now (no waiting, no opening).
-    pub(crate) fn try_lease(self: &Arc<Self>, capabilities: &ClientCapabilities) -> Option<Link> {
+    /// A session for `capabilities` if one is there now (no waiting, no opening): one
+    /// `sharer`'s calls hold, else an idle one.
+    pub(crate) fn try_lease(
+        self: &Arc<Self>,
+        capabilities: &ClientCapabilities,
+        sharer: Sharer,
+    ) -> Option<Link> {
         if self.closed.load(Ordering::SeqCst) {
             return None;
         }
+        if let Some(shared) = self.join(capabilities, sharer) {
+            return Some(shared);
+        }
         let permit = self.permits.clone().try_acquire_owned().ok()?;
-        self.take_idle(capabilities, permit, false).ok()
+        self.take_idle(capabilities, permit, false, sharer).ok()
     }
 
-    /// A session for a call of a host that declared `capabilities`: an idle one, else one
-    /// opened with `open`, waiting at most `wait` for a session to come free.
+    /// A session `sharer`'s calls hold now, for one more of them.
+    fn join(self: &Arc<Self>, capabilities: &ClientCapabilities, sharer: Sharer) -> Option<Link> {
+        sharer?;
+        let mut state = self.state.lock();
+        let s = state.sessions.iter_mut().find(|s| {
+            s.lent.calls > 0
+                && s.lent.sharer == sharer
+                && !s.lent.spoilt
+                && s.capabilities == *capabilities
+                && s.link.client.close_reason().is_none()
+        })?;
+        s.lent.calls += 1;
+        Some(self.lend(s))
+    }
+
+    /// A session `sharer`'s calls hold, waiting (until `deadline`) while one is being
+    /// opened for them rather than opening another: `Ok(None)` when there is neither,
+    /// `Err` when the wait ran out.
+    async fn join_when_opened(
+        self: &Arc<Self>,
+        capabilities: &ClientCapabilities,
+        sharer: Sharer,
+        deadline: tokio::time::Instant,
+    ) -> Result<Option<Link>, ()> {
+        let Some(host) = sharer else {
+            return Ok(None);
+        };
+        loop {
+            let opened = self.opened_for.notified();
+            tokio::pin!(opened);
+            // Registered before the look, so a session opened in between still wakes us.
+            opened.as_mut().enable();
+            if let Some(shared) = self.join(capabilities, sharer) {
+                return Ok(Some(shared));
+            }
+            if !self.state.lock().opening_for.contains(&host) {
+                return Ok(None);
+            }
+            if tokio::time::timeout_at(deadline, opened).await.is_err() {
+                return Err(());
+            }
+        }
+    }
+
+    /// A session for a call of a host that declared `capabilities`: one `sharer`'s calls
+    /// hold, else an idle one, else one opened with `open`, waiting at most `wait` for a
+    /// session to come free.
     pub(crate) async fn lease<F, Fut>(
         self: &Arc<Self>,
         upstream: &str,
         capabilities: &ClientCapabilities,
+        sharer: Sharer,
         wait: Duration,
         open: F,
     ) -> Result<Link, LinkError>
@@ -144,7 +229,14 @@ impl SessionPool {
             upstream: upstream.into(),
             max: self.limits.max_sessions,
         };
-        let permit = match tokio::time::timeout(wait, self.permits.clone().acquire_owned()).await {
+        let deadline = tokio::time::Instant::now() + wait;
+        match self.join_when_opened(capabilities, sharer, deadline).await {
+            Ok(Some(shared)) => return Ok(shared),
+            Ok(None) => {}
+            Err(()) => return Err(busy()),
+        }
+        let acquire = self.permits.clone().acquire_owned();
+        let permit = match tokio::time::timeout_at(deadline, acquire).await {
             Ok(Ok(permit)) => permit,
             Ok(Err(_)) => return Err(shutting_down()),
             Err(_) => {
@@ -156,17 +248,21 @@ impl SessionPool {
                 return Err(busy());
             }
         };
-        let permit = match self.take_idle(capabilities, permit, true) {
+        // Another call of the same host may have taken a session while this one waited.
+        if let Some(shared) = self.join(capabilities, sharer) {
+            return Ok(shared);
+        }
+        let permit = match self.take_idle(capabilities, permit, true, sharer) {
             Ok(link) => return Ok(link),
             Err(permit) => permit,
         };
         // Counted as opening until this is done, however it ends (a caller that goes away
         // drops this future in the middle).
-        let _opening = Opening(self);
+        let _opening = Opening(self, sharer);
         let link = open().await.map_err(LinkError::Connect)?;
         tracing::info!(upstream, "pooled upstream session opened");
         self.sweep_idle();
-        self.opened(capabilities.clone(), link, permit)
+        self.opened(capabilities.clone(), link, permit, sharer)
             .ok_or_else(shutting_down)
     }
 
@@ -178,6 +274,7 @@ impl SessionPool {
         capabilities: &ClientCapabilities,
         permit: OwnedSemaphorePermit,
         open: bool,
+        sharer: Sharer,
     ) -> Result<Link, OwnedSemaphorePermit> {
         let mut gone = Vec::new();
         let result = {
@@ -198,7 +295,13 @@ impl SessionPool {
             match idle {
                 Some(s) => {
                     s.idle_since = None;
-                    Ok(self.lend(s, permit))
+                    s.lent = Lent {
+                        calls: 1,
+                        sharer,
+                        spoilt: false,
+                        permit: Some(permit),
+                    };
+                    Ok(self.lend(s))
                 }
                 None if !open => Err(permit),
                 None => {
@@ -214,6 +317,7 @@ impl SessionPool {
                         }
                     }
                     state.opening += 1;
+                    state.opening_for.extend(sharer);
                     Err(permit)
                 }
             }
@@ -222,7 +326,8 @@ impl SessionPool {
         result
     }
 
-    fn lend(self: &Arc<Self>, s: &Session, permit: OwnedSemaphorePermit) -> Link {
+    /// A call's link to `s`, which counts the call already.
+    fn lend(self: &Arc<Self>, s: &Session) -> Link {
         Link {
             client: s.link.client.clone(),
             calls: s.link.calls.clone(),
@@ -230,7 +335,6 @@ impl SessionPool {
                 pool: Arc::downgrade(self),
                 id: s.id,
                 answered: AtomicBool::new(false),
-                _permit: permit,
             })),
         }
     }
@@ -241,6 +345,7 @@ impl SessionPool {
         capabilities: ClientCapabilities,
         link: Link,
         permit: OwnedSemaphorePermit,
+        sharer: Sharer,
     ) -> Option<Link> {
         let mut state = self.state.lock();
         if self.closed.load(Ordering::SeqCst) {
@@ -253,37 +358,51 @@ impl SessionPool {
             capabilities,
             link,
             idle_since: None,
+            lent: Lent {
+                calls: 1,
+                sharer,
+                spoilt: false,
+                permit: Some(permit),
+            },
         };
-        let lent = self.lend(&s, permit);
+        let lent = self.lend(&s);
         state.sessions.push(s);
         Some(lent)
     }
 
-    /// A lease ended: its session is idle again, or closed when its call was not answered,
+    /// A lease ended. When it was its session's last call, the session is idle again, or
+    /// closed when a call on it was not answered, the upstream was asking when one ended,
     /// its upstream ended it, or the pool is closing.
     fn give_back(&self, id: u64, answered: bool) {
-        let gone = {
+        // The permit is released after the session is back: a caller it wakes finds it.
+        let (gone, _permit) = {
             let mut state = self.state.lock();
             let Some(k) = state.sessions.iter().position(|s| s.id == id) else {
                 return;
             };
             let s = &mut state.sessions[k];
-            let ended = s.link.client.close_reason().is_some();
             let asking = s.link.client.requests_being_served() > 0;
-            if answered && !ended && !asking && !self.closed.load(Ordering::SeqCst) {
+            s.lent.spoilt |= !answered || asking;
+            s.lent.calls = s.lent.calls.saturating_sub(1);
+            if s.lent.calls > 0 {
+                return;
+            }
+            let ended = s.link.client.close_reason().is_some();
+            let lent = std::mem::take(&mut s.lent);
+            if !lent.spoilt && !ended && !self.closed.load(Ordering::SeqCst) {
                 s.idle_since = Some(Instant::now());
                 return;
             }
             if ended {
                 self.restarts.fetch_add(1, Ordering::Relaxed);
-            } else if !answered || asking {
+            } else if lent.spoilt {
                 tracing::debug!(
                     answered,
                     asking,
                     "a pooled upstream session whose call may still run there is closed"
                 );
             }
-            state.sessions.swap_remove(k).link
+            (state.sessions.swap_remove(k).link, lent.permit)
         };
         close_later(vec![gone]);
     }
@@ -337,13 +456,25 @@ impl SessionPool {
     }
 }
 
-/// A session being opened, counted in [`State::opening`] until this drops.
-struct Opening<'a>(&'a SessionPool);
+/// A session being opened, counted in [`State::opening`] (and for its host in
+/// [`State::opening_for`]) until this drops.
+struct Opening<'a>(&'a SessionPool, Sharer);
 
 impl Drop for Opening<'_> {
     fn drop(&mut self) {
-        let mut state = self.0.state.lock();
-        state.opening = state.opening.saturating_sub(1);
+        {
+            let mut state = self.0.state.lock();
+            state.opening = state.opening.saturating_sub(1);
+            if let Some(k) = self
+                .1
+                .and_then(|h| state.opening_for.iter().position(|x| *x == h))
+            {
+                state.opening_for.swap_remove(k);
+            }
+        }
+        if self.1.is_some() {
+            self.0.opened_for.notify_waiters();
+        }
     }
 }
 

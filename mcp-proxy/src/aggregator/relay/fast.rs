@@ -84,6 +84,7 @@ impl Relay {
         }
         let u = &self.pool().get(p.i);
         let caps = call.context().client_capabilities_arc();
+        let host = call.context().host_session().map(|h| h.id());
         let fast = Arc::new(FastCall {
             call: Mutex::new(None),
             agg: self.clone(),
@@ -105,9 +106,9 @@ impl Relay {
             }
         });
         *fast.call.lock() = Some(call);
-        let slot = fast
-            .calls
-            .enter_sink(caps, None, Arc::new(FastSink(Arc::downgrade(&fast))));
+        let slot =
+            fast.calls
+                .enter_sink(caps, host, None, Arc::new(FastSink(Arc::downgrade(&fast))));
         *fast.slot.lock() = Some(slot);
         let timeout = Some(self.pool().call_timeout(p.i));
         let answered = fast.clone();
@@ -298,9 +299,9 @@ impl FastCall {
         let Some(call) = self.take() else {
             return back(ask);
         };
-        let (slot, inbox) = self
-            .calls
-            .enter(call.context().client_capabilities_arc(), None);
+        let ctx = call.context();
+        let host = ctx.host_session().map(|h| h.id());
+        let (slot, inbox) = self.calls.enter(ctx.client_capabilities_arc(), host, None);
         // A new inbox takes it.
         inbox.push(ask)?;
         let cancel = Arc::new(tokio::sync::Notify::new());
