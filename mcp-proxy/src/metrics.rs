@@ -521,6 +521,7 @@ mod tests {
             last_error: None,
             host_sessions: 0,
             pooled_sessions: 0,
+            pooled_waiting: 0,
             revision: None,
             restarts,
             session_renewals: 0,

@@ -124,6 +124,9 @@ pub(crate) struct Calls {
     entered: Notify,
     /// Whether hosts hold resource subscriptions on this connection (it is not idle then).
     held: std::sync::atomic::AtomicBool,
+    /// Whether only one host's calls are ever in flight here at once (a host's own session,
+    /// a pooled one): then every call in flight is that host's.
+    one_host: bool,
 }
 
 /// Removes a call's slot when the call ends.
@@ -141,6 +144,14 @@ impl Drop for SlotGuard {
 }
 
 impl Calls {
+    /// The calls of a connection that serves one host at a time (see [`Calls::log_slot`]).
+    pub(crate) fn for_one_host() -> Self {
+        Calls {
+            one_host: true,
+            ..Calls::default()
+        }
+    }
+
     /// Registers a call made for a host that declared `caps`, in host session `host`
     /// (waiting on upstream task `task`, for a held `tasks/result`).
     pub(crate) fn enter(
@@ -248,10 +259,10 @@ impl Calls {
     }
 
     /// The one call a log message belongs to: the held call of the task it names, else
-    /// the only call in flight, or the first when every call in flight is one host
-    /// session's (the calls of a host sharing a pooled session). With calls of several
-    /// hosts in flight a log line names none of them, and no host may see another host's
-    /// traffic: it belongs to no call.
+    /// the only call in flight, or, on a connection that serves one host at a time, the
+    /// first when every call in flight is one host session's (the calls of a host sharing
+    /// a pooled session). Otherwise a log line names none of them, and no host may see
+    /// another host's traffic: it belongs to no call.
     fn log_slot(&self, task: Option<&str>) -> Option<Slot> {
         let s = self.slots.lock();
         match task {
@@ -262,7 +273,8 @@ impl Calls {
                 .cloned(),
             None => {
                 let first = s.first()?;
-                let one_host = first.host.is_some() && s.iter().all(|x| x.host == first.host);
+                let one_host =
+                    self.one_host && first.host.is_some() && s.iter().all(|x| x.host == first.host);
                 (s.len() == 1 || one_host).then(|| first.clone())
             }
         }

@@ -16,6 +16,8 @@ pub struct UpstreamStatus {
     pub host_sessions: usize,
     /// Pooled upstream sessions open (or opening) ([`crate::sessions::SessionMode::Pooled`]).
     pub pooled_sessions: usize,
+    /// Calls waiting for a pooled session, every one being lent out.
+    pub pooled_waiting: usize,
     /// The revision its shared connection speaks, while connected.
     pub revision: Option<mcp_types::Revision>,
     /// How often its connection ended and it was started again.

@@ -478,6 +478,41 @@ async fn the_calls_of_a_host_that_can_be_asked_nothing_share_one_pooled_session(
     leave(agg, [host_a, host_b]).await;
 }
 
+/// While another host's call waits for the pool's only session, a host that can be asked
+/// nothing does not join its own session with a new call: that call waits its turn behind
+/// the other host's, so that a busy host cannot keep a session from everyone else.
+#[tokio::test]
+async fn a_host_sharing_a_pooled_session_lets_waiting_hosts_go_first() {
+    let (agg, held) = gateway_holding(pooled(1)).await;
+    let host_a = host(&agg, Recorder::new("A"), opts_without_anything()).await;
+    let host_b = host(&agg, Recorder::new("B"), opts_without_anything()).await;
+    let first = at_once(&host_a, 1, "slow", json!({"held": true}));
+    assert!(
+        held.entered().await,
+        "A's first call holds the only session"
+    );
+    let waiting = |n: usize| {
+        let agg = agg.clone();
+        mcp_examples::wait_until(Duration::from_secs(5), move || {
+            std::future::ready(agg.status()[0].pooled_waiting == n)
+        })
+    };
+    let b = at_once(&host_b, 1, "slow", json!({}));
+    assert!(waiting(1).await, "B's call waits for the session");
+    let second = at_once(&host_a, 1, "slow", json!({}));
+    assert!(
+        waiting(2).await,
+        "A's next call waits behind B's, not on A's session"
+    );
+    held.release();
+    for c in first.into_iter().chain(b).chain(second) {
+        assert_eq!(c.await.expect("joined").as_deref(), Ok("slept"));
+    }
+    assert_eq!(agg.status()[0].pooled_sessions, 1);
+    assert_eq!(agg.status()[0].pooled_waiting, 0);
+    leave(agg, [host_a, host_b]).await;
+}
+
 /// A legacy stdio upstream whose `who` answers with its process id and the call's `n`.
 fn echo_pid_script() -> String {
     python_upstream(

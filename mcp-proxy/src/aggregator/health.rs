@@ -25,6 +25,7 @@ impl Health for Aggregator {
                     "sessionRenewals": u.session_renewals,
                     "hostSessions": u.host_sessions,
                     "pooledSessions": u.pooled_sessions,
+                    "pooledWaiting": u.pooled_waiting,
                 })
             })
             .collect();

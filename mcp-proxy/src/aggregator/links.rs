@@ -1,5 +1,6 @@
 //! Which connection a host's request to an upstream goes on: the shared one, the host's
-//! own upstream session, or a pooled session lent to the one call.
+//! own upstream session, or a pooled session lent to the one call (or to the calls of a
+//! host that can be asked nothing).
 
 use super::id::UpstreamId;
 use std::sync::Arc;
@@ -43,8 +44,8 @@ enum Via<'a> {
     Shared,
     /// The host's own session ([`crate::SessionMode::PerHost`]).
     Own(&'a Arc<HostLinks>, &'a HostSession),
-    /// A pooled session per call, or the host's own once it keeps state upstream
-    /// ([`crate::SessionMode::Pooled`]).
+    /// A pooled session per call (or per host that can be asked nothing), or the host's
+    /// own once it keeps state upstream ([`crate::SessionMode::Pooled`]).
     Pool(&'a Arc<SessionPool>, &'a Arc<HostLinks>, &'a HostSession),
 }
 
@@ -196,7 +197,8 @@ impl Links {
         capabilities: ClientCapabilities,
         era: EraChoice,
     ) -> Result<Link, crate::upstream_error::UpstreamError> {
-        let calls = Arc::new(Calls::default());
+        // A host's own session or a pooled one: one host's calls at a time.
+        let calls = Arc::new(Calls::for_one_host());
         let client = self.pool.open(u, calls.clone(), capabilities, era).await?;
         Ok(Link {
             client,

@@ -273,6 +273,7 @@ impl Pool {
                     last_error: u.last_error.lock().clone(),
                     host_sessions: u.links.as_ref().map_or(0, |l| l.len()),
                     pooled_sessions: u.pool.as_ref().map_or(0, |p| p.len()),
+                    pooled_waiting: u.pool.as_ref().map_or(0, |p| p.waiting()),
                     revision: client.map(|c| c.revision()),
                     restarts: u.restarts.load(Ordering::Relaxed)
                         + u.links.as_ref().map_or(0, |l| l.restarts())

@@ -75,8 +75,9 @@ pub(super) struct Server {
     pub(super) allow_tools: Option<Patterns>,
     /// Tools matching one of these patterns are not served.
     pub(super) deny_tools: Option<Patterns>,
-    /// How hosts share a legacy upstream: a pool of sessions, each lent to one call at a
-    /// time (the default), one session per host, or one for all.
+    /// How hosts share a legacy upstream: `"pooled"` (the default), a pool of sessions,
+    /// each lent to one call at a time, or to all the calls of one host that can be asked
+    /// nothing; `"per-host"`, one session per host; or `"shared"`, one for all.
     #[serde(default, deserialize_with = "given")]
     pub(super) session: Option<Choice<SessionKind>>,
     /// Most pooled sessions at once (`pooled`; default 8).

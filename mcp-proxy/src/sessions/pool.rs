@@ -6,8 +6,8 @@
 //! if there is one, else a new one while the pool has room, else (the pool full of idle
 //! sessions for other capabilities) a new one in place of the longest idle. When every
 //! session is lent out the call waits its turn: a semaphore of `max_sessions` permits,
-//! one per lease, queues callers in order. A session goes back to the pool only when its
-//! call was answered; a call cancelled or timed out may still be running upstream, and
+//! one per lent session, queues callers in order. A session goes back to the pool only
+//! when its calls were answered; a call cancelled or timed out may still be running upstream, and
 //! whatever it asked or logged would reach the next call's host, so its session is closed.
 //! So is one whose upstream sent a request that is still being routed or answered when
 //! the call's answer came (the request was read first; it is the call's host's, or no
@@ -16,16 +16,18 @@
 //!
 //! A host that declared none of sampling, elicitation and roots is asked nothing: a session
 //! opened with its capabilities declares none either, so the upstream has no question to
-//! tie to a call, and all it logs during the host's calls is that host's. Such a host's calls
-//! in flight share one session (a host with 16 calls in flight holds one upstream process,
-//! not 16); the session goes back to the pool when the last of them ends, and is closed
-//! then if any of them was not answered.
+//! tie to a call, and what it logs during the host's calls is that host's (but for the
+//! leftover line above). Such a host's calls in flight share one session (one upstream
+//! process, not one per call up to the pool's cap), unless other calls wait for a session:
+//! then its next call queues with them, so that a busy host does not keep its session from
+//! everyone else for good. The session goes back to the pool when the last of its calls
+//! ends, and is closed then if any of them was not answered.
 //!
 //! A call parked for its host's answers (an upstream's question relayed as an
 //! `InputRequiredResult`) keeps its session until it is resumed or `input_timeout` ends
 //! it: hosts that never answer hold sessions that long.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -86,12 +88,16 @@ pub(crate) struct SessionPool {
     restarts: AtomicU64,
     /// Whether the task that closes idle sessions runs.
     sweeping: AtomicBool,
-    /// Told when a session opened for a host (or failed to): its other calls may join it.
+    /// Told when a session being opened for a host whose calls may share it is open, or
+    /// failed to open: that host's other calls may join it, or open one.
     opened_for: Notify,
+    /// Callers waiting for a permit: while any waits, no call joins a shared session.
+    queued: AtomicUsize,
 }
 
-/// A session lent to one call. Dropped, the session goes back to the pool if the call was
-/// [`Lease::answered`] (and no other call holds it), and is closed otherwise.
+/// One call's hold on a session. When the last call holding the session lets go, the
+/// session goes back to the pool if every one was [`Lease::answered`] and the upstream was
+/// not asking, and is closed otherwise.
 pub(crate) struct Lease {
     pool: Weak<SessionPool>,
     id: u64,
@@ -125,6 +131,7 @@ impl SessionPool {
             restarts: AtomicU64::new(0),
             sweeping: AtomicBool::new(false),
             opened_for: Notify::new(),
+            queued: AtomicUsize::new(0),
         }
     }
 
@@ -132,6 +139,11 @@ impl SessionPool {
     pub(crate) fn len(&self) -> usize {
         let state = self.state.lock();
         state.sessions.len() + state.opening
+    }
+
+    /// How many callers wait for a session, every one being lent out.
+    pub(crate) fn waiting(&self) -> usize {
+        self.queued.load(Ordering::SeqCst)
     }
 
     /// How many sessions the upstream ended while they were in the pool.
@@ -166,9 +178,13 @@ impl SessionPool {
         self.take_idle(capabilities, permit, false, sharer).ok()
     }
 
-    /// A session `sharer`'s calls hold now, for one more of them.
+    /// A session `sharer`'s calls hold now, for one more of them, unless other callers
+    /// wait for a session.
     fn join(self: &Arc<Self>, capabilities: &ClientCapabilities, sharer: Sharer) -> Option<Link> {
         sharer?;
+        if self.queued.load(Ordering::SeqCst) > 0 {
+            return None;
+        }
         let mut state = self.state.lock();
         let s = state.sessions.iter_mut().find(|s| {
             s.lent.calls > 0
@@ -236,7 +252,11 @@ impl SessionPool {
             Err(()) => return Err(busy()),
         }
         let acquire = self.permits.clone().acquire_owned();
-        let permit = match tokio::time::timeout_at(deadline, acquire).await {
+        // Counted as waiting until this is done, however it ends.
+        let queued = Queued::new(self);
+        let acquired = tokio::time::timeout_at(deadline, acquire).await;
+        drop(queued);
+        let permit = match acquired {
             Ok(Ok(permit)) => permit,
             Ok(Err(_)) => return Err(shutting_down()),
             Err(_) => {
@@ -453,6 +473,22 @@ impl SessionPool {
             .map(|s| s.link)
             .collect();
         super::close_at_once(links).await;
+    }
+}
+
+/// A caller waiting for a permit, counted in [`SessionPool::queued`] until this drops.
+struct Queued<'a>(&'a SessionPool);
+
+impl<'a> Queued<'a> {
+    fn new(pool: &'a SessionPool) -> Self {
+        pool.queued.fetch_add(1, Ordering::SeqCst);
+        Queued(pool)
+    }
+}
+
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        self.0.queued.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
