@@ -308,38 +308,43 @@ fn asker(question: Value) -> (UpstreamConfig, Arc<AtomicUsize>) {
     (up, runs)
 }
 
+/// A legacy (2025-06-18) host that declared elicitation or not calls `ask` with `text`,
+/// whose upstream asks `question`: the call's error, and how often the upstream ran it.
+async fn ask_legacy_host(question: Value, elicitation: bool, text: String) -> (ErrorObject, usize) {
+    let (up, runs) = asker(question);
+    let agg = Aggregator::start(vec![up], Default::default())
+        .await
+        .expect("start");
+    let era = EraChoice::Legacy(Revision::V2025_06_18);
+    let client = host(&agg, Ada, options(era, elicitation)).await;
+    let mut args = Map::new();
+    args.insert("text".into(), json!(text));
+    let error = match client.call_tool("ask__ask", args).await {
+        Err(ClientError::Server(e)) => e,
+        other => panic!("expected an error, got {other:?}"),
+    };
+    client.close().await;
+    agg.shutdown().await;
+    (error, runs.load(Ordering::SeqCst))
+}
+
 /// A legacy host that declared no capability a question needs lets go of a large call's
 /// arguments: the 2026 upstream's question is refused for want of the capability, and the
 /// call never runs again (which it could only do without its arguments).
 #[tokio::test]
 async fn a_host_that_cannot_be_asked_is_refused_and_the_call_runs_once() {
-    let (up, runs) = asker(json!({"method": "elicitation/create", "params": {
+    let question = json!({"method": "elicitation/create", "params": {
         "mode": "form", "message": "What is your name?",
         "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
-    }}));
-    let agg = Aggregator::start(vec![up], Default::default())
-        .await
-        .expect("start");
-    let client = host(
-        &agg,
-        Ada,
-        options(EraChoice::Legacy(Revision::V2025_06_18), false),
-    )
-    .await;
-    let mut args = Map::new();
-    args.insert("text".into(), json!("x".repeat(200 * 1024)));
-    match client.call_tool("ask__ask", args).await {
-        Err(ClientError::Server(e)) => assert_eq!(
-            e.code,
-            mcp_types::codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
-            "{}",
-            e.message
-        ),
-        other => panic!("expected the missing capability, got {other:?}"),
-    }
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "the call ran once");
-    client.close().await;
-    agg.shutdown().await;
+    }});
+    let (e, runs) = ask_legacy_host(question, false, "x".repeat(200 * 1024)).await;
+    assert_eq!(
+        e.code,
+        mcp_types::codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        "{}",
+        e.message
+    );
+    assert_eq!(runs, 1, "the call ran once");
 }
 
 /// A question of none of the kinds `InputRequest` allows (sampling, elicitation, roots)
@@ -347,27 +352,12 @@ async fn a_host_that_cannot_be_asked_is_refused_and_the_call_runs_once() {
 /// asked, and the call does not run again.
 #[tokio::test]
 async fn a_question_of_no_known_kind_is_refused_for_a_legacy_host() {
-    let (up, runs) = asker(json!({"method": "custom/ask", "params": {"what": "anything"}}));
-    let agg = Aggregator::start(vec![up], Default::default())
-        .await
-        .expect("start");
-    let client = host(
-        &agg,
-        Ada,
-        options(EraChoice::Legacy(Revision::V2025_06_18), true),
-    )
-    .await;
-    let mut args = Map::new();
-    args.insert("text".into(), json!("short"));
-    match client.call_tool("ask__ask", args).await {
-        Err(ClientError::Server(e)) => assert!(
-            e.message.contains("custom/ask") && e.message.contains("not a kind of input request"),
-            "{}",
-            e.message
-        ),
-        other => panic!("expected a refusal, got {other:?}"),
-    }
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "the call ran once");
-    client.close().await;
-    agg.shutdown().await;
+    let question = json!({"method": "custom/ask", "params": {"what": "anything"}});
+    let (e, runs) = ask_legacy_host(question, true, "short".into()).await;
+    assert!(
+        e.message.contains("custom/ask") && e.message.contains("not a kind of input request"),
+        "{}",
+        e.message
+    );
+    assert_eq!(runs, 1, "the call ran once");
 }
