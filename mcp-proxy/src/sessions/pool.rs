@@ -63,6 +63,18 @@ struct Lent {
     permit: Option<OwnedSemaphorePermit>,
 }
 
+impl Lent {
+    /// A session lent to its first call, holding `permit`.
+    fn first(sharer: Sharer, permit: OwnedSemaphorePermit) -> Self {
+        Lent {
+            calls: 1,
+            sharer,
+            spoilt: false,
+            permit: Some(permit),
+        }
+    }
+}
+
 /// The host whose calls may share one pooled session: a host that can be asked nothing
 /// (see the module's documentation), `None` for any other.
 pub(crate) type Sharer = Option<HostSessionId>;
@@ -315,12 +327,7 @@ impl SessionPool {
             match idle {
                 Some(s) => {
                     s.idle_since = None;
-                    s.lent = Lent {
-                        calls: 1,
-                        sharer,
-                        spoilt: false,
-                        permit: Some(permit),
-                    };
+                    s.lent = Lent::first(sharer, permit);
                     Ok(self.lend(s))
                 }
                 None if !open => Err(permit),
@@ -378,12 +385,7 @@ impl SessionPool {
             capabilities,
             link,
             idle_since: None,
-            lent: Lent {
-                calls: 1,
-                sharer,
-                spoilt: false,
-                permit: Some(permit),
-            },
+            lent: Lent::first(sharer, permit),
         };
         let lent = self.lend(&s);
         state.sessions.push(s);
