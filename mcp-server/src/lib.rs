@@ -18,6 +18,7 @@ mod handler;
 mod host;
 pub mod http;
 mod notify;
+pub mod seal;
 mod session;
 mod span;
 mod stats;

@@ -27,7 +27,7 @@ use async_trait::async_trait;
 pub use api_keys::{ApiKey, ApiKeys};
 pub use jwks::{JwkSet, JwksError, JwksFile, KeySource, VerifyingKey};
 pub use jwt::{JwtAuthenticator, JwtOptions, RejectedAlgorithm};
-pub use principal::Principal;
+pub use principal::{Principal, PrincipalDigest};
 pub use resource::{InvalidResource, ProtectedResource, METADATA_PATH};
 
 /// Why a request's credentials were not accepted, as the spec's HTTP answers say it.

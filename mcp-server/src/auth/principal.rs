@@ -58,3 +58,39 @@ impl Principal {
         self.scopes.iter().any(|s| s == scope)
     }
 }
+
+/// Who a request is made for, as 16 bytes to seal into an id (see [`crate::seal`]): a
+/// digest of [`Principal::identity`], so that a token names its principal without
+/// carrying who it is. Anonymous requests (no authorization) all share one digest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PrincipalDigest(pub [u8; 16]);
+
+impl PrincipalDigest {
+    /// The digest of `principal` (`None`: anonymous).
+    pub fn of(principal: Option<&Principal>) -> PrincipalDigest {
+        let mut out = [0; 16];
+        if let Some(p) = principal {
+            let d = ring::digest::digest(&ring::digest::SHA256, p.identity().as_bytes());
+            out.copy_from_slice(&d.as_ref()[..16]);
+        }
+        PrincipalDigest(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn principals_differ_by_digest_and_anonymous_is_its_own() {
+        let a = Principal::new("alice");
+        let b = Principal::new("alice").with_credential("key-1");
+        let anonymous = PrincipalDigest::of(None);
+        assert_eq!(
+            PrincipalDigest::of(Some(&a)),
+            PrincipalDigest::of(Some(&a.clone()))
+        );
+        assert_ne!(PrincipalDigest::of(Some(&a)), PrincipalDigest::of(Some(&b)));
+        assert_ne!(PrincipalDigest::of(Some(&a)), anonymous);
+    }
+}

@@ -52,17 +52,15 @@ mod options;
 mod reply;
 mod room;
 mod routing;
+mod session_id;
 mod session_manager;
 mod session_table;
 mod sessions;
 
-use std::collections::hash_map::RandomState;
 use std::convert::Infallible;
 use std::future::Future;
-use std::hash::BuildHasher;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -74,6 +72,7 @@ use mcp_types::protocol::method;
 use mcp_types::{codes, Frame, Message, Revision};
 
 use crate::auth::Principal;
+use crate::seal::Sealer;
 use crate::Server;
 pub use admin::{bind_admin, Admin, AdminOptions};
 use checks::{accepts_sse, allowed, check_post_media, header_str, host_of, names};
@@ -103,8 +102,8 @@ struct Inner {
     server: Server,
     options: HttpOptions,
     sessions: Arc<Sessions>,
-    ids: RandomState,
-    counter: AtomicU64,
+    /// `None` only when no random key could be made: no legacy session opens then.
+    sealer: Option<Arc<Sealer>>,
 }
 
 fn forbidden(what: &str) -> Response<HttpBody> {
@@ -147,13 +146,19 @@ impl StreamableHttp {
             Some(m) => m.0.clone(),
             None => Arc::new(SessionTable::new(&options)),
         };
+        let sealer = options.sealer.clone().or_else(|| match Sealer::random() {
+            Ok(s) => Some(Arc::new(s)),
+            Err(e) => {
+                tracing::error!("no key to seal session ids ({e}): legacy sessions are refused");
+                None
+            }
+        });
         StreamableHttp {
             inner: Arc::new(Inner {
-                sessions: Sessions::new(manager, server.stats()),
+                sessions: Sessions::new(manager, server.stats(), sealer.clone()),
                 server,
                 options,
-                ids: RandomState::new(),
-                counter: AtomicU64::new(1),
+                sealer,
             }),
         }
     }
@@ -379,7 +384,20 @@ impl StreamableHttp {
                 "Bad Request: Mcp-Session-Id header is required (or 2026-07-28 _meta)",
             );
         }
-        let id = self.new_session_id();
+        let minted = self
+            .inner
+            .sealer
+            .as_deref()
+            .map(|s| session_id::mint(s, caller.principal.as_deref()));
+        let Some(Ok(id)) = minted else {
+            tracing::error!("refused initialize: no session id could be sealed");
+            return rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                None,
+                codes::SERVER_BUSY,
+                "Server busy: a session cannot be opened now",
+            );
+        };
         let client = sessions::client_of(&caller, peer);
         let session = Arc::new(LegacySession::start(
             &self.inner.server,
@@ -399,13 +417,6 @@ impl StreamableHttp {
             r.headers_mut().insert(names::SESSION_ID.clone(), v);
         }
         r
-    }
-
-    fn new_session_id(&self) -> String {
-        let n = self.inner.counter.fetch_add(1, Ordering::Relaxed);
-        let a = self.inner.ids.hash_one((n, std::time::SystemTime::now()));
-        let b = self.inner.ids.hash_one((a, n.rotate_left(17)));
-        format!("{a:016x}{b:016x}")
     }
 
     async fn session_of(

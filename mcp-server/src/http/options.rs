@@ -133,6 +133,10 @@ pub struct HttpOptions {
     /// are its business: the endpoint reads the idle timeout from it. Every endpoint made
     /// from these options (they share it when cloned) uses the same manager.
     pub session_manager: Option<SessionManagerHandle>,
+    /// What seals the legacy session ids the endpoint issues (see [`crate::seal`]). Default
+    /// `None`: a key of the endpoint's own, made at random, so that its ids open nowhere
+    /// else. Replicas of one deployment share one sealer's keys.
+    pub sealer: Option<std::sync::Arc<crate::seal::Sealer>>,
 }
 
 /// The [`super::SessionManager`] an endpoint keeps its legacy sessions with.
@@ -184,6 +188,7 @@ impl Default for HttpOptions {
             health: None,
             metrics: None,
             session_manager: None,
+            sealer: None,
         }
     }
 }
@@ -214,6 +219,13 @@ impl HttpOptions {
     #[must_use]
     pub fn session_manager(mut self, manager: std::sync::Arc<dyn super::SessionManager>) -> Self {
         self.session_manager = Some(SessionManagerHandle(manager));
+        self
+    }
+
+    /// Seals session ids with `sealer` (see [`HttpOptions::sealer`]).
+    #[must_use]
+    pub fn sealer(mut self, sealer: std::sync::Arc<crate::seal::Sealer>) -> Self {
+        self.sealer = Some(sealer);
         self
     }
 

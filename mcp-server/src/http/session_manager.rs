@@ -31,7 +31,8 @@ pub enum SessionClient {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SessionRecord {
-    /// Its `Mcp-Session-Id`: 32 hex digits the endpoint chose, unique among its sessions.
+    /// Its `Mcp-Session-Id`: a sealed token of the endpoint's (82 characters of base64url
+    /// naming the replica that holds it; see [`crate::seal`]), unique among its sessions.
     pub id: String,
     /// Whose it is; `None` when the endpoint could tell neither a principal nor an
     /// address (no quota applies).

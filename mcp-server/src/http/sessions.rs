@@ -21,9 +21,11 @@ use parking_lot::Mutex;
 use super::legacy::LegacySession;
 use super::reply::{rpc_error, HttpBody};
 use super::routing::RouterEntries;
+use super::session_id;
 use super::session_manager::{
     EvictionReason, SessionClient, SessionManager, SessionRecord, SessionRefused,
 };
+use crate::seal::Sealer;
 use crate::stats::{ServerStats, SessionPressure};
 
 /// Whose a new session is: its principal when the endpoint authenticates, else the
@@ -56,6 +58,8 @@ pub(super) struct Sessions {
     idle_timeout: Duration,
     stats: Arc<ServerStats>,
     sweeping: AtomicBool,
+    /// What tells the ids this deployment issued from any other text.
+    sealer: Option<Arc<Sealer>>,
 }
 
 /// The answer to the `initialize` refused: `503` when the server is full (for now, not
@@ -96,13 +100,18 @@ fn unavailable_text() -> String {
 }
 
 impl Sessions {
-    pub(super) fn new(manager: Arc<dyn SessionManager>, stats: Arc<ServerStats>) -> Arc<Sessions> {
+    pub(super) fn new(
+        manager: Arc<dyn SessionManager>,
+        stats: Arc<ServerStats>,
+        sealer: Option<Arc<Sealer>>,
+    ) -> Arc<Sessions> {
         Arc::new(Sessions {
             live: Mutex::new(HashMap::new()),
             idle_timeout: manager.idle_timeout(),
             manager,
             stats,
             sweeping: AtomicBool::new(false),
+            sealer,
         })
     }
 
@@ -143,8 +152,15 @@ impl Sessions {
         Err(Box::new(super::not_found()))
     }
 
-    /// The answer to a request naming a session not held here.
+    /// The answer to a request naming a session not held here: an id this deployment did
+    /// not issue (altered, forged, sealed with a retired key, not an id at all) is `404`
+    /// without asking the manager.
     async fn not_held(&self, id: &str) -> Response<HttpBody> {
+        let claims = self.sealer.as_deref().map(|s| session_id::open(s, id));
+        if let Some(Err(e)) = claims {
+            tracing::debug!("legacy session id refused: {e}");
+            return super::not_found();
+        }
         match self.manager.find(id).await {
             Ok(None) => {}
             // A session lives in the process that made it.
