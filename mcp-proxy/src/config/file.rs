@@ -230,6 +230,38 @@ pub(super) struct Gateway {
     /// The bounds of the `--http` listener, and the names it answers to.
     #[serde(default, deserialize_with = "given")]
     pub(super) http: Option<Http>,
+    /// Replicas of one gateway: the keys that seal the ids every replica hands out (session
+    /// ids), so that any of them can tell which replica issued one and that it is genuine.
+    #[serde(default, deserialize_with = "given")]
+    pub(super) cluster: Option<Cluster>,
+}
+
+/// `gateway.cluster`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, expecting = "an object")]
+pub(super) struct Cluster {
+    /// This replica's number, 0 to 65535, different on every replica (or `replicaEnv`).
+    pub(super) replica: Option<Count<0, 65535>>,
+    /// The environment variable holding this replica's number (one config file for all).
+    pub(super) replica_env: Option<String>,
+    /// The sealing keys: the first seals, every one listed opens (list the new key first
+    /// and keep the old one until the ids it sealed are gone).
+    #[schemars(required, length(min = 1))]
+    pub(super) keys: Option<Vec<ClusterKey>>,
+}
+
+/// One of `gateway.cluster.keys`: `secretEnv` or `secretFile`, at least 32 bytes (say,
+/// `openssl rand -base64 48`).
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, expecting = "an object")]
+pub(super) struct ClusterKey {
+    /// Names the key in logs and errors (never its secret).
+    #[schemars(required)]
+    pub(super) name: Option<String>,
+    /// The environment variable holding the secret.
+    pub(super) secret_env: Option<String>,
+    /// A file holding the secret (trailing whitespace is not part of it).
+    pub(super) secret_file: Option<String>,
 }
 
 /// `gateway.http`: the `--http` listener.

@@ -36,6 +36,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 mod auth;
+mod cluster;
 mod file;
 mod http;
 mod keys;
@@ -217,6 +218,7 @@ fn gateway(g: file::Gateway, upstream_keys: &[&str]) -> Result<Gateway, Problem>
         startup_wait_millis,
         page_size,
         http,
+        cluster,
     } = g;
     let mut naming = Prefixed::default();
     if let Some(s) = separator {
@@ -251,12 +253,16 @@ fn gateway(g: file::Gateway, upstream_keys: &[&str]) -> Result<Gateway, Problem>
         let rules: Arc<dyn crate::views::Views> = views::views(v, upstream_keys)?;
         options.views = Some(rules);
     }
+    let mut http = http.map(http::http).unwrap_or_default();
+    if let Some(c) = cluster {
+        http = http.sealer(cluster::sealer(c)?);
+    }
     Ok(Gateway {
         upstreams: Vec::new(),
         options,
         authorization: auth.map(auth::authorization).transpose()?,
         local_principal: stdio_subject.map(mcp_server::auth::Principal::new),
         pin_file,
-        http: http.map(http::http).unwrap_or_default(),
+        http,
     })
 }

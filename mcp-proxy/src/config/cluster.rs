@@ -1,0 +1,250 @@
+//! `gateway.cluster`: what replicas of one gateway share, so that an id one of them hands a
+//! host is known for genuine, and for whose, by every other.
+//!
+//! ```json
+//! "cluster": {"replicaEnv": "GW_REPLICA",
+//!             "keys": [{"name": "2026-12", "secretEnv": "GW_SEAL_KEY"},
+//!                      {"name": "2026-11", "secretFile": "/run/secrets/gw-seal-2026-11"}]}
+//! ```
+//!
+//! Secrets come from the environment or a file, never the configuration itself, which is
+//! often shared more widely than a key should be.
+
+use std::sync::Arc;
+
+use mcp_server::seal::{ReplicaId, SealKey, Sealer, MIN_SECRET_LEN};
+
+use super::file;
+use super::{join, Problem};
+
+/// The sealer `gateway.cluster` describes.
+pub(super) fn sealer(cluster: file::Cluster) -> Result<Arc<Sealer>, Problem> {
+    let at = "gateway.cluster";
+    let file::Cluster {
+        replica,
+        replica_env,
+        keys,
+    } = cluster;
+    let replica = match (replica, replica_env) {
+        (Some(n), None) => ReplicaId(u16::try_from(n.0).unwrap_or(u16::MAX)),
+        (None, Some(var)) => replica_from_env(&var, at)?,
+        (None, None) => {
+            return Err(Problem::new(
+                at,
+                "needs `replica` or `replicaEnv`: each replica's own number",
+            ))
+        }
+        (Some(_), Some(_)) => {
+            return Err(Problem::new(
+                join(at, "replicaEnv"),
+                "give `replica` or `replicaEnv`, not both",
+            ))
+        }
+    };
+    let keys = keys.unwrap_or_default();
+    if keys.is_empty() {
+        return Err(Problem::new(join(at, "keys"), "needs at least one key"));
+    }
+    let mut sealing = Vec::with_capacity(keys.len());
+    for (n, key) in keys.into_iter().enumerate() {
+        sealing.push(key_of(key, &format!("{at}.keys[{n}]"))?);
+    }
+    Sealer::new(sealing, replica)
+        .map(Arc::new)
+        .map_err(|e| Problem::new(join(at, "keys"), e.to_string()))
+}
+
+fn replica_from_env(var: &str, at: &str) -> Result<ReplicaId, Problem> {
+    let at = join(at, "replicaEnv");
+    let text = std::env::var(var)
+        .map_err(|_| Problem::new(at.clone(), format!("environment variable {var} is not set")))?;
+    text.trim().parse::<u16>().map(ReplicaId).map_err(|_| {
+        Problem::new(
+            at,
+            format!("environment variable {var} must hold a number from 0 to 65535"),
+        )
+    })
+}
+
+/// One key, its secret read. Errors name the key and where its secret was to be found,
+/// never the secret.
+fn key_of(key: file::ClusterKey, at: &str) -> Result<SealKey, Problem> {
+    let file::ClusterKey {
+        name,
+        secret_env,
+        secret_file,
+    } = key;
+    let name =
+        name.ok_or_else(|| Problem::new(join(at, "name"), "required: names the key in logs"))?;
+    let (secret, from) = match (secret_env, secret_file) {
+        (Some(var), None) => {
+            let value = std::env::var(&var).map_err(|_| {
+                Problem::new(
+                    join(at, "secretEnv"),
+                    format!("environment variable {var} is not set"),
+                )
+            })?;
+            (value.into_bytes(), join(at, "secretEnv"))
+        }
+        (None, Some(path)) => {
+            let mut value = std::fs::read(&path).map_err(|e| {
+                Problem::new(join(at, "secretFile"), format!("cannot read {path}: {e}"))
+            })?;
+            while value.last().is_some_and(u8::is_ascii_whitespace) {
+                value.pop();
+            }
+            (value, join(at, "secretFile"))
+        }
+        (None, None) => {
+            return Err(Problem::new(
+                at,
+                "needs `secretEnv` or `secretFile` (one of them)",
+            ))
+        }
+        (Some(_), Some(_)) => {
+            return Err(Problem::new(
+                join(at, "secretFile"),
+                "give `secretEnv` or `secretFile`, not both",
+            ))
+        }
+    };
+    SealKey::new(name.clone(), &secret).map_err(|_| {
+        Problem::new(
+            from,
+            format!("key `{name}` needs a secret of at least {MIN_SECRET_LEN} bytes"),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::parse;
+    use mcp_server::seal::{Purpose, ReplicaId};
+
+    /// A file holding `secret`, named after the test (tests run at once).
+    fn secret_file(test: &str, secret: &str) -> String {
+        let path = std::env::temp_dir().join(format!(
+            "mcp-proxy-cluster-{test}-{}.key",
+            std::process::id()
+        ));
+        std::fs::write(&path, secret).expect("write the secret");
+        path.display().to_string()
+    }
+
+    fn gateway_with(cluster: &str) -> String {
+        format!(r#"{{"mcpServers": {{}}, "gateway": {{"cluster": {cluster}}}}}"#)
+    }
+
+    #[test]
+    fn replicas_given_the_same_keys_open_each_others_ids() {
+        let new = secret_file("new", &format!("{}\n", "n".repeat(48)));
+        let old = secret_file("old", &"o".repeat(32));
+        let one = gateway_with(&format!(
+            r#"{{"replica": 1, "keys": [{{"name": "new", "secretFile": {new:?}}}, {{"name": "old", "secretFile": {old:?}}}]}}"#
+        ));
+        // Cargo gives a test its package's version in the environment: 0 here.
+        let other = gateway_with(&format!(
+            r#"{{"replicaEnv": "CARGO_PKG_VERSION_MAJOR", "keys": [{{"name": "new", "secretFile": {new:?}}}]}}"#
+        ));
+        let a = parse(&one, "c.json")
+            .expect("valid")
+            .http
+            .sealer
+            .expect("a sealer");
+        let b = parse(&other, "c.json")
+            .expect("valid")
+            .http
+            .sealer
+            .expect("a sealer");
+        assert_eq!((a.replica(), b.replica()), (ReplicaId(1), ReplicaId(0)));
+        let t = a.seal(Purpose::Session, 0, b"x").expect("sealed");
+        assert_eq!(
+            b.open(Purpose::Session, &t).expect("opens").replica,
+            ReplicaId(1)
+        );
+        // The trailing newline of the file is not part of the key.
+        let same = secret_file("same", &"n".repeat(48));
+        let trimmed = gateway_with(&format!(
+            r#"{{"replica": 2, "keys": [{{"name": "n", "secretFile": {same:?}}}]}}"#
+        ));
+        let c = parse(&trimmed, "c.json")
+            .expect("valid")
+            .http
+            .sealer
+            .expect("a sealer");
+        assert!(c.open(Purpose::Session, &t).is_ok());
+        for f in [new, old, same] {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+
+    #[test]
+    fn cluster_mistakes_name_the_key_and_never_the_secret() {
+        let short = secret_file("short", "a short secret, not 32 bytes");
+        let good = secret_file("good", &"g".repeat(40));
+        for (bad, at) in [
+            (r#"{"replica": 1}"#.to_owned(), "gateway.cluster.keys"),
+            (r#"{"replica": 1, "keys": []}"#.to_owned(), "gateway.cluster.keys"),
+            (
+                format!(r#"{{"keys": [{{"name": "k", "secretFile": {good:?}}}]}}"#),
+                "gateway.cluster",
+            ),
+            (
+                format!(
+                    r#"{{"replica": 1, "replicaEnv": "X", "keys": [{{"name": "k", "secretFile": {good:?}}}]}}"#
+                ),
+                "gateway.cluster.replicaEnv",
+            ),
+            (
+                format!(
+                    r#"{{"replicaEnv": "CARGO_PKG_NAME", "keys": [{{"name": "k", "secretFile": {good:?}}}]}}"#
+                ),
+                "gateway.cluster.replicaEnv",
+            ),
+            (
+                r#"{"replica": 70000, "keys": [{"name": "k", "secretEnv": "X"}]}"#.to_owned(),
+                "gateway.cluster.replica",
+            ),
+            (
+                r#"{"replica": 1, "keys": [{"name": "k", "secretEnv": "MCP_PROXY_TEST_UNSET_VAR"}]}"#
+                    .to_owned(),
+                "gateway.cluster.keys[0].secretEnv",
+            ),
+            (
+                r#"{"replica": 1, "keys": [{"name": "k", "secretFile": "/nonexistent/key"}]}"#
+                    .to_owned(),
+                "gateway.cluster.keys[0].secretFile",
+            ),
+            (
+                format!(r#"{{"replica": 1, "keys": [{{"name": "k", "secretFile": {short:?}}}]}}"#),
+                "gateway.cluster.keys[0].secretFile",
+            ),
+            (
+                r#"{"replica": 1, "keys": [{"name": "k"}]}"#.to_owned(),
+                "gateway.cluster.keys[0]",
+            ),
+            (
+                format!(r#"{{"replica": 1, "keys": [{{"secretFile": {good:?}}}]}}"#),
+                "gateway.cluster.keys[0].name",
+            ),
+            (
+                format!(
+                    r#"{{"replica": 1, "keys": [{{"name": "a", "secretFile": {good:?}}}, {{"name": "b", "secretFile": {good:?}}}]}}"#
+                ),
+                "gateway.cluster.keys",
+            ),
+            (
+                format!(r#"{{"replica": 1, "keys": [{{"name": "k", "secret": "inline secrets are refused", "secretFile": {good:?}}}]}}"#),
+                "gateway.cluster.keys[0].secret",
+            ),
+        ] {
+            let e = parse(&gateway_with(&bad), "c.json").expect_err(&bad);
+            assert_eq!(e.location, at, "{bad}: {e}");
+            let said = e.to_string();
+            assert!(!said.contains("a short secret") && !said.contains(&"g".repeat(32)), "{said}");
+        }
+        for f in [short, good] {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}
