@@ -435,6 +435,8 @@ pub(crate) struct Flight {
     pub(crate) pending: Vec<(String, oneshot::Sender<Result<Value, ErrorObject>>)>,
     /// Requests handed over so far: input keys are never reused within one flight.
     pub(crate) asked: usize,
+    /// What the host's request was for: a retry resumes it only for the same request.
+    pub(crate) binding: crate::aggregator::request_state::RequestBinding,
     /// The pooled session it runs on (last: it goes back after the slot is left).
     pub(crate) lease: Option<Arc<crate::sessions::pool::Lease>>,
 }

@@ -21,6 +21,7 @@ use super::downgrade::Downgrade;
 use super::links::Links;
 use super::parked::Parked;
 use super::pool::Pool;
+use super::request_state::{self, RequestBinding};
 use crate::upstream_questions::{Flight, Step, STATE_PREFIX};
 use mcp_server::Outcome;
 use serde::de::DeserializeOwned;
@@ -32,15 +33,24 @@ pub(super) struct Flights {
     links: Links,
     /// Upstream calls waiting for a host's answers, by the `requestState` given to it.
     parked: Arc<Parked<Flight>>,
+    /// What seals those states.
+    sealer: Arc<mcp_server::seal::Sealer>,
     downgrade: Downgrade,
 }
 
 impl Flights {
-    /// Flights over `links`, parked in `parked` while hosts answer.
-    pub(super) fn new(links: Links, parked: Arc<Parked<Flight>>, downgrade: Downgrade) -> Self {
+    /// Flights over `links`, parked in `parked` while hosts answer, under states sealed by
+    /// `sealer`.
+    pub(super) fn new(
+        links: Links,
+        parked: Arc<Parked<Flight>>,
+        sealer: Arc<mcp_server::seal::Sealer>,
+        downgrade: Downgrade,
+    ) -> Self {
         Flights {
             links,
             parked,
+            sealer,
             downgrade,
         }
     }
@@ -64,6 +74,20 @@ impl Flights {
         params: Value,
         ctx: &RequestContext,
     ) -> Result<Value, ClientError> {
+        self.upstream_call_for(i, method_name, params, ctx, None)
+            .await
+    }
+
+    /// [`Self::upstream_call`] made for a host request other than itself (`host`: a
+    /// task's result fetched within the host's call), which a retry must be to resume it.
+    pub(super) async fn upstream_call_for(
+        &self,
+        i: UpstreamId,
+        method_name: &str,
+        params: Value,
+        ctx: &RequestContext,
+        host: Option<RequestBinding>,
+    ) -> Result<Value, ClientError> {
         let params = self.hop_value_params(i, method_name, params, ctx)?;
         let mut params = RawObject::from_raw(&params).map_err(|e| ClientError::InvalidResult {
             method: method_name.into(),
@@ -72,7 +96,9 @@ impl Flights {
         if let Some(client) = self.pool().get(i).client() {
             client.add_envelope(&mut params);
         }
-        let answer = self.upstream_call_raw(i, method_name, params, ctx).await?;
+        let answer = self
+            .upstream_call_bound(i, method_name, params, ctx, host)
+            .await?;
         serde_json::from_str(answer.get()).map_err(|e| ClientError::InvalidResult {
             method: method_name.into(),
             reason: e.to_string(),
@@ -88,12 +114,34 @@ impl Flights {
         params: RawObject<'_>,
         ctx: &RequestContext,
     ) -> Result<Box<RawValue>, ClientError> {
+        self.upstream_call_bound(i, method_name, params, ctx, None)
+            .await
+    }
+
+    /// [`Self::upstream_call_raw`] for `host` (see [`Self::upstream_call_for`]).
+    async fn upstream_call_bound(
+        &self,
+        i: UpstreamId,
+        method_name: &str,
+        params: RawObject<'_>,
+        ctx: &RequestContext,
+        host: Option<RequestBinding>,
+    ) -> Result<Box<RawValue>, ClientError> {
         let flight = match ctx.request_state().filter(|s| s.starts_with(STATE_PREFIX)) {
-            Some(state) => self.resume(state, method_name, ctx)?,
+            Some(state) => {
+                let binding = host.unwrap_or_else(|| {
+                    RequestBinding::of_params(self.pool().key(i), method_name, &params)
+                });
+                self.resume(state, method_name, binding, ctx)?
+            }
             None => {
                 let need = super::links::Need::of(method_name, &params);
                 let link = self.links.link(i, ctx, need).await?;
-                self.launch(i, link, method_name, params, ctx)
+                let mut flight = self.launch(i, link, method_name, params, ctx);
+                if let Some(b) = host {
+                    flight.binding = b;
+                }
+                flight
             }
         };
         self.drive(flight, ctx).await
@@ -198,6 +246,7 @@ impl Flights {
             .flatten();
         let host = ctx.host_session().map(|h| h.id());
         let slot = calls.enter(ctx.client_capabilities_arc(), host, task);
+        let binding = RequestBinding::of_params(self.pool().key(i), method_name, &params);
         let request = client.prepare_raw(method_name, params, &opts);
         let call = Box::pin(async move { client.send_raw(request, &opts).await });
         Flight {
@@ -208,28 +257,41 @@ impl Flights {
             slot,
             pending: Vec::new(),
             asked: 0,
+            binding,
             lease,
         }
     }
 
-    /// Takes the call parked under `state` and hands it the host's answers.
+    /// Takes the call parked under `state`, if this retry (`method_name`, for what
+    /// `binding` names, by the principal of `ctx`) may resume it, and hands it the host's
+    /// answers.
     pub(super) fn resume(
         &self,
         state: &str,
         method_name: &str,
+        binding: RequestBinding,
         ctx: &RequestContext,
     ) -> Result<Flight, ClientError> {
+        let refused = || {
+            ClientError::Server(ErrorObject::new(
+                codes::INVALID_PARAMS,
+                "requestState is unknown, expired, already used or for another request",
+            ))
+        };
+        let claims =
+            request_state::open(&self.sealer, state, ctx.principal(), binding).map_err(|e| {
+                tracing::info!(method = %method_name, "requestState refused: {e}");
+                refused()
+            })?;
         // A task run for a tools/call is resumed by the host's tools/call retry. A request
         // of another method leaves it parked for its own.
-        let flight = self.parked.take_if(state, |f| {
+        let flight = self.parked.take_if(claims.slot, |f| {
             f.method == method_name
                 || (method_name == method::TOOLS_CALL && f.method == method::TASKS_RESULT)
         });
         let Some(mut flight) = flight else {
-            return Err(ClientError::Server(ErrorObject::new(
-                codes::INVALID_PARAMS,
-                "requestState is unknown, expired, already used or for another request",
-            )));
+            tracing::info!(method = %method_name, owner = %claims.owner, "requestState names no call parked here");
+            return Err(refused());
         };
         flight.answer(ctx.input_responses());
         Ok(flight)
@@ -266,7 +328,7 @@ impl Flights {
                     }
                     if !asks.is_empty() {
                         let requests = f.hand_over(asks);
-                        let state = self.park(f);
+                        let state = self.park(f, ctx)?;
                         let answer = json!({
                             "resultType": "input_required",
                             "inputRequests": requests,
@@ -284,26 +346,41 @@ impl Flights {
         }
     }
 
-    /// Keeps a call until the host retries with `requestState`, at most `input_timeout`.
-    pub(super) fn park(&self, flight: Flight) -> String {
+    /// Keeps a call until the host of `ctx` retries with the `requestState` returned, at
+    /// most `input_timeout`.
+    pub(super) fn park(&self, flight: Flight, ctx: &RequestContext) -> Result<String, ClientError> {
         let wait = self.pool().input_timeout();
-        self.parked.park(flight, wait, |f| {
+        let binding = flight.binding;
+        let slot = self.parked.park(flight, wait, |f| {
             tracing::warn!(method = %f.method, "a host never answered an upstream's request; the call is cancelled");
-            let Flight {
-                call,
-                cancel,
-                pending,
-                ..
-            } = f;
-            // The upstream's questions fail, and the request, driven once more, sends its
-            // cancellation upstream.
-            drop(pending);
-            cancel.notify_one();
-            tokio::spawn(async move {
-                let _ = tokio::time::timeout(Duration::from_secs(5), call).await;
-            });
+            abandon(f);
+        });
+        request_state::seal(&self.sealer, slot, wait, ctx.principal(), binding).map_err(|e| {
+            if let Some(f) = self.parked.take_if(slot, |_| true) {
+                abandon(f);
+            }
+            ClientError::InvalidResult {
+                method: "requestState".into(),
+                reason: e.to_string(),
+            }
         })
     }
+}
+
+/// Ends a parked call no host will resume: the upstream's questions fail, and the request,
+/// driven once more, sends its cancellation upstream.
+fn abandon(f: Flight) {
+    let Flight {
+        call,
+        cancel,
+        pending,
+        ..
+    } = f;
+    drop(pending);
+    cancel.notify_one();
+    tokio::spawn(async move {
+        let _ = tokio::time::timeout(Duration::from_secs(5), call).await;
+    });
 }
 
 #[cfg(test)]
@@ -378,14 +455,17 @@ mod tests {
         let flights = flights(pool, catalog);
         let req = request().await;
         let unknown = format!("{STATE_PREFIX}nobody-parked-this");
+        let echo = RequestBinding::of("alpha", method::TOOLS_CALL, "echo");
         assert!(is_invalid_params(flights.resume(
             &unknown,
             method::TOOLS_CALL,
+            echo,
             &req.ctx
         )));
         assert!(is_invalid_params(flights.resume(
             "",
             method::TOOLS_CALL,
+            echo,
             &req.ctx
         )));
     }
@@ -408,21 +488,31 @@ mod tests {
             let link = flights.links().link_now(i, &req.ctx).expect("linked");
             flights.launch(i, link, method::TOOLS_CALL, params, &req.ctx)
         };
-        let state = flights.park(launch(&flights));
-        // For another request: refused, and left parked for its own.
+        let state = flights.park(launch(&flights), &req.ctx).expect("parked");
+        let echo = RequestBinding::of("alpha", method::TOOLS_CALL, "echo");
+        // For another request, or by another principal: refused, and left parked for its own.
+        let prompt = RequestBinding::of("alpha", method::PROMPTS_GET, "echo");
         assert!(is_invalid_params(flights.resume(
             &state,
             method::PROMPTS_GET,
+            prompt,
+            &req.ctx
+        )));
+        let other = RequestBinding::of("alpha", method::TOOLS_CALL, "other");
+        assert!(is_invalid_params(flights.resume(
+            &state,
+            method::TOOLS_CALL,
+            other,
             &req.ctx
         )));
         let flight = flights
-            .resume(&state, method::TOOLS_CALL, &req.ctx)
+            .resume(&state, method::TOOLS_CALL, echo, &req.ctx)
             .expect("resumed");
         let answer = flights.drive(flight, &req.ctx).await.expect("answered");
         let answer: Value = serde_json::from_str(answer.get()).expect("json");
         assert_eq!(texts(&answer), ["ran echo"]);
         assert!(
-            is_invalid_params(flights.resume(&state, method::TOOLS_CALL, &req.ctx)),
+            is_invalid_params(flights.resume(&state, method::TOOLS_CALL, echo, &req.ctx)),
             "already used"
         );
         pool.close_all().await;

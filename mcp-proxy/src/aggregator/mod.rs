@@ -51,6 +51,7 @@ mod pinning;
 mod pool;
 mod relay;
 mod reload;
+pub(crate) mod request_state;
 mod route;
 mod subscriptions;
 mod tasks;
@@ -93,6 +94,9 @@ struct Held {
     parked: Arc<parked::Parked<Flight>>,
     /// Upstream tasks shown to hosts, by gateway task id.
     tasks: Arc<tasks::TaskTable>,
+    /// What seals the ids hosts hold (`requestState`s): a state sealed before a reload
+    /// opens after it.
+    sealer: Arc<mcp_server::seal::Sealer>,
 }
 
 impl Inner {
@@ -114,7 +118,12 @@ impl Inner {
         ));
         let downgrade = Downgrade::new(options.downgrade_policy.clone());
         let links = Links::new(pool.clone(), own.clone());
-        let flights = Flights::new(links, held.parked.clone(), downgrade.clone());
+        let flights = Flights::new(
+            links,
+            held.parked.clone(),
+            held.sealer.clone(),
+            downgrade.clone(),
+        );
         let tasks = Tasks::new(flights, held.tasks.clone(), visibility.clone());
         let relay = Arc::new(Relay::new(
             tasks,
@@ -181,11 +190,16 @@ impl Aggregator {
         configs: Vec<UpstreamConfig>,
         options: AggregatorOptions,
     ) -> Result<Aggregator, StartError> {
+        let sealer = match &options.sealer {
+            Some(s) => s.clone(),
+            None => Arc::new(mcp_server::seal::Sealer::random().map_err(StartError::Sealing)?),
+        };
         let held = Held {
             metrics: Arc::default(),
             subscriptions: Arc::new(subscriptions::Subscriptions::new(options.max_subscriptions)),
             parked: Arc::default(),
             tasks: Arc::default(),
+            sealer,
         };
         let agg = Aggregator::assemble(configs, options, |_, _| None, held)?;
         // Every upstream at once, waited for at most `startup_wait`; the merged names of

@@ -186,6 +186,11 @@ pub struct AggregatorOptions {
     /// options set wins there. The server's is taken when it is made: a reload's new
     /// options change the aggregator's own translations, not the server's.
     pub downgrade_policy: Option<Arc<dyn DowngradePolicy>>,
+    /// What seals the `requestState`s the gateway hands hosts (see
+    /// [`mcp_server::seal`]); `None` (the default): a random key of the aggregator's own,
+    /// kept across reloads. Replicas of one gateway share one sealer's keys, as they give
+    /// [`mcp_server::http::HttpOptions::sealer`].
+    pub sealer: Option<Arc<mcp_server::seal::Sealer>>,
 }
 
 impl std::fmt::Debug for AggregatorOptions {
@@ -203,6 +208,7 @@ impl std::fmt::Debug for AggregatorOptions {
             .field("views", &self.views.is_some())
             .field("pins", &self.pins.as_ref().map(|p| p.len()))
             .field("downgrade_policy", &self.downgrade_policy.is_some())
+            .field("sealer", &self.sealer)
             .finish_non_exhaustive()
     }
 }
@@ -230,6 +236,7 @@ impl Default for AggregatorOptions {
             views: None,
             pins: None,
             downgrade_policy: None,
+            sealer: None,
         }
     }
 }
@@ -332,6 +339,13 @@ impl AggregatorOptions {
         self
     }
 
+    /// Seals the ids the gateway hands hosts with `sealer` ([`AggregatorOptions::sealer`]).
+    #[must_use]
+    pub fn sealer(mut self, sealer: Arc<mcp_server::seal::Sealer>) -> Self {
+        self.sealer = Some(sealer);
+        self
+    }
+
     /// Sets [`AggregatorOptions::downgrade_policy`]: `policy` keeps meaning where the
     /// gateway translates toward an older revision, instead of the spec's.
     #[must_use]
@@ -388,4 +402,7 @@ pub enum StartError {
         /// `key/name` of the other.
         second: String,
     },
+    /// No key could be made to seal the ids the gateway hands hosts.
+    #[error("no key to seal ids with: {0}")]
+    Sealing(mcp_server::seal::KeyError),
 }

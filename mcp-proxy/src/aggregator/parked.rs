@@ -4,41 +4,47 @@
 //!
 //! The aggregators a reload makes share one table, so a retry that arrives after a
 //! reload resumes the call it answers.
+//!
+//! A call waits under a slot number, which the host never sees as such: it is sealed into
+//! the `requestState` (`request_state.rs`). Numbers start at a random place in each
+//! process, so a state sealed before a restart with the same keys names no call after it.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use crate::upstream_questions::new_state;
-
-/// What waits, by the `requestState` handed to the host (see the module).
+/// What waits, by slot (see the module).
 pub(crate) struct Parked<T> {
-    waiting: Mutex<HashMap<String, T>>,
+    waiting: Mutex<HashMap<u64, T>>,
+    next: AtomicU64,
 }
 
 impl<T> Default for Parked<T> {
     fn default() -> Self {
         Parked {
             waiting: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(std::collections::hash_map::RandomState::new().hash_one(0u8)),
         }
     }
 }
 
 impl<T: Send + 'static> Parked<T> {
-    /// Parks `item` under a fresh, unpredictable state; after `wait` unresumed, it is
-    /// taken out and given to `expired` (which cancels what it was doing).
+    /// Parks `item` in a fresh slot; after `wait` unresumed, it is taken out and given to
+    /// `expired` (which cancels what it was doing).
     pub(crate) fn park(
         self: &Arc<Self>,
         item: T,
         wait: Duration,
         expired: impl FnOnce(T) + Send + 'static,
-    ) -> String {
-        let state = new_state();
-        self.waiting.lock().insert(state.clone(), item);
+    ) -> u64 {
+        let slot = self.next.fetch_add(1, Ordering::Relaxed);
+        self.waiting.lock().insert(slot, item);
         let table = Arc::downgrade(self);
-        let key = state.clone();
+        let key = slot;
         tokio::spawn(async move {
             tokio::time::sleep(wait).await;
             let item = table.upgrade().and_then(|t| t.waiting.lock().remove(&key));
@@ -46,24 +52,24 @@ impl<T: Send + 'static> Parked<T> {
                 expired(item);
             }
         });
-        state
+        slot
     }
 
-    /// Takes what is parked under `state`: once, and only before it expires.
+    /// Takes what is parked in `slot`: once, and only before it expires.
     #[cfg(test)]
-    pub(crate) fn take(&self, state: &str) -> Option<T> {
-        self.take_if(state, |_| true)
+    pub(crate) fn take(&self, slot: u64) -> Option<T> {
+        self.take_if(slot, |_| true)
     }
 
     /// [`Parked::take`], only if `fits` what is parked: what does not fit stays for the
     /// request it was parked for.
-    pub(crate) fn take_if(&self, state: &str, fits: impl FnOnce(&T) -> bool) -> Option<T> {
+    pub(crate) fn take_if(&self, slot: u64, fits: impl FnOnce(&T) -> bool) -> Option<T> {
         let mut waiting = self.waiting.lock();
-        let item = waiting.get(state)?;
+        let item = waiting.get(&slot)?;
         if !fits(item) {
             return None;
         }
-        waiting.remove(state)
+        waiting.remove(&slot)
     }
 
     /// How many wait now.
@@ -78,19 +84,18 @@ mod tests {
     use super::*;
 
     #[tokio::test(start_paused = true)]
-    async fn a_parked_item_is_taken_once_under_its_own_state() {
+    async fn a_parked_item_is_taken_once_from_its_own_slot() {
         let parked = Arc::new(Parked::default());
         let a = parked.park("a", Duration::from_secs(60), |_| {});
         let b = parked.park("b", Duration::from_secs(60), |_| {});
         assert_ne!(a, b);
-        assert!(a.starts_with(crate::upstream_questions::STATE_PREFIX));
-        assert_eq!(parked.take("unknown"), None);
-        assert_eq!(parked.take(&b), Some("b"));
-        assert_eq!(parked.take(&b), None, "a state resumes one call, once");
+        assert_eq!(parked.take(b.wrapping_add(1)), None);
+        assert_eq!(parked.take(b), Some("b"));
+        assert_eq!(parked.take(b), None, "a slot resumes one call, once");
         assert_eq!(parked.len(), 1);
-        assert_eq!(parked.take_if(&a, |item| *item == "b"), None);
+        assert_eq!(parked.take_if(a, |item| *item == "b"), None);
         assert_eq!(parked.len(), 1, "what does not fit stays parked");
-        assert_eq!(parked.take_if(&a, |item| *item == "a"), Some("a"));
+        assert_eq!(parked.take_if(a, |item| *item == "a"), Some("a"));
         assert_eq!(parked.len(), 0);
     }
 
@@ -107,11 +112,7 @@ mod tests {
         assert_eq!(parked.len(), 1);
         tokio::time::advance(Duration::from_secs(2)).await;
         assert_eq!(expired.recv().await, Some(7));
-        assert_eq!(
-            parked.take(&state),
-            None,
-            "an expired state resumes nothing"
-        );
+        assert_eq!(parked.take(state), None, "an expired state resumes nothing");
     }
 
     #[tokio::test(start_paused = true)]
@@ -121,7 +122,7 @@ mod tests {
         let state = parked.park(1, Duration::from_secs(5), move |n| {
             let _ = tx.send(n);
         });
-        assert_eq!(parked.take(&state), Some(1));
+        assert_eq!(parked.take(state), Some(1));
         tokio::time::advance(Duration::from_secs(10)).await;
         // The timer's task has ended: the sender it held is dropped, nothing sent.
         assert_eq!(expired.recv().await, None);

@@ -30,6 +30,11 @@ impl Aggregator {
             .iter()
             .map(|u| (u.config.key.as_str(), u))
             .collect();
+        // New keys (a rotation) seal from now on; without any, the running ones go on.
+        let mut held = self.inner.held.clone();
+        if let Some(s) = &options.sealer {
+            held.sealer = s.clone();
+        }
         let next = Aggregator::assemble(
             configs,
             options,
@@ -37,7 +42,7 @@ impl Aggregator {
                 let u = running.get(c.key.as_str())?;
                 (u.namespace == namespace && unchanged(c)).then(|| Arc::clone(u))
             },
-            self.inner.held.clone(),
+            held,
         )?;
         // What a kept upstream listed stands until it lists again (a failed relist keeps it).
         for (j, u) in next.inner.pool.upstreams().iter_ids() {

@@ -142,7 +142,17 @@ pub(super) fn links(pool: Arc<Pool>, catalog: Arc<Catalog>) -> Links {
 
 /// Flights over [`links`], nothing parked, translated by the spec's policy.
 pub(super) fn flights(pool: Arc<Pool>, catalog: Arc<Catalog>) -> Flights {
-    Flights::new(links(pool, catalog), Arc::default(), Downgrade::default())
+    Flights::new(
+        links(pool, catalog),
+        Arc::default(),
+        sealer(),
+        Downgrade::default(),
+    )
+}
+
+/// A sealer of a random key.
+pub(super) fn sealer() -> Arc<mcp_server::seal::Sealer> {
+    Arc::new(mcp_server::seal::Sealer::random().expect("a random key"))
 }
 
 /// Upstream ids `0..n`.

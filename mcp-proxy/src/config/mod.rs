@@ -255,7 +255,9 @@ fn gateway(g: file::Gateway, upstream_keys: &[&str]) -> Result<Gateway, Problem>
     }
     let mut http = http.map(http::http).unwrap_or_default();
     if let Some(c) = cluster {
-        http = http.sealer(cluster::sealer(c)?);
+        let sealer = cluster::sealer(c)?;
+        options.sealer = Some(sealer.clone());
+        http = http.sealer(sealer);
     }
     Ok(Gateway {
         upstreams: Vec::new(),

@@ -26,6 +26,7 @@ use super::gates::{self, Admitted, OWN_KEYS};
 use super::Relay;
 use crate::aggregator::answers::{call_failure, created_task_id, input_required};
 use crate::aggregator::metered;
+use crate::aggregator::request_state::RequestBinding;
 use crate::aggregator::route::Route;
 use crate::aggregator::tasks;
 use crate::metrics::CallMeter;
@@ -153,7 +154,7 @@ impl Relay {
             }
             Err(e) => return raw_failure(&key, e),
         };
-        self.call_answer(i, ctx, answer, plan, None).await
+        self.call_answer(route, ctx, answer, plan, None).await
     }
 
     /// Whether the call runs as a task, and for how long it is kept.
@@ -258,15 +259,16 @@ impl Relay {
     /// What the host gets for the upstream's answer, written in `on` (the revision of the
     /// connection it came on; `None`: the upstream's shared connection). A plain result
     /// goes as it came (with the gateway's edits); a task or a question is relayed by its
-    /// own code.
+    /// own code. `route`: the tool called.
     pub(super) async fn call_answer(
         &self,
-        i: UpstreamId,
+        route: &Route,
         ctx: &RequestContext,
         answer: Box<RawValue>,
         plan: &TaskPlan,
         on: Option<Revision>,
     ) -> Result<Outcome<RawResult>, ErrorObject> {
+        let i = route.upstream;
         let up = match on {
             Some(r) => r,
             None => self
@@ -286,7 +288,7 @@ impl Relay {
                     },
                 )
             })?;
-            if let Some(out) = Box::pin(self.call_answer_value(i, ctx, value, plan)).await? {
+            if let Some(out) = Box::pin(self.call_answer_value(route, ctx, value, plan)).await? {
                 return Ok(out);
             }
         }
@@ -299,11 +301,12 @@ impl Relay {
     /// called plainly) or an `InputRequiredResult`. `None`: a plain result after all.
     async fn call_answer_value(
         &self,
-        i: UpstreamId,
+        route: &Route,
         ctx: &RequestContext,
         mut value: Value,
         plan: &TaskPlan,
     ) -> Result<Option<Outcome<RawResult>>, ErrorObject> {
+        let i = route.upstream;
         let key = self.pool().key(i).to_owned();
         if plan.host_takes_task && created_task_id(&value).is_some() {
             return self
@@ -323,7 +326,9 @@ impl Relay {
             }
         }
         if let Some(task_id) = plan.as_task.then(|| created_task_id(&value)).flatten() {
-            value = match self.tasks.await_task(i, &task_id, ctx).await {
+            // Its questions are the host's call's: a retry of that call resumes it.
+            let host = RequestBinding::of(&key, method::TOOLS_CALL, &route.tool.name);
+            value = match self.tasks.await_task(i, &task_id, ctx, host).await {
                 Ok(v) => v,
                 Err(e) => {
                     // The host gave up, or the gateway did: the task should not run on.

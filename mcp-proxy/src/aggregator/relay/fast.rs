@@ -25,6 +25,8 @@ use super::call::{answer_kind, raw_failure, tidy_result, AnswerKind, TaskPlan};
 use super::gates::Admitted;
 use super::Relay;
 use crate::aggregator::metered;
+use crate::aggregator::request_state::RequestBinding;
+use crate::aggregator::route::Route;
 
 use crate::metrics::CallMeter;
 use crate::sessions::pool::{self, Lease};
@@ -48,6 +50,8 @@ struct FastCall {
     call: Mutex<Option<Call>>,
     agg: Arc<Relay>,
     i: UpstreamId,
+    /// The tool called (a question's `requestState` is bound to it).
+    route: Arc<Route>,
     client: Client,
     /// The calls in flight on its connection (a question escalates among them).
     calls: Arc<Calls>,
@@ -89,6 +93,7 @@ impl Relay {
             call: Mutex::new(None),
             agg: self.clone(),
             i: p.i,
+            route: admitted.route.clone(),
             revision: p.link.client.revision(),
             client: p.link.client,
             calls: p.link.calls,
@@ -239,7 +244,13 @@ impl FastCall {
                 tokio::spawn(async move {
                     let out = self
                         .agg
-                        .call_answer(self.i, call.context(), raw, &self.plan, Some(self.revision))
+                        .call_answer(
+                            &self.route,
+                            call.context(),
+                            raw,
+                            &self.plan,
+                            Some(self.revision),
+                        )
                         .await;
                     call.respond(out);
                 });
@@ -324,6 +335,7 @@ impl FastCall {
             slot: (slot, inbox),
             pending: Vec::new(),
             asked: 0,
+            binding: RequestBinding::of(self.key(), method::TOOLS_CALL, &self.route.tool.name),
             lease: self.lease(),
         };
         let me = self.clone();
@@ -338,7 +350,7 @@ impl FastCall {
             let out = match answer {
                 Ok(raw) => {
                     let on = Some(me.revision);
-                    me.agg.call_answer(me.i, ctx, raw, &me.plan, on).await
+                    me.agg.call_answer(&me.route, ctx, raw, &me.plan, on).await
                 }
                 Err(e) => raw_failure(me.key(), e),
             };

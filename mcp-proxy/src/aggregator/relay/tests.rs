@@ -14,7 +14,7 @@ use crate::aggregator::flights::Flights;
 use crate::aggregator::links::Links;
 use crate::aggregator::own_lists::OwnSessions;
 use crate::aggregator::tasks::Tasks;
-use crate::aggregator::test_parts::{connect, ids, in_process, parts, request};
+use crate::aggregator::test_parts::{connect, ids, in_process, parts, request, sealer};
 use crate::aggregator::visibility::Visibility;
 use crate::policy::{Confirm, Confirmation, GlobFilter, Surface, ToolFilter, Verdict};
 
@@ -47,7 +47,7 @@ async fn relay(deny: &[&str], confirm: Option<Arc<dyn Confirm>>) -> Relay {
         Arc::default(),
     ));
     let links = Links::new(pool, own.clone());
-    let flights = Flights::new(links, Arc::default(), Downgrade::default());
+    let flights = Flights::new(links, Arc::default(), sealer(), Downgrade::default());
     let keys = ["fs".to_string()].into_iter().collect();
     let visibility = Arc::new(Visibility::new(None, Surface::Direct, keys));
     let tasks = Tasks::new(flights, Arc::default(), visibility.clone());

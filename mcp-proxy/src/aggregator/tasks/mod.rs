@@ -25,6 +25,7 @@ use serde_json::{json, Map, Value};
 use super::answers::{decode, input_required, strip_hop_meta, strip_hop_meta_raw, upstream_error};
 use super::flights::Flights;
 use super::pool::Pool;
+use super::request_state::RequestBinding;
 use super::visibility::Visibility;
 use std::sync::Arc;
 
@@ -200,16 +201,19 @@ impl Tasks {
     /// Follows a 2025-11-25 upstream task to its end for a host that called plainly:
     /// [`Self::poll_task`], then `tasks/result`: at once for a task that ended, held open
     /// for one that waits for input, whose questions reach the host as in any call.
+    /// `host`: the host's call, which a retry must be to resume the task's questions.
     pub(super) async fn await_task(
         &self,
         i: UpstreamId,
         task_id: &str,
         ctx: &RequestContext,
+        host: RequestBinding,
     ) -> Result<Value, ClientError> {
         // An unreadable state: `tasks/result` will say what happened.
         self.poll_task(i, task_id, ctx).await?;
+        let params = json!({"taskId": task_id});
         self.flights
-            .upstream_call(i, method::TASKS_RESULT, json!({"taskId": task_id}), ctx)
+            .upstream_call_for(i, method::TASKS_RESULT, params, ctx, Some(host))
             .await
     }
 
