@@ -14,7 +14,6 @@
 //! question). Per-host upstream sessions (`SessionMode::PerHost`) keep each host's calls
 //! on a connection of their own, so that its questions can always be tied to it.
 
-use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -535,15 +534,5 @@ impl Flight {
     }
 }
 
-/// Marks the gateway's own `requestState` values.
+/// Marks the gateway's own `requestState` values (sealed: `aggregator/request_state.rs`).
 pub(crate) const STATE_PREFIX: &str = "mcp-proxy.";
-
-/// A fresh `requestState`: 128 unguessable bits (from std's randomly keyed SipHash), so a
-/// changed or invented one names no parked call and is refused.
-pub(crate) fn new_state() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let a = std::collections::hash_map::RandomState::new().hash_one(n);
-    let b = std::collections::hash_map::RandomState::new().hash_one(!n);
-    format!("{STATE_PREFIX}{a:016x}{b:016x}")
-}

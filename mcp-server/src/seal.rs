@@ -30,8 +30,8 @@ use ring::hkdf::{KeyType, Salt, HKDF_SHA256};
 use ring::rand::{SecureRandom, SystemRandom};
 
 /// The longest token [`Sealer::open`] reads, in characters: anything longer is refused
-/// before it is decoded.
-pub const MAX_TOKEN_LEN: usize = 256;
+/// before it is decoded (a task id carries its upstream's own task id, which can be long).
+pub const MAX_TOKEN_LEN: usize = 1024;
 
 /// The fewest secret bytes a [`SealKey`] takes.
 pub const MIN_SECRET_LEN: usize = 32;

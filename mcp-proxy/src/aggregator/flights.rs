@@ -55,6 +55,11 @@ impl Flights {
         }
     }
 
+    /// What seals the ids hosts hold (states, task ids).
+    pub(super) fn sealer(&self) -> &mcp_server::seal::Sealer {
+        &self.sealer
+    }
+
     /// The links the flights go on.
     pub(super) fn links(&self) -> &Links {
         &self.links

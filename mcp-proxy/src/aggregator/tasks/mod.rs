@@ -1,9 +1,10 @@
 //! Upstream tasks shown to hosts that take tasks (TOOL-21): a 2025-11-25 host that asked
 //! for one, or a 2026-07-28 host that declared the tasks extension.
 //!
-//! An upstream's task is relayed under a gateway task id (unpredictable, naming nothing
-//! of the upstream), so hosts cannot reach tasks of other upstreams or of other hosts by
-//! guessing, and two upstreams' equal ids never meet. Each era's shape is bridged:
+//! An upstream's task is relayed under a gateway task id, sealed (`task_id.rs`: the
+//! upstream's key and task id, the principal, the retention, readable by no host), so
+//! hosts cannot reach tasks of other upstreams or of other hosts by guessing or altering,
+//! two upstreams' equal ids never meet, and any replica with the keys routes it. Each era's shape is bridged:
 //! the extension's `tasks/get` carries a finished task's outcome inline, which a
 //! 2025-11-25 upstream gives only through `tasks/result`, and its questions, which it asks
 //! only on a `tasks/result` held open, are shown as `inputRequests` and answered with
@@ -31,6 +32,7 @@ use std::sync::Arc;
 
 mod hold;
 mod table;
+mod task_id;
 
 use hold::{hold, inline_outcome, QUESTIONS_WAIT};
 pub(super) use table::TaskTable;
@@ -106,14 +108,19 @@ impl Tasks {
         ctx: &RequestContext,
         id: &str,
     ) -> Result<(Route, UpstreamId), ErrorObject> {
-        let route = self.table.get(id).ok_or_else(|| unknown_task(id))?;
+        let claims = task_id::open(self.flights.sealer(), id, ctx.principal()).map_err(|e| {
+            tracing::debug!("task id refused: {e}");
+            unknown_task(id)
+        })?;
+        let route = self
+            .table
+            .get(id)
+            .unwrap_or_else(|| Route::said(claims.upstream.into(), claims.upstream_id));
         let i = self
             .pool()
             .id_of(&route.upstream)
             .ok_or_else(|| unknown_task(id))?;
-        let theirs =
-            route.owner == table::owner_of(ctx.principal()) && self.visibility.seen(ctx).reaches(i);
-        match theirs {
+        match self.visibility.seen(ctx).reaches(i) {
             true => Ok((route, i)),
             false => Err(unknown_task(id)),
         }
@@ -275,13 +282,22 @@ impl Tasks {
     ) -> Result<Outcome<CallToolResult>, ErrorObject> {
         let key = self.pool().key(i);
         let mut task = created_task(key, value)?;
-        let owner = table::owner_of(ctx.principal());
-        let id = self.table.register(
-            key.into(),
-            owner,
-            std::mem::take(&mut task.task_id),
-            retention(&task),
-        );
+        let upstream_id = std::mem::take(&mut task.task_id);
+        let kept = retention(&task);
+        let id = task_id::seal(
+            self.flights.sealer(),
+            key,
+            &upstream_id,
+            ctx.principal(),
+            kept,
+        )
+        .map_err(|e| {
+            ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!("upstream `{key}` made a task the gateway cannot relay: {e}"),
+            )
+        })?;
+        self.table.register(&id, key.into(), upstream_id, kept);
         tracing::debug!(upstream = %key, task = %id, "relaying an upstream task");
         task.task_id = id;
         task.result_type = None;

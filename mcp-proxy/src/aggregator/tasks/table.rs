@@ -1,5 +1,6 @@
-//! The gateway's task ids: each upstream task a host sees, under an id of the gateway's
-//! (unpredictable, naming nothing of the upstream), kept for the task's retention.
+//! The gateway's task ids (sealed, `task_id.rs`) and what this process keeps beside one:
+//! the questions of a 2025-11-25 upstream task held for a 2026 host, kept for the task's
+//! retention. A task id that opens and is not here routes by what it says.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -13,10 +14,9 @@ use serde_json::{Map, Value};
 use tokio::sync::{mpsc, watch};
 
 use crate::aggregator::answers::decode;
-use crate::upstream_questions::new_state;
 
 /// How long a task without a retention of its own stays routable.
-const DEFAULT_RETENTION: Duration = Duration::from_secs(3600);
+pub(crate) const DEFAULT_RETENTION: Duration = Duration::from_secs(3600);
 /// The longest any task stays routable (an upstream's `ttl: null` means unlimited).
 const MAX_RETENTION: Duration = Duration::from_secs(24 * 3600);
 /// Most tasks kept routable at once; past it the one expiring first is forgotten.
@@ -28,8 +28,6 @@ pub(crate) struct Route {
     /// The key of the upstream that runs it: the aggregators a reload makes share the
     /// table, and each finds the upstream by key among its own.
     pub(crate) upstream: Arc<str>,
-    /// Who started it (see [`owner_of`]): only they may reach it.
-    pub(crate) owner: Option<String>,
     pub(crate) upstream_id: String,
     pub(crate) expires: Instant,
     /// A 2025-11-25 upstream task's questions, held for a 2026 host that polls.
@@ -55,28 +53,34 @@ pub(crate) struct TaskInput {
     pub(crate) done: AtomicBool,
 }
 
-/// Who a request is for, as a task's owner: the principal's subject, credential and
-/// issuer together (a JWT's `sub` and an API key's subject may be the same text).
-pub(crate) fn owner_of(principal: Option<&mcp_server::auth::Principal>) -> Option<String> {
-    principal.map(mcp_server::auth::Principal::identity)
-}
-
 /// Gateway task id → the upstream task behind it.
 #[derive(Default)]
 pub(crate) struct TaskTable {
     routes: Mutex<HashMap<String, Route>>,
 }
 
+impl Route {
+    /// The route a task id says, where this process keeps nothing beside it.
+    pub(crate) fn said(upstream: Arc<str>, upstream_id: String) -> Route {
+        Route {
+            upstream,
+            upstream_id,
+            expires: Instant::now() + MAX_RETENTION,
+            input: None,
+            asked: Arc::default(),
+        }
+    }
+}
+
 impl TaskTable {
-    /// A fresh gateway id for upstream `upstream`'s task `upstream_id`.
+    /// Keeps gateway id `id` of upstream `upstream`'s task `upstream_id` for `retention`.
     pub(crate) fn register(
         &self,
+        id: &str,
         upstream: Arc<str>,
-        owner: Option<String>,
         upstream_id: String,
         retention: Duration,
-    ) -> String {
-        let id = new_state();
+    ) {
         let now = Instant::now();
         {
             let mut routes = self.routes.lock();
@@ -91,10 +95,9 @@ impl TaskTable {
                 }
             }
             routes.insert(
-                id.clone(),
+                id.to_owned(),
                 Route {
                     upstream,
-                    owner,
                     upstream_id,
                     expires: now + retention.min(MAX_RETENTION),
                     input: None,
@@ -102,14 +105,13 @@ impl TaskTable {
                 },
             );
         }
-        id
     }
 
     /// The held input of task `id`: the live one, or a fresh one with the receiver of its
     /// answers (the caller starts holding the call).
     pub(crate) fn input(&self, id: &str) -> Option<(Arc<TaskInput>, Option<Answers>)> {
         let mut routes = self.routes.lock();
-        let route = routes.get_mut(id)?;
+        let route = routes.get_mut(id).filter(|r| r.expires > Instant::now())?;
         if let Some(live) = route
             .input
             .as_ref()
@@ -168,18 +170,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn gateway_task_ids_route_to_their_upstream_task_until_they_expire() {
+    fn what_is_kept_beside_a_task_id_is_kept_until_it_expires() {
         let table = TaskTable::default();
         let (u0, u1): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
-        let a = table.register(u0.clone(), None, "1".into(), Duration::from_secs(60));
-        let b = table.register(u1.clone(), None, "1".into(), Duration::from_secs(60));
-        assert_ne!(a, b);
-        assert_ne!(a, "1");
-        let (ra, rb) = (table.get(&a).expect("a"), table.get(&b).expect("b"));
+        table.register("id-a", u0.clone(), "1".into(), Duration::from_secs(60));
+        table.register("id-b", u1.clone(), "1".into(), Duration::from_secs(60));
+        let (ra, rb) = (table.get("id-a").expect("a"), table.get("id-b").expect("b"));
         assert_eq!((&ra.upstream, ra.upstream_id.as_str()), (&u0, "1"));
         assert_eq!((&rb.upstream, rb.upstream_id.as_str()), (&u1, "1"));
         assert!(table.get("1").is_none());
-        let gone = table.register(u0, None, "2".into(), Duration::ZERO);
-        assert!(table.get(&gone).is_none());
+        table.register("gone", u0, "2".into(), Duration::ZERO);
+        assert!(table.get("gone").is_none());
+        assert!(
+            table.input("gone").is_none(),
+            "nothing is held for an expired task"
+        );
     }
 }

@@ -1,0 +1,158 @@
+//! Replicas of one gateway sharing sealing keys (`AggregatorOptions::sealer`), in process:
+//! three aggregators in front of one upstream, each host on a different replica. A task
+//! created through replica 1 is polled on 2, given its input on 3 and followed to its end
+//! on 1; one cancelled on 3 reads cancelled on 1; an id invented, altered, or sealed with
+//! another deployment's key is unknown on every replica, as on one gateway.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_client::{CallOptions, Client, ClientError, ClientOptions, EraChoice, NoHandler};
+use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport};
+use mcp_server::seal::{ReplicaId, SealKey, Sealer};
+use mcp_server::Server;
+use mcp_types::protocol::*;
+use mcp_types::{codes, Revision};
+use serde_json::{json, Map, Value};
+
+mod common;
+use common::host;
+
+/// Replica `n` of a gateway whose keys are `secret`, in front of `upstream` (2026-07-28).
+async fn replica(n: u16, secret: u8, upstream: &Server) -> Aggregator {
+    let key = SealKey::new("shared", &[secret; 32]).expect("key");
+    let sealer = Sealer::new(vec![key], ReplicaId(n)).expect("sealer");
+    let options = AggregatorOptions::default().sealer(Arc::new(sealer));
+    let conf = UpstreamConfig::new("conf", UpstreamTransport::InProcess(upstream.clone()))
+        .revision(Revision::V2026_07_28);
+    Aggregator::start(vec![conf], options)
+        .await
+        .expect("starts")
+}
+
+/// A 2026 host that declared the tasks extension and elicitation.
+async fn task_host(agg: &Aggregator) -> Client {
+    let capabilities = ClientCapabilities {
+        extensions: json!({TASKS_EXTENSION: {}}).as_object().cloned(),
+        elicitation: Some(Map::new()),
+        ..Default::default()
+    };
+    let options = ClientOptions::default()
+        .era(EraChoice::Modern)
+        .capabilities(capabilities);
+    host(agg, NoHandler, options).await
+}
+
+async fn request(host: &Client, m: &str, params: Value) -> Result<Value, ClientError> {
+    host.request(m, params, &CallOptions::default()).await
+}
+
+async fn state_of(host: &Client, id: &str) -> Value {
+    request(host, method::TASKS_GET, json!({"taskId": id}))
+        .await
+        .expect("tasks/get")
+}
+
+/// Polls `tasks/get` on `host` until the task's status is `status` (five seconds at most).
+async fn reaches(host: &Client, id: &str, status: &str) -> Value {
+    let reached = mcp_examples::wait_until(Duration::from_secs(5), || async {
+        state_of(host, id).await["status"] == status
+    })
+    .await;
+    let state = state_of(host, id).await;
+    assert!(reached, "task never reached {status}: {state}");
+    state
+}
+
+async fn created(host: &Client, tool: &str, arguments: Value) -> String {
+    let made = request(
+        host,
+        method::TOOLS_CALL,
+        json!({"name": tool, "arguments": arguments}),
+    )
+    .await
+    .expect("tools/call");
+    assert_eq!(made["resultType"], "task", "{made}");
+    made["taskId"].as_str().expect("taskId").to_owned()
+}
+
+fn unknown(r: Result<Value, ClientError>, what: &str) {
+    match r {
+        Err(ClientError::Server(e)) => {
+            assert_eq!(e.code, codes::INVALID_PARAMS, "{what}: {}", e.message);
+            assert!(
+                e.message.starts_with("Unknown task"),
+                "{what}: {}",
+                e.message
+            );
+        }
+        other => panic!("{what}: expected an unknown task, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_task_made_on_one_replica_is_polled_answered_and_cancelled_on_the_others() {
+    let upstream = Server::new(mcp_examples::Conformance::default());
+    let replicas = [
+        replica(1, 7, &upstream).await,
+        replica(2, 7, &upstream).await,
+        replica(3, 7, &upstream).await,
+    ];
+    let [one, two, three] = [
+        task_host(&replicas[0]).await,
+        task_host(&replicas[1]).await,
+        task_host(&replicas[2]).await,
+    ];
+
+    // Made on 1, asking for input: 2 sees the question, 3 answers it, 1 sees it done.
+    let id = created(&one, "conf__confirm_delete", json!({})).await;
+    let asking = reaches(&two, &id, "input_required").await;
+    let requests = asking["inputRequests"].as_object().expect("inputRequests");
+    let (key, _question) = requests.iter().next().expect("a question");
+    let answers = json!({key.clone(): {"action": "accept", "content": {"confirm": true}}});
+    let ack = request(
+        &three,
+        method::TASKS_UPDATE,
+        json!({"taskId": id, "inputResponses": answers}),
+    )
+    .await
+    .expect("tasks/update on replica 3");
+    assert_eq!(ack["resultType"], "complete", "{ack}");
+    let done = reaches(&one, &id, "completed").await;
+    assert_eq!(done["taskId"], id.as_str(), "{done}");
+
+    // Made on 2, cancelled on 3, read cancelled on 1.
+    let slow = created(&two, "conf__slow_compute", json!({"seconds": 60})).await;
+    assert_eq!(state_of(&one, &slow).await["status"], "working");
+    request(&three, method::TASKS_CANCEL, json!({"taskId": slow}))
+        .await
+        .expect("tasks/cancel on replica 3");
+    reaches(&one, &slow, "cancelled").await;
+
+    // Guessed, altered, or another deployment's: unknown everywhere.
+    let mut altered = slow.clone().into_bytes();
+    altered[30] = if altered[30] == b'A' { b'B' } else { b'A' };
+    let altered = String::from_utf8(altered).expect("ascii");
+    let elsewhere = replica(1, 9, &upstream).await;
+    let stranger = task_host(&elsewhere).await;
+    let theirs = created(&stranger, "conf__slow_compute", json!({"seconds": 60})).await;
+    for host in [&one, &two, &three] {
+        for (bad, what) in [
+            ("1", "guessed"),
+            (altered.as_str(), "altered"),
+            (&theirs, "foreign"),
+        ] {
+            unknown(
+                request(host, method::TASKS_GET, json!({"taskId": bad})).await,
+                what,
+            );
+        }
+    }
+    unknown(
+        request(&stranger, method::TASKS_GET, json!({"taskId": slow})).await,
+        "ours, to another deployment",
+    );
+    for agg in replicas.iter().chain([&elsewhere]) {
+        agg.shutdown().await;
+    }
+}
