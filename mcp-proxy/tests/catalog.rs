@@ -104,16 +104,28 @@ async fn resources_and_templates_page_like_tools() {
     let cursor = first["nextCursor"].as_str().expect("a next page");
     let second = client
         .request(
-            "resources/templates/list",
+            "resources/list",
             json!({"cursor": cursor}),
             &Default::default(),
         )
         .await
-        .expect("a cursor of this generation");
-    assert_eq!(
-        second["resourceTemplates"].as_array().map(Vec::len),
-        Some(1)
-    );
+        .expect("page 2");
+    assert_eq!(second["resources"][0]["uri"], "book://2", "{second}");
+    // A cursor names a place in its own list only.
+    let elsewhere = client
+        .request(
+            "resources/templates/list",
+            json!({"cursor": cursor}),
+            &Default::default(),
+        )
+        .await;
+    match elsewhere {
+        Err(mcp_client::ClientError::Server(e)) => {
+            assert_eq!(e.code, -32602, "{}", e.message);
+            assert!(e.message.contains("list changed"), "{}", e.message);
+        }
+        other => panic!("a resources cursor paged the templates: {other:?}"),
+    }
     client.close().await;
     agg.shutdown().await;
 }

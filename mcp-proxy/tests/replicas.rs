@@ -2,12 +2,15 @@
 //! three aggregators in front of one upstream, each host on a different replica. A task
 //! created through replica 1 is polled on 2, given its input on 3 and followed to its end
 //! on 1; one cancelled on 3 reads cancelled on 1; an id invented, altered, or sealed with
-//! another deployment's key is unknown on every replica, as on one gateway.
+//! another deployment's key is unknown on every replica, as on one gateway. A list
+//! cursor from one replica pages on another that lists the same, and one whose list
+//! differs says the list changed rather than serve a page of another list.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_client::{CallOptions, Client, ClientError, ClientOptions, EraChoice, NoHandler};
+use mcp_proxy::policy::GlobFilter;
 use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport};
 use mcp_server::seal::{ReplicaId, SealKey, Sealer};
 use mcp_server::Server;
@@ -20,12 +23,30 @@ use common::host;
 
 /// Replica `n` of a gateway whose keys are `secret`, in front of `upstream` (2026-07-28).
 async fn replica(n: u16, secret: u8, upstream: &Server) -> Aggregator {
+    replica_with(
+        n,
+        secret,
+        upstream,
+        AggregatorOptions::default(),
+        GlobFilter::default(),
+    )
+    .await
+}
+
+/// [`replica`] with `options`, showing the upstream's tools `tools` lets through.
+async fn replica_with(
+    n: u16,
+    secret: u8,
+    upstream: &Server,
+    options: AggregatorOptions,
+    tools: GlobFilter,
+) -> Aggregator {
     let key = SealKey::new("shared", &[secret; 32]).expect("key");
     let sealer = Sealer::new(vec![key], ReplicaId(n)).expect("sealer");
-    let options = AggregatorOptions::default().sealer(Arc::new(sealer));
-    let conf = UpstreamConfig::new("conf", UpstreamTransport::InProcess(upstream.clone()))
+    let mut conf = UpstreamConfig::new("conf", UpstreamTransport::InProcess(upstream.clone()))
         .revision(Revision::V2026_07_28);
-    Aggregator::start(vec![conf], options)
+    conf.tools = Arc::new(tools);
+    Aggregator::start(vec![conf], options.sealer(Arc::new(sealer)))
         .await
         .expect("starts")
 }
@@ -153,6 +174,63 @@ async fn a_task_made_on_one_replica_is_polled_answered_and_cancelled_on_the_othe
         "ours, to another deployment",
     );
     for agg in replicas.iter().chain([&elsewhere]) {
+        agg.shutdown().await;
+    }
+}
+
+fn names(page: &Value) -> Vec<String> {
+    page["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_cursor_pages_on_a_replica_that_lists_the_same_and_nowhere_else() {
+    let upstream = Server::new(mcp_examples::Conformance::default());
+    let paged = || AggregatorOptions::default().page_size(3);
+    let everything = GlobFilter::default();
+    let one = replica_with(1, 7, &upstream, paged(), everything.clone()).await;
+    let two = replica_with(2, 7, &upstream, paged(), everything).await;
+    // The same upstream with one tool hidden: a list one shorter.
+    let hides = GlobFilter {
+        allow: None,
+        deny: vec!["test_tool_with_task".into()],
+    };
+    let skewed = replica_with(3, 7, &upstream, paged(), hides).await;
+    let [h1, h2, h3] = [
+        task_host(&one).await,
+        task_host(&two).await,
+        task_host(&skewed).await,
+    ];
+    let list = |h: &Client, cursor: Option<&str>| {
+        let params = match cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let h = h.clone();
+        async move { request(&h, method::TOOLS_LIST, params).await }
+    };
+    let first = list(&h1, None).await.expect("page 1");
+    let cursor = first["nextCursor"]
+        .as_str()
+        .expect("a next page")
+        .to_owned();
+    let on_one = list(&h1, Some(&cursor)).await.expect("page 2 on 1");
+    let on_two = list(&h2, Some(&cursor)).await.expect("page 2 on 2");
+    assert_eq!(names(&on_one).len(), 3, "{on_one}");
+    assert_eq!(names(&on_one), names(&on_two));
+    assert_eq!(on_one["nextCursor"], on_two["nextCursor"]);
+    match list(&h3, Some(&cursor)).await {
+        Err(ClientError::Server(e)) => {
+            assert_eq!(e.code, codes::INVALID_PARAMS, "{}", e.message);
+            assert!(e.message.contains("list changed"), "{}", e.message);
+        }
+        other => panic!("a page of another list: {other:?}"),
+    }
+    for agg in [one, two, skewed] {
         agg.shutdown().await;
     }
 }

@@ -119,11 +119,11 @@ impl ServerHandler for Aggregator {
         let catalog = &self.inner.catalog;
         match kind {
             ListKind::Tools => {
-                let (tools, next) = catalog.page(self.tools_listed(ctx).await, cursor)?;
+                let (tools, next) = catalog.page(kind, self.tools_listed(ctx).await, cursor)?;
                 page_result(kind, &tools, next.as_deref())
             }
             ListKind::Prompts => {
-                let (prompts, next) = catalog.page(self.prompts_listed(ctx), cursor)?;
+                let (prompts, next) = catalog.page(kind, self.prompts_listed(ctx), cursor)?;
                 page_result(kind, &prompts, next.as_deref())
             }
             ListKind::Resources => {
@@ -132,7 +132,7 @@ impl ServerHandler for Aggregator {
                     .visibility
                     .seen(ctx)
                     .reached(self.inner.own.listings_for(ctx, |l| l.resources.clone()));
-                let (resources, next) = catalog.page(all, cursor)?;
+                let (resources, next) = catalog.page(kind, all, cursor)?;
                 page_result(kind, &resources, next.as_deref())
             }
             ListKind::ResourceTemplates => {
@@ -141,7 +141,7 @@ impl ServerHandler for Aggregator {
                     .visibility
                     .seen(ctx)
                     .reached(self.inner.own.listings_for(ctx, |l| l.templates.clone()));
-                let (templates, next) = catalog.page(all, cursor)?;
+                let (templates, next) = catalog.page(kind, all, cursor)?;
                 page_result(kind, &templates, next.as_deref())
             }
             _ => Err(mcp_server::method_not_found("this list")),

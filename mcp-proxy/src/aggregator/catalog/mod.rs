@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use mcp_types::protocol::*;
 use mcp_types::raw::Exact;
-use mcp_types::{codes, ErrorObject};
 use parking_lot::RwLock;
 
 use super::id::PerUpstream;
@@ -183,8 +182,12 @@ pub(super) struct Catalog {
     /// The approved tool definitions, if pinning is on.
     pins: Option<Arc<Pins>>,
     listings: RwLock<PerUpstream<Listing>>,
-    /// Bumped on every change; cursors and the route index carry it.
+    /// A digest of each upstream's listing (`cursor.rs`), made when it changes.
+    digests: RwLock<PerUpstream<[u8; 16]>>,
+    /// Bumped on every change; the route index and the content digest carry it.
     generation: AtomicU64,
+    /// The digest of every listing of one generation, which cursors carry.
+    content: OfGeneration<[u8; 16]>,
     /// The route index of one generation.
     routes: OfGeneration<Routes>,
     /// The tools shown of one generation (`shown.rs`).
@@ -226,10 +229,14 @@ impl Catalog {
         Catalog {
             pins,
             listings: RwLock::new(members.map(|_| Listing::default())),
+            digests: RwLock::new(
+                members.map(|m| cursor::listing_digest(&m.key, &Listing::default())),
+            ),
             members,
             namespacing,
             page_size,
             generation: AtomicU64::new(1),
+            content: OfGeneration::default(),
             routes: OfGeneration::default(),
             shown: OfGeneration::default(),
             warned: Default::default(),
@@ -268,10 +275,12 @@ impl Catalog {
     /// changed: the catalog's generation, and so its cursors, stay).
     pub(super) fn set_listing(&self, i: UpstreamId, listing: Listing) -> ListsChanged {
         let listing = self.admitted(i, listing);
+        let digest = cursor::listing_digest(&self.members[i].key, &listing);
         let changed = {
             let mut l = self.listings.write();
             let changed = l[i].changes_to(&listing);
             l[i] = listing;
+            self.digests.write()[i] = digest;
             changed
         };
         if changed.any() {
@@ -468,47 +477,6 @@ impl Catalog {
         owner(&|l| l.lists_resource(uri)).or_else(|| owner(&|l| l.has_template_for(uri)))
     }
 
-    /// One page of a merged list. The cursor is `<generation>.<offset>`; a cursor from
-    /// another generation of the catalog is stale.
-    pub(super) fn page<T>(
-        &self,
-        items: Vec<T>,
-        cursor: Option<&str>,
-    ) -> Result<(Vec<T>, Option<String>), ErrorObject> {
-        let generation = self.generation.load(Ordering::SeqCst);
-        let start = match cursor {
-            None => 0,
-            Some(c) => {
-                let parsed = c
-                    .split_once('.')
-                    .and_then(|(g, o)| Some((g.parse::<u64>().ok()?, o.parse::<usize>().ok()?)));
-                match parsed {
-                    Some((g, o)) if g == generation && o <= items.len() => o,
-                    Some(_) => {
-                        return Err(ErrorObject::new(
-                            codes::INVALID_PARAMS,
-                            "Invalid cursor: the list changed since it was issued; list again",
-                        ))
-                    }
-                    None => {
-                        return Err(ErrorObject::new(
-                            codes::INVALID_PARAMS,
-                            format!("Invalid cursor: {c:?}"),
-                        ))
-                    }
-                }
-            }
-        };
-        let size = self.page_size;
-        if size == 0 {
-            return Ok((items.into_iter().skip(start).collect(), None));
-        }
-        let total = items.len();
-        let page: Vec<T> = items.into_iter().skip(start).take(size).collect();
-        let next = (start + size < total).then(|| format!("{generation}.{}", start + size));
-        Ok((page, next))
-    }
-
     /// The key of the upstream whose filtered-out tool would be exposed as `name`.
     pub(super) fn denied_upstream(&self, name: &str) -> Option<String> {
         let listings = self.listings.read();
@@ -562,6 +530,7 @@ fn template_matches(template: &str, uri: &str) -> bool {
     rest.is_empty()
 }
 
+mod cursor;
 mod shown;
 #[cfg(test)]
 mod tests;
