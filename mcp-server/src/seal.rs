@@ -20,6 +20,10 @@
 //! HKDF-SHA256 from the configured secret, so a token of one purpose never opens as
 //! another. The first [`SealKey`] of a [`Sealer`] seals; every listed key opens
 //! (rotation). What a payload holds, and when it expires, is its issuer's to say.
+//!
+//! The same secrets, through a key derived for it alone, sign what one replica sends
+//! another ([`Sealer::sign`], [`Sealer::verify`]: HMAC-SHA256), so that a replica takes a
+//! forwarded request only from a replica of its own deployment.
 
 use std::fmt;
 
@@ -162,6 +166,8 @@ pub struct SealKey {
     id: [u8; KEY_ID_LEN],
     /// One key per purpose, in [`Purpose::ALL`]'s order.
     keys: Vec<LessSafeKey>,
+    /// The key that signs what replicas send each other.
+    signing: ring::hmac::Key,
 }
 
 impl fmt::Debug for SealKey {
@@ -202,10 +208,16 @@ impl SealKey {
                 .map_err(|_| KeyError::Random)?;
             keys.push(LessSafeKey::new(UnboundKey::from(okm)));
         }
+        let info: [&[u8]; 1] = [b"replica hop"];
+        let signing = prk
+            .expand(&info, ring::hmac::HMAC_SHA256)
+            .map_err(|_| KeyError::Random)?
+            .into();
         Ok(SealKey {
             name: name.into(),
             id,
             keys,
+            signing,
         })
     }
 
@@ -288,6 +300,22 @@ impl Sealer {
     /// The replica this sealer seals for.
     pub fn replica(&self) -> ReplicaId {
         self.replica
+    }
+
+    /// The signature of `message` under the first key (base64url, 43 characters).
+    pub fn sign(&self, message: &[u8]) -> String {
+        URL_SAFE_NO_PAD.encode(ring::hmac::sign(&self.keys[0].signing, message))
+    }
+
+    /// Whether `signature` is one of [`Sealer::sign`]'s of `message` under a listed key,
+    /// compared in constant time.
+    pub fn verify(&self, message: &[u8], signature: &str) -> bool {
+        let Ok(tag) = URL_SAFE_NO_PAD.decode(signature) else {
+            return false;
+        };
+        self.keys
+            .iter()
+            .any(|k| ring::hmac::verify(&k.signing, message, &tag).is_ok())
     }
 
     /// `payload` sealed for `purpose` with `flags`, as a token of
@@ -457,6 +485,22 @@ mod tests {
             other.open(Purpose::Task, &fresh),
             Err(OpenError::UnknownKey)
         );
+    }
+
+    #[test]
+    fn a_signature_verifies_under_any_listed_key_and_nothing_else() {
+        let old = sealer(vec![key("old", 1)], 0);
+        let rotated = sealer(vec![key("new", 2), key("old", 1)], 1);
+        let other = sealer(vec![key("other", 3)], 2);
+        let sig = old.sign(b"message");
+        assert_eq!(sig.len(), 43);
+        assert!(rotated.verify(b"message", &sig));
+        assert!(!rotated.verify(b"messages", &sig));
+        assert!(!other.verify(b"message", &sig));
+        assert!(!rotated.verify(b"message", "not base64!"));
+        assert!(!rotated.verify(b"message", ""));
+        // The signing key is its own: no sealed token's bytes sign anything.
+        assert_ne!(rotated.sign(b"m"), old.sign(b"m"));
     }
 
     #[test]

@@ -2,10 +2,12 @@
 //! 2026-07-28 the mirrored headers that match its body.
 
 use http::header::{self, AsHeaderName};
-use http::{HeaderMap, StatusCode};
+use http::{HeaderMap, Response, StatusCode};
 use mcp_types::raw::RawObject;
 use mcp_types::{codes, headers, meta, Request};
 
+use super::reply::{rpc_error, HttpBody};
+use super::HttpOptions;
 use crate::session::RequestMeta;
 
 /// A header's value as text, if it is there and visible ASCII. Given a [`HeaderName`]
@@ -221,4 +223,40 @@ fn lacks(key: &str) -> (i64, String) {
         codes::INVALID_PARAMS,
         format!("Invalid params: _meta lacks {key}"),
     )
+}
+
+pub(super) fn forbidden(what: &str) -> Response<HttpBody> {
+    rpc_error(
+        StatusCode::FORBIDDEN,
+        None,
+        codes::INVALID_REQUEST,
+        format!("Forbidden: {what} not allowed"),
+    )
+}
+
+/// The `Host` and `Origin` checks (DNS rebinding): which of the two failed, if one did
+/// (logged when `log`: a probe from an orchestrator's address is no incident).
+pub(super) fn origin_check(
+    o: &HttpOptions,
+    parts: &http::request::Parts,
+    log: bool,
+) -> Option<&'static str> {
+    let headers = &parts.headers;
+    let host = header_str(headers, &header::HOST).or(parts.uri.authority().map(|a| a.as_str()));
+    if !host.is_some_and(|h| allowed(&o.allowed_hosts, host_of(h))) {
+        if log {
+            tracing::warn!(?host, "rejected: Host not allowed");
+        }
+        return Some("Host");
+    }
+    if let Some(origin) = header_str(headers, &header::ORIGIN) {
+        let authority = origin.split_once("://").map_or(origin, |(_, a)| a);
+        if !allowed(&o.allowed_origins, host_of(authority)) {
+            if log {
+                tracing::warn!(origin, "rejected: Origin not allowed");
+            }
+            return Some("Origin");
+        }
+    }
+    None
 }

@@ -38,17 +38,21 @@
 
 mod admin;
 mod checks;
+mod cluster;
 mod conn;
 mod exchange;
+mod forward;
 #[doc(hidden)]
 pub mod fuzzing;
 mod guard;
 mod health;
+mod hop;
 pub mod layers;
 mod legacy;
 mod metrics;
 mod modern;
 mod options;
+mod placed;
 mod reply;
 mod room;
 mod routing;
@@ -75,12 +79,13 @@ use crate::auth::Principal;
 use crate::seal::Sealer;
 use crate::Server;
 pub use admin::{bind_admin, Admin, AdminOptions};
-use checks::{accepts_sse, allowed, check_post_media, header_str, host_of, names};
+use checks::{accepts_sse, check_post_media, forbidden, header_str, names, origin_check};
+pub use cluster::{Peers, Placement, StaticPeers};
 pub use conn::{serve, serve_with_shutdown};
 pub use health::{Health, Readiness, LIVE_PATH, READY_PATH};
 use legacy::LegacySession;
 pub use metrics::{Metrics, MetricsSource, METRICS_PATH};
-pub use options::{HealthCheck, HttpOptions, SessionManagerHandle};
+pub use options::{HealthCheck, HttpOptions, PeersHandle, PlacementHandle, SessionManagerHandle};
 pub use reply::HttpBody;
 use reply::{empty, respond, rpc_error};
 #[doc(hidden)]
@@ -104,38 +109,8 @@ struct Inner {
     sessions: Arc<Sessions>,
     /// `None` only when no random key could be made: no legacy session opens then.
     sealer: Option<Arc<Sealer>>,
-}
-
-fn forbidden(what: &str) -> Response<HttpBody> {
-    rpc_error(
-        StatusCode::FORBIDDEN,
-        None,
-        codes::INVALID_REQUEST,
-        format!("Forbidden: {what} not allowed"),
-    )
-}
-
-/// The `Host` and `Origin` checks (DNS rebinding): which of the two failed, if one did
-/// (logged when `log`: a probe from an orchestrator's address is no incident).
-fn origin_check(o: &HttpOptions, parts: &http::request::Parts, log: bool) -> Option<&'static str> {
-    let headers = &parts.headers;
-    let host = header_str(headers, &header::HOST).or(parts.uri.authority().map(|a| a.as_str()));
-    if !host.is_some_and(|h| allowed(&o.allowed_hosts, host_of(h))) {
-        if log {
-            tracing::warn!(?host, "rejected: Host not allowed");
-        }
-        return Some("Host");
-    }
-    if let Some(origin) = header_str(headers, &header::ORIGIN) {
-        let authority = origin.split_once("://").map_or(origin, |(_, a)| a);
-        if !allowed(&o.allowed_origins, host_of(authority)) {
-            if log {
-                tracing::warn!(origin, "rejected: Origin not allowed");
-            }
-            return Some("Origin");
-        }
-    }
-    None
+    /// With [`HttpOptions::peers`]: what takes requests to the replica holding their state.
+    forwarder: Option<forward::Forwarder>,
 }
 
 impl StreamableHttp {
@@ -153,12 +128,18 @@ impl StreamableHttp {
                 None
             }
         });
+        let forwarder = options
+            .peers
+            .as_ref()
+            .zip(sealer.clone())
+            .map(|(p, s)| forward::Forwarder::new(p.0.clone(), s));
         StreamableHttp {
             inner: Arc::new(Inner {
                 sessions: Sessions::new(manager, server.stats(), sealer.clone()),
                 server,
                 options,
                 sealer,
+                forwarder,
             }),
         }
     }
@@ -257,8 +238,15 @@ impl StreamableHttp {
                     rpc_error(status, None, codes::INVALID_REQUEST, why)
                 }
             },
-            Method::GET => self.get(&parts.headers, principal.as_deref()).await,
-            Method::DELETE => self.delete(&parts.headers, principal.as_deref()).await,
+            Method::GET | Method::DELETE => {
+                if let Some(r) = self.elsewhere(&parts, &Bytes::new(), None).await {
+                    return r;
+                }
+                match parts.method {
+                    Method::GET => self.get(&parts.headers, principal.as_deref()).await,
+                    _ => self.delete(&parts.headers, principal.as_deref()).await,
+                }
+            }
             _ => respond(StatusCode::METHOD_NOT_ALLOWED, empty(), None),
         }
     }
@@ -314,6 +302,9 @@ impl StreamableHttp {
                 return rpc_error(StatusCode::BAD_REQUEST, None, err.code, err.message);
             }
         };
+        if let Some(r) = self.elsewhere(&parts, &bytes, Some(&frame)).await {
+            return r;
+        }
         let mut parts = parts;
         for credential in [
             header::AUTHORIZATION,

@@ -137,6 +137,14 @@ pub struct HttpOptions {
     /// `None`: a key of the endpoint's own, made at random, so that its ids open nowhere
     /// else. Replicas of one deployment share one sealer's keys.
     pub sealer: Option<std::sync::Arc<crate::seal::Sealer>>,
+    /// Where the other replicas of the deployment serve (see [`super::Peers`]). With it
+    /// and a [`HttpOptions::sealer`], a request naming state another replica holds (a
+    /// legacy session, what [`HttpOptions::placement`] names) is forwarded there; without
+    /// it (the default), such a request is served here, where that state is not.
+    pub peers: Option<PeersHandle>,
+    /// Which replica holds the state a request's message names, in the handler's terms
+    /// (see [`super::Placement`]); `None`: only legacy sessions are placed.
+    pub placement: Option<PlacementHandle>,
 }
 
 /// The [`super::SessionManager`] an endpoint keeps its legacy sessions with.
@@ -146,6 +154,26 @@ pub struct SessionManagerHandle(pub std::sync::Arc<dyn super::SessionManager>);
 impl std::fmt::Debug for SessionManagerHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("SessionManagerHandle(..)")
+    }
+}
+
+/// The [`super::Peers`] an endpoint forwards to.
+#[derive(Clone)]
+pub struct PeersHandle(pub std::sync::Arc<dyn super::Peers>);
+
+impl std::fmt::Debug for PeersHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PeersHandle(..)")
+    }
+}
+
+/// The [`super::Placement`] an endpoint places requests with.
+#[derive(Clone)]
+pub struct PlacementHandle(pub std::sync::Arc<dyn super::Placement>);
+
+impl std::fmt::Debug for PlacementHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PlacementHandle(..)")
     }
 }
 
@@ -189,6 +217,8 @@ impl Default for HttpOptions {
             metrics: None,
             session_manager: None,
             sealer: None,
+            peers: None,
+            placement: None,
         }
     }
 }
@@ -226,6 +256,20 @@ impl HttpOptions {
     #[must_use]
     pub fn sealer(mut self, sealer: std::sync::Arc<crate::seal::Sealer>) -> Self {
         self.sealer = Some(sealer);
+        self
+    }
+
+    /// Forwards requests for state held elsewhere to `peers` (see [`HttpOptions::peers`]).
+    #[must_use]
+    pub fn peers(mut self, peers: std::sync::Arc<dyn super::Peers>) -> Self {
+        self.peers = Some(PeersHandle(peers));
+        self
+    }
+
+    /// Places requests with `placement` (see [`HttpOptions::placement`]).
+    #[must_use]
+    pub fn placement(mut self, placement: std::sync::Arc<dyn super::Placement>) -> Self {
+        self.placement = Some(PlacementHandle(placement));
         self
     }
 

@@ -119,6 +119,11 @@ impl Sessions {
         &self.manager
     }
 
+    /// Whether session `id` is held here.
+    pub(super) fn holds(&self, id: &str) -> bool {
+        self.live.lock().contains_key(id)
+    }
+
     pub(super) fn len(&self) -> usize {
         self.live.lock().len()
     }

@@ -1,0 +1,78 @@
+//! Where a request is served: here, or at the replica that holds what it names (see
+//! `cluster.rs`), which the endpoint asks before anything else is done with the request.
+
+use bytes::Bytes;
+use http::{Response, StatusCode};
+use mcp_types::{codes, Frame, Message};
+
+use super::checks::{header_str, names};
+use super::forward::Forwarded;
+use super::hop::{self, HopCheck};
+use super::reply::{rpc_error, HttpBody};
+use super::{session_id, StreamableHttp};
+use crate::seal::ReplicaId;
+
+impl StreamableHttp {
+    /// The answer of the replica holding what this request (`parts`, `body`, read as
+    /// `frame` for a POST) names, when that is another replica this one can reach; `None`:
+    /// serve it here. A hop header this replica cannot take is refused (`403`).
+    pub(super) async fn elsewhere(
+        &self,
+        parts: &http::request::Parts,
+        body: &Bytes,
+        frame: Option<&Frame>,
+    ) -> Option<Response<HttpBody>> {
+        let forwarder = self.inner.forwarder.as_ref()?;
+        match hop::check(forwarder.sealer(), parts, body) {
+            HopCheck::Direct => {}
+            HopCheck::Forwarded(from) => {
+                // At most one hop: served here, whatever it names.
+                if let Some(owner) = self
+                    .owner(parts, frame)
+                    .filter(|o| *o != forwarder.replica())
+                {
+                    tracing::warn!(%from, %owner, "a forwarded request names another replica's state: not forwarded again");
+                }
+                return None;
+            }
+            HopCheck::Refused(why) => {
+                tracing::warn!(method = %parts.method, "refused {why}");
+                return Some(rpc_error(
+                    StatusCode::FORBIDDEN,
+                    None,
+                    codes::INVALID_REQUEST,
+                    "Forbidden: a replica hop this replica cannot take",
+                ));
+            }
+        }
+        let owner = self.owner(parts, frame)?;
+        if owner == forwarder.replica() {
+            return None;
+        }
+        match forwarder.forward(owner, parts, body.clone()).await {
+            Forwarded::Answer(r) => Some(r),
+            Forwarded::Unreachable => None,
+        }
+    }
+
+    /// The replica holding what the request names: its legacy session (unless held here,
+    /// which one lookup tells), else what the handler's placement reads in its messages.
+    fn owner(&self, parts: &http::request::Parts, frame: Option<&Frame>) -> Option<ReplicaId> {
+        if let Some(id) = header_str(&parts.headers, &names::SESSION_ID) {
+            let sealer = self.inner.sealer.as_deref()?;
+            if self.inner.sessions.holds(id) {
+                return Some(sealer.replica());
+            }
+            return session_id::open(sealer, id).ok().map(|c| c.owner);
+        }
+        let placement = self.inner.options.placement.as_ref()?;
+        let messages: &[Message] = match frame? {
+            Frame::Single(m) => std::slice::from_ref(m),
+            Frame::Batch(b) => b,
+        };
+        messages
+            .iter()
+            .filter(|m| matches!(m, Message::Request(_)))
+            .find_map(|m| placement.0.owner(m))
+    }
+}
