@@ -38,6 +38,7 @@ pub mod metrics;
 pub mod naming;
 pub mod overrides;
 pub mod pins;
+pub mod placement;
 pub mod policy;
 pub mod sessions;
 mod upstream_error;

@@ -4,7 +4,9 @@
 //! on 1; one cancelled on 3 reads cancelled on 1; an id invented, altered, or sealed with
 //! another deployment's key is unknown on every replica, as on one gateway. A list
 //! cursor from one replica pages on another that lists the same, and one whose list
-//! differs says the list changed rather than serve a page of another list.
+//! differs says the list changed rather than serve a page of another list. Over HTTP,
+//! with each replica knowing the others' addresses, a 2026 host's retry of a call a
+//! legacy upstream's question parked on one replica completes through any other.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -231,6 +233,107 @@ async fn a_cursor_pages_on_a_replica_that_lists_the_same_and_nowhere_else() {
         other => panic!("a page of another list: {other:?}"),
     }
     for agg in [one, two, skewed] {
+        agg.shutdown().await;
+    }
+}
+
+/// Legacy hosts and 2026 hosts alike reach replicas over HTTP: three endpoints in front
+/// of three aggregators, one sealing key, each knowing the others' addresses.
+async fn http_replicas(upstream: impl Fn() -> UpstreamConfig) -> Vec<(Aggregator, String)> {
+    use mcp_proxy::placement::GatewayPlacement;
+    use mcp_server::http::{serve, HttpOptions, StaticPeers, StreamableHttp};
+    let mut listeners = Vec::new();
+    let mut peers = StaticPeers::new();
+    for n in 1..=3u16 {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = l.local_addr().expect("addr");
+        peers = peers.with(ReplicaId(n), format!("http://{addr}").parse().expect("uri"));
+        listeners.push((n, l, addr));
+    }
+    let peers = Arc::new(peers);
+    let mut out = Vec::new();
+    for (n, listener, addr) in listeners {
+        let key = SealKey::new("shared", &[7; 32]).expect("key");
+        let sealer = Arc::new(Sealer::new(vec![key], ReplicaId(n)).expect("sealer"));
+        let options = AggregatorOptions::default().sealer(sealer.clone());
+        let agg = Aggregator::start(vec![upstream()], options)
+            .await
+            .expect("starts");
+        let http = HttpOptions::default()
+            .sealer(sealer.clone())
+            .peers(peers.clone())
+            .placement(Arc::new(GatewayPlacement::new(sealer)));
+        let endpoint = StreamableHttp::new(Server::new(agg.clone()), http);
+        tokio::spawn(serve(listener, endpoint));
+        out.push((agg, format!("http://{addr}/mcp")));
+    }
+    out
+}
+
+async fn http_host(url: &str) -> Client {
+    let capabilities = ClientCapabilities {
+        elicitation: Some(Map::new()),
+        ..Default::default()
+    };
+    let options = ClientOptions::default()
+        .era(EraChoice::Modern)
+        .capabilities(capabilities);
+    let config = mcp_client::http::HttpConfig::new(url);
+    mcp_client::connect_http(config, NoHandler, options)
+        .await
+        .expect("connects")
+}
+
+#[tokio::test]
+async fn a_retry_completes_the_call_parked_on_another_replica() {
+    // The echo tools in 2025-06-18: `greet` asks its client for a name, so the gateway
+    // parks the call and hands a 2026 host the question with a requestState.
+    let legacy_echo = || {
+        UpstreamConfig::new(
+            "echo",
+            UpstreamTransport::InProcess(Server::new(mcp_examples::echo_tools())),
+        )
+        .revision(Revision::V2025_06_18)
+    };
+    let replicas = http_replicas(legacy_echo).await;
+    let hosts = [
+        http_host(&replicas[0].1).await,
+        http_host(&replicas[1].1).await,
+        http_host(&replicas[2].1).await,
+    ];
+    let raw = CallOptions::default().return_input_required(true);
+    for round in 0..12usize {
+        let (asked, answering) = (&hosts[round % 3], &hosts[(round + 1) % 3]);
+        let first = asked
+            .request(
+                "tools/call",
+                json!({"name": "echo__greet", "arguments": {}}),
+                &raw,
+            )
+            .await
+            .expect("input required");
+        assert_eq!(first["resultType"], "input_required", "{first}");
+        let state = first["requestState"].as_str().expect("state");
+        let key = first["inputRequests"]
+            .as_object()
+            .and_then(|m| m.keys().next().cloned())
+            .expect("a question");
+        let name = format!("Guest {round}");
+        let retry = json!({"name": "echo__greet", "arguments": {}, "requestState": state,
+            "inputResponses": {key: {"action": "accept", "content": {"name": name}}}});
+        let done = answering
+            .request("tools/call", retry, &raw)
+            .await
+            .expect("the retry, through another replica, resumes the parked call");
+        assert_eq!(
+            done["content"][0]["text"],
+            format!("Hello, {name}!"),
+            "{done}"
+        );
+    }
+    for (agg, _) in &replicas {
         agg.shutdown().await;
     }
 }

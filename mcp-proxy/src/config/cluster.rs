@@ -10,20 +10,63 @@
 //! Secrets come from the environment or a file, never the configuration itself, which is
 //! often shared more widely than a key should be.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use mcp_server::http::{HttpOptions, StaticPeers};
 use mcp_server::seal::{ReplicaId, SealKey, Sealer, MIN_SECRET_LEN};
+
+use crate::placement::GatewayPlacement;
 
 use super::file;
 use super::{join, Problem};
 
+/// What `gateway.cluster` describes: its sealer, and `http` given it, the peers and the
+/// gateway's placement.
+pub(super) fn cluster(
+    cluster: file::Cluster,
+    http: HttpOptions,
+) -> Result<(Arc<Sealer>, HttpOptions), Problem> {
+    let peers = cluster.peers.as_ref().map(peers).transpose()?;
+    let sealer = sealer(cluster)?;
+    let mut http = http.sealer(sealer.clone());
+    if let Some(p) = peers {
+        let placement = GatewayPlacement::new(sealer.clone());
+        http = http.peers(Arc::new(p)).placement(Arc::new(placement));
+    }
+    Ok((sealer, http))
+}
+
+/// `gateway.cluster.peers`, each number and address checked.
+fn peers(map: &BTreeMap<String, String>) -> Result<StaticPeers, Problem> {
+    let mut peers = StaticPeers::new();
+    for (n, address) in map {
+        let at = format!("gateway.cluster.peers.{n}");
+        let replica = n.parse::<u16>().map_err(|_| {
+            Problem::new(
+                at.clone(),
+                "a replica's number, from 0 to 65535, is the key",
+            )
+        })?;
+        let uri = address
+            .parse::<http::Uri>()
+            .ok()
+            .filter(|u| u.scheme_str() == Some("http") && u.authority().is_some())
+            .filter(|u| u.path_and_query().is_none_or(|p| p.as_str() == "/"))
+            .ok_or_else(|| Problem::new(at, "must be the replica's base URL: http://host:port"))?;
+        peers = peers.with(ReplicaId(replica), uri);
+    }
+    Ok(peers)
+}
+
 /// The sealer `gateway.cluster` describes.
-pub(super) fn sealer(cluster: file::Cluster) -> Result<Arc<Sealer>, Problem> {
+fn sealer(cluster: file::Cluster) -> Result<Arc<Sealer>, Problem> {
     let at = "gateway.cluster";
     let file::Cluster {
         replica,
         replica_env,
         keys,
+        peers: _,
     } = cluster;
     let replica = match (replica, replica_env) {
         (Some(n), None) => ReplicaId(u16::try_from(n.0).unwrap_or(u16::MAX)),
@@ -236,6 +279,18 @@ mod tests {
             (
                 format!(r#"{{"replica": 1, "keys": [{{"name": "k", "secret": "inline secrets are refused", "secretFile": {good:?}}}]}}"#),
                 "gateway.cluster.keys[0].secret",
+            ),
+            (
+                format!(r#"{{"replica": 1, "keys": [{{"name": "k", "secretFile": {good:?}}}], "peers": {{"two": "http://10.0.0.2:80"}}}}"#),
+                "gateway.cluster.peers.two",
+            ),
+            (
+                format!(r#"{{"replica": 1, "keys": [{{"name": "k", "secretFile": {good:?}}}], "peers": {{"2": "https://10.0.0.2"}}}}"#),
+                "gateway.cluster.peers.2",
+            ),
+            (
+                format!(r#"{{"replica": 1, "keys": [{{"name": "k", "secretFile": {good:?}}}], "peers": {{"2": "http://10.0.0.2/mcp"}}}}"#),
+                "gateway.cluster.peers.2",
             ),
         ] {
             let e = parse(&gateway_with(&bad), "c.json").expect_err(&bad);

@@ -248,6 +248,11 @@ pub(super) struct Cluster {
     /// and keep the old one until the ids it sealed are gone).
     #[schemars(required, length(min = 1))]
     pub(super) keys: Option<Vec<ClusterKey>>,
+    /// Each replica's address by its number (`{"2": "http://10.0.0.2:8080"}`; listing this
+    /// one too is fine): a request naming state another replica holds (a legacy session, a
+    /// parked call's `requestState`, a task) is forwarded there over plain HTTP, signed with
+    /// the keys. Without it, such a request is served where it lands.
+    pub(super) peers: Option<BTreeMap<String, String>>,
 }
 
 /// One of `gateway.cluster.keys`: `secretEnv` or `secretFile`, at least 32 bytes (say,

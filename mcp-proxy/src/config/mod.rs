@@ -255,9 +255,9 @@ fn gateway(g: file::Gateway, upstream_keys: &[&str]) -> Result<Gateway, Problem>
     }
     let mut http = http.map(http::http).unwrap_or_default();
     if let Some(c) = cluster {
-        let sealer = cluster::sealer(c)?;
-        options.sealer = Some(sealer.clone());
-        http = http.sealer(sealer);
+        let (sealer, clustered) = cluster::cluster(c, http)?;
+        options.sealer = Some(sealer);
+        http = clustered;
     }
     Ok(Gateway {
         upstreams: Vec::new(),
