@@ -230,8 +230,9 @@ pub(super) struct Gateway {
     /// The bounds of the `--http` listener, and the names it answers to.
     #[serde(default, deserialize_with = "given")]
     pub(super) http: Option<Http>,
-    /// Replicas of one gateway: the keys that seal the ids every replica hands out (session
-    /// ids), so that any of them can tell which replica issued one and that it is genuine.
+    /// Replicas of one gateway: the keys that seal the ids every replica hands hosts
+    /// (session ids, `requestState`s, task ids), so that any of them can tell which replica
+    /// holds what an id names and that it is genuine, and where the others are.
     #[serde(default, deserialize_with = "given")]
     pub(super) cluster: Option<Cluster>,
 }
