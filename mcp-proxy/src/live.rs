@@ -164,3 +164,10 @@ fn announce(
     }
     changed
 }
+
+/// What another replica tells goes to the aggregator in force.
+impl mcp_server::http::PeerNotices for Live {
+    fn received(&self, from: mcp_server::seal::ReplicaId, notice: &serde_json::value::RawValue) {
+        self.current().received(from, notice);
+    }
+}

@@ -241,7 +241,7 @@ async fn a_cursor_pages_on_a_replica_that_lists_the_same_and_nowhere_else() {
 /// of three aggregators, one sealing key, each knowing the others' addresses.
 async fn http_replicas(upstream: impl Fn() -> UpstreamConfig) -> Vec<(Aggregator, String)> {
     use mcp_proxy::placement::GatewayPlacement;
-    use mcp_server::http::{serve, HttpOptions, StaticPeers, StreamableHttp};
+    use mcp_server::http::{serve, HttpOptions, Peers, ReplicaLink, StaticPeers, StreamableHttp};
     let mut listeners = Vec::new();
     let mut peers = StaticPeers::new();
     for n in 1..=3u16 {
@@ -252,20 +252,24 @@ async fn http_replicas(upstream: impl Fn() -> UpstreamConfig) -> Vec<(Aggregator
         peers = peers.with(ReplicaId(n), format!("http://{addr}").parse().expect("uri"));
         listeners.push((n, l, addr));
     }
-    let peers = Arc::new(peers);
+    let peers: Arc<dyn Peers> = Arc::new(peers);
     let mut out = Vec::new();
     for (n, listener, addr) in listeners {
         let key = SealKey::new("shared", &[7; 32]).expect("key");
         let sealer = Arc::new(Sealer::new(vec![key], ReplicaId(n)).expect("sealer"));
-        let options = AggregatorOptions::default().sealer(sealer.clone());
+        let link = ReplicaLink::new(peers.clone(), sealer.clone(), "/mcp");
+        let options = AggregatorOptions::default()
+            .sealer(sealer.clone())
+            .replicas(link);
         let agg = Aggregator::start(vec![upstream()], options)
             .await
             .expect("starts");
         let http = HttpOptions::default()
             .sealer(sealer.clone())
             .peers(peers.clone())
-            .placement(Arc::new(GatewayPlacement::new(sealer)));
-        let endpoint = StreamableHttp::new(Server::new(agg.clone()), http);
+            .placement(Arc::new(GatewayPlacement::new(sealer)))
+            .peer_notices(Arc::new(agg.clone()));
+        let endpoint = StreamableHttp::new(agg.server(Default::default()), http);
         tokio::spawn(serve(listener, endpoint));
         out.push((agg, format!("http://{addr}/mcp")));
     }
@@ -333,6 +337,88 @@ async fn a_retry_completes_the_call_parked_on_another_replica() {
             "{done}"
         );
     }
+    for (agg, _) in &replicas {
+        agg.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn an_upstreams_own_request_state_finds_the_replica_whose_upstream_issued_it() {
+    // Each replica has an upstream of its own, whose requestState only it can read (the
+    // conformance fixtures sign theirs with a key of each instance's own).
+    let own_upstream = || {
+        UpstreamConfig::new(
+            "conf",
+            UpstreamTransport::InProcess(Server::new(mcp_examples::Conformance::default())),
+        )
+        .revision(Revision::V2026_07_28)
+    };
+    let replicas = http_replicas(own_upstream).await;
+    let hosts = [
+        http_host(&replicas[0].1).await,
+        http_host(&replicas[1].1).await,
+        http_host(&replicas[2].1).await,
+    ];
+    let raw = CallOptions::default().return_input_required(true);
+    let tool = "conf__test_input_required_result_request_state";
+    for round in 0..6usize {
+        let (asked, answering) = (&hosts[round % 3], &hosts[(round + 2) % 3]);
+        let first = asked
+            .request("tools/call", json!({"name": tool, "arguments": {}}), &raw)
+            .await
+            .expect("input required");
+        let state = first["requestState"].as_str().expect("state");
+        assert!(state.starts_with("mcp-proxy."), "sealed in: {state}");
+        let retry = json!({"name": tool, "arguments": {}, "requestState": state,
+            "inputResponses": {"confirm": {"action": "accept", "content": {"ok": true}}}});
+        let done = answering
+            .request("tools/call", retry, &raw)
+            .await
+            .expect("the retry reaches the upstream that issued the state");
+        assert_eq!(done["content"][0]["text"], "state-ok", "{done}");
+    }
+    for (agg, _) in &replicas {
+        agg.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn an_upstreams_list_change_heard_on_one_replica_reaches_the_hosts_of_all() {
+    let own_upstream = || {
+        UpstreamConfig::new(
+            "conf",
+            UpstreamTransport::InProcess(Server::new(mcp_examples::Conformance::default())),
+        )
+        .revision(Revision::V2026_07_28)
+    };
+    let replicas = http_replicas(own_upstream).await;
+    // A legacy host on replica 1 hears notifications on its session's stream.
+    let config = mcp_client::http::HttpConfig::new(&replicas[0].1);
+    let options = ClientOptions::default().era(EraChoice::Legacy(Revision::V2025_06_18));
+    let listening = mcp_client::connect_http(config, NoHandler, options)
+        .await
+        .expect("connects");
+    let mut hears = listening.notifications();
+    // The change happens in replica 2's own upstream.
+    let caller = http_host(&replicas[1].1).await;
+    caller
+        .call_tool("conf__test_trigger_tool_change", Map::new())
+        .await
+        .expect("called");
+    let heard = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match hears.recv().await {
+                Ok(TypedNotification::Bare(_)) => return,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(e) => panic!("the host's notifications ended: {e}"),
+            }
+        }
+    })
+    .await;
+    assert!(
+        heard.is_ok(),
+        "the host on replica 1 never heard of the change"
+    );
     for (agg, _) in &replicas {
         agg.shutdown().await;
     }

@@ -1,5 +1,6 @@
 //! Who hears of a list change: the listener an aggregator was given (everyone, or each
-//! host only of what it sees), told which merged lists changed and for whom.
+//! host only of what it sees), told which merged lists changed and for whom; and, with
+//! replicas, the other replicas, whose hosts hear of an upstream's change too.
 
 use std::sync::Arc;
 
@@ -22,10 +23,14 @@ pub(super) enum Heard {
     Host(HostSessionId),
 }
 
+/// Told of each change of an upstream's lists heard here, to pass on to other replicas.
+pub(super) type PeerTeller = Box<dyn Fn(UpstreamId, ListsChanged) + Send + Sync>;
+
 /// Tells the listener, if there is one, of each list that changed.
 #[derive(Default)]
 pub(super) struct Announcer {
     listener: Mutex<Option<ChangeListener>>,
+    peers: Option<PeerTeller>,
 }
 
 impl Announcer {
@@ -34,9 +39,28 @@ impl Announcer {
         *self.listener.lock() = Some(f);
     }
 
+    /// An announcer that also tells `peers` of each upstream's change heard here.
+    pub(super) fn with_peers(peers: PeerTeller) -> Self {
+        Announcer {
+            listener: Mutex::new(None),
+            peers: Some(peers),
+        }
+    }
+
     /// Tells hosts which lists of upstream `i` changed, and only those.
     pub(super) fn announce(&self, i: UpstreamId, changed: ListsChanged) {
         self.announce_as(changed, Heard::Upstream(i));
+    }
+
+    /// [`Announcer::announce`] of a change upstream `i` made while connected (it said so,
+    /// or its lists read differently), which the other replicas' hosts hear of too: their
+    /// own connection to it (a process of their own, for a stdio one) may not change.
+    /// What a replica learns at connecting is its own, and no news to the others.
+    pub(super) fn announce_change(&self, i: UpstreamId, changed: ListsChanged) {
+        if let Some(tell) = self.peers.as_ref().filter(|_| changed.any()) {
+            tell(i, changed);
+        }
+        self.announce(i, changed);
     }
 
     /// Tells `host` alone which lists of its own session of an upstream changed.
@@ -93,5 +117,26 @@ mod tests {
         ));
         announcer.announce(ids[0], ListsChanged::default());
         assert!(heard.lock().is_empty(), "no change, no word");
+    }
+
+    #[test]
+    fn a_change_an_upstream_made_goes_to_the_peers_and_nothing_else_does() {
+        let told = Arc::new(Mutex::new(Vec::new()));
+        let sink = told.clone();
+        let announcer = Announcer::with_peers(Box::new(move |i, c| sink.lock().push((i, c))));
+        let ids: Vec<UpstreamId> = [()]
+            .into_iter()
+            .collect::<super::super::id::PerUpstream<()>>()
+            .ids()
+            .collect();
+        let changed = ListsChanged {
+            prompts: true,
+            ..Default::default()
+        };
+        announcer.announce_change(ids[0], changed);
+        announcer.announce_change(ids[0], ListsChanged::default());
+        // What another replica told, or a connection's first listing, is not passed on.
+        announcer.announce(ids[0], changed);
+        assert_eq!(*told.lock(), [(ids[0], changed)]);
     }
 }

@@ -21,7 +21,7 @@ use super::downgrade::Downgrade;
 use super::links::Links;
 use super::parked::Parked;
 use super::pool::Pool;
-use super::request_state::{self, RequestBinding};
+use super::request_state::{self, Held, RequestBinding};
 use crate::upstream_questions::{Flight, Step, STATE_PREFIX};
 use mcp_server::Outcome;
 use serde::de::DeserializeOwned;
@@ -35,23 +35,64 @@ pub(super) struct Flights {
     parked: Arc<Parked<Flight>>,
     /// What seals those states.
     sealer: Arc<mcp_server::seal::Sealer>,
+    /// Whether an upstream's own `requestState` is sealed into one of the gateway's (see
+    /// [`Flights::seal_upstream_state`]).
+    wraps: bool,
     downgrade: Downgrade,
+}
+
+/// What a retry's gateway `requestState` gives back.
+pub(super) enum Resumed {
+    /// The call parked for the host's answers.
+    Flight(Flight),
+    /// The upstream's own state, for a new request to the upstream that issued it.
+    Upstream(String),
 }
 
 impl Flights {
     /// Flights over `links`, parked in `parked` while hosts answer, under states sealed by
-    /// `sealer`.
+    /// `sealer`, which seals upstreams' own states in too if `wraps`.
     pub(super) fn new(
         links: Links,
         parked: Arc<Parked<Flight>>,
         sealer: Arc<mcp_server::seal::Sealer>,
+        wraps: bool,
         downgrade: Downgrade,
     ) -> Self {
         Flights {
             links,
             parked,
             sealer,
+            wraps,
             downgrade,
+        }
+    }
+
+    /// Seals the upstream's own `requestState` of `ir` (unless it is the gateway's) into
+    /// one of the gateway's, bound to the host of `ctx` and its request `binding`: with
+    /// replicas, the retry then reaches the replica whose upstream issued it. A state too
+    /// long to seal goes as it is.
+    pub(super) fn seal_upstream_state(
+        &self,
+        ir: &mut InputRequiredResult,
+        binding: RequestBinding,
+        ctx: &RequestContext,
+    ) {
+        let Some(theirs) = ir.request_state.as_deref().filter(|_| self.wraps) else {
+            return;
+        };
+        if theirs.starts_with(STATE_PREFIX) {
+            return;
+        }
+        let wait = self.pool().input_timeout();
+        let held = Held::Upstream(theirs.to_owned());
+        match request_state::seal(&self.sealer, &held, wait, ctx.principal(), binding) {
+            Ok(ours) if ours.len() <= mcp_server::seal::MAX_TOKEN_LEN => {
+                ir.request_state = Some(ours);
+            }
+            _ => {
+                tracing::debug!("an upstream's requestState is too long to seal: relayed as it is")
+            }
         }
     }
 
@@ -128,27 +169,26 @@ impl Flights {
         &self,
         i: UpstreamId,
         method_name: &str,
-        params: RawObject<'_>,
+        mut params: RawObject<'_>,
         ctx: &RequestContext,
         host: Option<RequestBinding>,
     ) -> Result<Box<RawValue>, ClientError> {
-        let flight = match ctx.request_state().filter(|s| s.starts_with(STATE_PREFIX)) {
-            Some(state) => {
-                let binding = host.unwrap_or_else(|| {
-                    RequestBinding::of_params(self.pool().key(i), method_name, &params)
-                });
-                self.resume(state, method_name, binding, ctx)?
+        if let Some(state) = ctx.request_state().filter(|s| s.starts_with(STATE_PREFIX)) {
+            let binding = host.unwrap_or_else(|| {
+                RequestBinding::of_params(self.pool().key(i), method_name, &params)
+            });
+            match self.resume(state, method_name, binding, ctx)? {
+                Resumed::Flight(flight) => return self.drive(flight, ctx).await,
+                // The upstream gets its own state back, and answers the retry anew.
+                Resumed::Upstream(theirs) => params.insert_str("requestState", &theirs),
             }
-            None => {
-                let need = super::links::Need::of(method_name, &params);
-                let link = self.links.link(i, ctx, need).await?;
-                let mut flight = self.launch(i, link, method_name, params, ctx);
-                if let Some(b) = host {
-                    flight.binding = b;
-                }
-                flight
-            }
-        };
+        }
+        let need = super::links::Need::of(method_name, &params);
+        let link = self.links.link(i, ctx, need).await?;
+        let mut flight = self.launch(i, link, method_name, params, ctx);
+        if let Some(b) = host {
+            flight.binding = b;
+        }
         self.drive(flight, ctx).await
     }
 
@@ -163,11 +203,13 @@ impl Flights {
         tidy: impl FnOnce(&mut T),
     ) -> Result<Outcome<T>, ErrorObject> {
         let key = self.pool().key(i);
+        let binding = RequestBinding::of_value(key, method_name, &params);
         let v = self
             .upstream_call(i, method_name, params, ctx)
             .await
             .map_err(|e| upstream_error(key, e))?;
-        if let Some(ir) = input_required(key, &v)? {
+        if let Some(mut ir) = input_required(key, &v)? {
+            self.seal_upstream_state(&mut ir, binding, ctx);
             return Ok(Outcome::InputRequired(ir));
         }
         let mut r = decode(key, v)?;
@@ -276,7 +318,7 @@ impl Flights {
         method_name: &str,
         binding: RequestBinding,
         ctx: &RequestContext,
-    ) -> Result<Flight, ClientError> {
+    ) -> Result<Resumed, ClientError> {
         let refused = || {
             ClientError::Server(ErrorObject::new(
                 codes::INVALID_PARAMS,
@@ -288,9 +330,13 @@ impl Flights {
                 tracing::info!(method = %method_name, "requestState refused: {e}");
                 refused()
             })?;
+        let slot = match claims.held {
+            Held::Slot(slot) => slot,
+            Held::Upstream(theirs) => return Ok(Resumed::Upstream(theirs)),
+        };
         // A task run for a tools/call is resumed by the host's tools/call retry. A request
         // of another method leaves it parked for its own.
-        let flight = self.parked.take_if(claims.slot, |f| {
+        let flight = self.parked.take_if(slot, |f| {
             f.method == method_name
                 || (method_name == method::TOOLS_CALL && f.method == method::TASKS_RESULT)
         });
@@ -299,7 +345,7 @@ impl Flights {
             return Err(refused());
         };
         flight.answer(ctx.input_responses());
-        Ok(flight)
+        Ok(Resumed::Flight(flight))
     }
 
     /// Relays progress and logs while the upstream works; hands its requests to the host
@@ -360,7 +406,8 @@ impl Flights {
             tracing::warn!(method = %f.method, "a host never answered an upstream's request; the call is cancelled");
             abandon(f);
         });
-        request_state::seal(&self.sealer, slot, wait, ctx.principal(), binding).map_err(|e| {
+        let held = Held::Slot(slot);
+        request_state::seal(&self.sealer, &held, wait, ctx.principal(), binding).map_err(|e| {
             if let Some(f) = self.parked.take_if(slot, |_| true) {
                 abandon(f);
             }
@@ -402,7 +449,7 @@ mod tests {
             .collect()
     }
 
-    fn is_invalid_params(r: Result<Flight, ClientError>) -> bool {
+    fn is_invalid_params(r: Result<Resumed, ClientError>) -> bool {
         matches!(r, Err(ClientError::Server(e)) if e.code == codes::INVALID_PARAMS)
     }
 
@@ -510,9 +557,11 @@ mod tests {
             other,
             &req.ctx
         )));
-        let flight = flights
-            .resume(&state, method::TOOLS_CALL, echo, &req.ctx)
-            .expect("resumed");
+        let Ok(Resumed::Flight(flight)) =
+            flights.resume(&state, method::TOOLS_CALL, echo, &req.ctx)
+        else {
+            panic!("not resumed");
+        };
         let answer = flights.drive(flight, &req.ctx).await.expect("answered");
         let answer: Value = serde_json::from_str(answer.get()).expect("json");
         assert_eq!(texts(&answer), ["ran echo"]);

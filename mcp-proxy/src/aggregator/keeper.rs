@@ -246,7 +246,7 @@ impl Keeper {
                 // it did not say is announced only if the listing differs.
                 let said = client.take_list_changes();
                 let changed = self.relist(i, client).await.or_said(said);
-                self.announcer.announce(i, changed);
+                self.announcer.announce_change(i, changed);
             }
             if client.close_reason().is_some() || !self.pool.keeps(u) {
                 return;

@@ -47,6 +47,7 @@ mod options;
 mod own_lists;
 mod pages;
 mod parked;
+mod peers;
 mod pinning;
 mod pool;
 mod relay;
@@ -109,7 +110,15 @@ impl Inner {
         held: Held,
     ) -> Inner {
         let visibility = Arc::new(visibility);
-        let announcer = Arc::new(Announcer::default());
+        let announcer = Arc::new(match options.replicas.clone() {
+            Some(link) => {
+                let keys = pool.clone();
+                Announcer::with_peers(Box::new(move |i, changed| {
+                    link.tell(peers::notice(keys.key(i), changed));
+                }))
+            }
+            None => Announcer::default(),
+        });
         let keeper = Keeper::new(pool.clone(), catalog.clone(), announcer.clone());
         let own = Arc::new(OwnSessions::new(
             pool.clone(),
@@ -118,10 +127,14 @@ impl Inner {
         ));
         let downgrade = Downgrade::new(options.downgrade_policy.clone());
         let links = Links::new(pool.clone(), own.clone());
+        // A deployment that seals with keys of its own may have replicas: upstreams'
+        // states are sealed in, so that a retry finds the replica whose upstream issued it.
+        let wraps = options.sealer.is_some();
         let flights = Flights::new(
             links,
             held.parked.clone(),
             held.sealer.clone(),
+            wraps,
             downgrade.clone(),
         );
         let tasks = Tasks::new(flights, held.tasks.clone(), visibility.clone());

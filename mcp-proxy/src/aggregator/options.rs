@@ -191,6 +191,12 @@ pub struct AggregatorOptions {
     /// kept across reloads. Replicas of one gateway share one sealer's keys, as they give
     /// [`mcp_server::http::HttpOptions::sealer`].
     pub sealer: Option<Arc<mcp_server::seal::Sealer>>,
+    /// The other replicas of the deployment, told of each change of an upstream's lists
+    /// heard here, so that their hosts hear of it too (their own connection to that
+    /// upstream, a process of their own for a stdio one, may not); `None` (the default):
+    /// no replicas. What a replica tells, [`crate::Aggregator`] and [`crate::live::Live`]
+    /// take as [`mcp_server::http::PeerNotices`].
+    pub replicas: Option<mcp_server::http::ReplicaLink>,
 }
 
 impl std::fmt::Debug for AggregatorOptions {
@@ -209,6 +215,7 @@ impl std::fmt::Debug for AggregatorOptions {
             .field("pins", &self.pins.as_ref().map(|p| p.len()))
             .field("downgrade_policy", &self.downgrade_policy.is_some())
             .field("sealer", &self.sealer)
+            .field("replicas", &self.replicas)
             .finish_non_exhaustive()
     }
 }
@@ -237,6 +244,7 @@ impl Default for AggregatorOptions {
             pins: None,
             downgrade_policy: None,
             sealer: None,
+            replicas: None,
         }
     }
 }
@@ -343,6 +351,13 @@ impl AggregatorOptions {
     #[must_use]
     pub fn sealer(mut self, sealer: Arc<mcp_server::seal::Sealer>) -> Self {
         self.sealer = Some(sealer);
+        self
+    }
+
+    /// Tells `replicas` of upstream list changes ([`AggregatorOptions::replicas`]).
+    #[must_use]
+    pub fn replicas(mut self, replicas: mcp_server::http::ReplicaLink) -> Self {
+        self.replicas = Some(replicas);
         self
     }
 

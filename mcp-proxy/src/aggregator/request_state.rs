@@ -40,13 +40,32 @@ impl RequestBinding {
             .unwrap_or_default();
         RequestBinding::of(upstream, method, &target)
     }
+
+    /// [`RequestBinding::of_params`] of params as a value.
+    pub(crate) fn of_value(upstream: &str, method: &str, params: &serde_json::Value) -> Self {
+        let target = ["name", "uri", "taskId"]
+            .into_iter()
+            .find_map(|k| params.get(k).and_then(serde_json::Value::as_str))
+            .unwrap_or_default();
+        RequestBinding::of(upstream, method, target)
+    }
+}
+
+/// What a gateway `requestState` holds the place of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Held {
+    /// A call parked in this slot of its replica (a legacy upstream's question).
+    Slot(u64),
+    /// An upstream's own `requestState`, sealed in so that the retry finds the replica
+    /// whose upstream issued it, and only for this host's own request.
+    Upstream(String),
 }
 
 /// What a gateway `requestState` says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct StateClaims {
-    /// The parked call, among those its replica holds.
-    pub(crate) slot: u64,
+    /// What it holds the place of.
+    pub(crate) held: Held,
     /// The replica holding it.
     pub(crate) owner: ReplicaId,
     expires: u64,
@@ -54,7 +73,10 @@ pub(crate) struct StateClaims {
     binding: RequestBinding,
 }
 
-const PAYLOAD_LEN: usize = 8 + 8 + 16 + 16;
+/// Expiry, principal, binding; then the slot, or the upstream's state.
+const FIXED_LEN: usize = 8 + 16 + 16;
+const SLOT: u8 = 0;
+const UPSTREAM: u8 = 1;
 
 /// Why a presented state names no call this retry may resume.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -69,22 +91,31 @@ pub(crate) enum Refused {
     Request,
 }
 
-/// The state naming parked call `slot`, for `principal` retrying the request `binding`
+/// The state holding the place of `held`, for `principal` retrying the request `binding`
 /// names within `wait`.
 pub(crate) fn seal(
     sealer: &Sealer,
-    slot: u64,
+    held: &Held,
     wait: Duration,
     principal: Option<&Principal>,
     binding: RequestBinding,
 ) -> Result<String, SealError> {
     let expires = unix_now().saturating_add(wait.as_secs().saturating_add(1));
-    let mut payload = [0u8; PAYLOAD_LEN];
-    payload[..8].copy_from_slice(&slot.to_be_bytes());
-    payload[8..16].copy_from_slice(&expires.to_be_bytes());
-    payload[16..32].copy_from_slice(&PrincipalDigest::of(principal).0);
-    payload[32..].copy_from_slice(&binding.0);
-    let token = sealer.seal(Purpose::RequestState, 0, &payload)?;
+    let mut payload = Vec::with_capacity(FIXED_LEN + 8);
+    payload.extend_from_slice(&expires.to_be_bytes());
+    payload.extend_from_slice(&PrincipalDigest::of(principal).0);
+    payload.extend_from_slice(&binding.0);
+    let kind = match held {
+        Held::Slot(slot) => {
+            payload.extend_from_slice(&slot.to_be_bytes());
+            SLOT
+        }
+        Held::Upstream(state) => {
+            payload.extend_from_slice(state.as_bytes());
+            UPSTREAM
+        }
+    };
+    let token = sealer.seal(Purpose::RequestState, kind, &payload)?;
     Ok(format!("{STATE_PREFIX}{token}"))
 }
 
@@ -108,24 +139,33 @@ fn open_at(
 ) -> Result<StateClaims, Refused> {
     let token = state.strip_prefix(STATE_PREFIX).unwrap_or(state);
     let opened = sealer.open(Purpose::RequestState, token)?;
-    let p: &[u8; PAYLOAD_LEN] = opened
-        .payload
-        .as_slice()
-        .try_into()
-        .map_err(|_| OpenError::Truncated)?;
-    let word = |at: usize| {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&p[at..at + 8]);
-        u64::from_be_bytes(b)
-    };
+    let p = opened.payload.as_slice();
+    if p.len() < FIXED_LEN {
+        return Err(OpenError::Truncated.into());
+    }
+    let (fixed, rest) = p.split_at(FIXED_LEN);
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&fixed[..8]);
     let mut digest = [0u8; 16];
-    digest.copy_from_slice(&p[16..32]);
+    digest.copy_from_slice(&fixed[8..24]);
     let mut bound = [0u8; 16];
-    bound.copy_from_slice(&p[32..]);
+    bound.copy_from_slice(&fixed[24..]);
+    let held = match (opened.flags, rest.len()) {
+        (SLOT, 8) => {
+            let mut slot = [0u8; 8];
+            slot.copy_from_slice(rest);
+            Held::Slot(u64::from_be_bytes(slot))
+        }
+        // Sealed here from a `&str`: anything else was not.
+        (UPSTREAM, _) => {
+            Held::Upstream(String::from_utf8(rest.to_vec()).map_err(|_| OpenError::Forged)?)
+        }
+        _ => return Err(OpenError::Truncated.into()),
+    };
     let claims = StateClaims {
-        slot: word(0),
+        held,
         owner: opened.replica,
-        expires: word(8),
+        expires: u64::from_be_bytes(word),
         principal: PrincipalDigest(digest),
         binding: RequestBinding(bound),
     };
@@ -159,10 +199,22 @@ mod tests {
         let bob = Principal::new("bob");
         let greet = RequestBinding::of("up", "tools/call", "greet");
         let wait = Duration::from_secs(60);
-        let state = seal(&sealer, 7, wait, Some(&alice), greet).expect("sealed");
+        let state = seal(&sealer, &Held::Slot(7), wait, Some(&alice), greet).expect("sealed");
         assert!(state.starts_with(STATE_PREFIX));
         let claims = open(&sealer, &state, Some(&alice), greet).expect("opens");
-        assert_eq!((claims.slot, claims.owner), (7, sealer.replica()));
+        assert_eq!(
+            (&claims.held, claims.owner),
+            (&Held::Slot(7), sealer.replica())
+        );
+        // An upstream's own state, sealed in, comes out exactly.
+        let theirs = Held::Upstream("eyJzdGVwIjoxfQ==.ü".into());
+        let wrapped = seal(&sealer, &theirs, wait, Some(&alice), greet).expect("sealed");
+        let opened = open(&sealer, &wrapped, Some(&alice), greet).expect("opens");
+        assert_eq!(opened.held, theirs);
+        assert_eq!(
+            open(&sealer, &wrapped, Some(&bob), greet),
+            Err(Refused::Principal)
+        );
         assert_eq!(
             open(&sealer, &state, Some(&bob), greet),
             Err(Refused::Principal)

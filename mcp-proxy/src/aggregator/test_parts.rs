@@ -146,6 +146,7 @@ pub(super) fn flights(pool: Arc<Pool>, catalog: Arc<Catalog>) -> Flights {
         links(pool, catalog),
         Arc::default(),
         sealer(),
+        false,
         Downgrade::default(),
     )
 }

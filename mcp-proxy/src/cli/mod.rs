@@ -226,7 +226,11 @@ async fn run(args: Args, drain: Duration, default: Option<Default>) -> u8 {
             Ok(addr) => {
                 let health: Arc<dyn Health> = Arc::new(live.handler());
                 let metrics: Arc<dyn Metrics> = Arc::new(live.handler());
-                let options = access.http.health(health).metrics(metrics);
+                let mut options = access.http.health(health).metrics(metrics);
+                if options.peers.is_some() {
+                    // What another replica tells reaches the aggregator in force.
+                    options = options.peer_notices(Arc::new(live.clone()));
+                }
                 serve_http(addr, server, signals, drain, access.authorization, options).await
             }
             Err(_) => {

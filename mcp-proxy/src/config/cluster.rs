@@ -13,7 +13,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use mcp_server::http::{HttpOptions, StaticPeers};
+use mcp_server::http::{HttpOptions, ReplicaLink, StaticPeers};
+
+use crate::AggregatorOptions;
 use mcp_server::seal::{ReplicaId, SealKey, Sealer, MIN_SECRET_LEN};
 
 use crate::placement::GatewayPlacement;
@@ -21,20 +23,26 @@ use crate::placement::GatewayPlacement;
 use super::file;
 use super::{join, Problem};
 
-/// What `gateway.cluster` describes: its sealer, and `http` given it, the peers and the
-/// gateway's placement.
+/// What `gateway.cluster` describes, for the aggregator (its sealer and, with peers, the
+/// link to the other replicas) and for the listener (`http` given the sealer and, with
+/// peers, them and the gateway's placement).
 pub(super) fn cluster(
     cluster: file::Cluster,
+    options: &mut AggregatorOptions,
     http: HttpOptions,
-) -> Result<(Arc<Sealer>, HttpOptions), Problem> {
+) -> Result<HttpOptions, Problem> {
     let peers = cluster.peers.as_ref().map(peers).transpose()?;
     let sealer = sealer(cluster)?;
+    options.sealer = Some(sealer.clone());
     let mut http = http.sealer(sealer.clone());
     if let Some(p) = peers {
-        let placement = GatewayPlacement::new(sealer.clone());
-        http = http.peers(Arc::new(p)).placement(Arc::new(placement));
+        let p: Arc<dyn mcp_server::http::Peers> = Arc::new(p);
+        let link = ReplicaLink::new(p.clone(), sealer.clone(), http.path.clone());
+        options.replicas = Some(link);
+        let placement = GatewayPlacement::new(sealer);
+        http = http.peers(p).placement(Arc::new(placement));
     }
-    Ok((sealer, http))
+    Ok(http)
 }
 
 /// `gateway.cluster.peers`, each number and address checked.

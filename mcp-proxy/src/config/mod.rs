@@ -255,9 +255,7 @@ fn gateway(g: file::Gateway, upstream_keys: &[&str]) -> Result<Gateway, Problem>
     }
     let mut http = http.map(http::http).unwrap_or_default();
     if let Some(c) = cluster {
-        let (sealer, clustered) = cluster::cluster(c, http)?;
-        options.sealer = Some(sealer);
-        http = clustered;
+        http = cluster::cluster(c, &mut options, http)?;
     }
     Ok(Gateway {
         upstreams: Vec::new(),

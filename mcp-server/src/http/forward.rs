@@ -65,6 +65,40 @@ impl Forwarder {
         &self.sealer
     }
 
+    /// Sends `body` (a notification) as a POST to `path` of every other replica, each on
+    /// a task of its own, not waiting for their answers.
+    pub(super) fn tell_all(self: &Arc<Self>, path: &str, body: Bytes) {
+        let me = self.replica();
+        for to in self.peers.replicas().into_iter().filter(|r| *r != me) {
+            let mut parts = Request::new(());
+            *parts.method_mut() = http::Method::POST;
+            let Ok(uri) = path.parse() else {
+                return;
+            };
+            *parts.uri_mut() = uri;
+            let headers = parts.headers_mut();
+            headers.insert(
+                header::CONTENT_TYPE,
+                http::HeaderValue::from_static("application/json"),
+            );
+            headers.insert(
+                header::ACCEPT,
+                http::HeaderValue::from_static("application/json, text/event-stream"),
+            );
+            let (parts, ()) = parts.into_parts();
+            let (me, body) = (self.clone(), body.clone());
+            tokio::spawn(async move {
+                match me.forward(to, &parts, body).await {
+                    Forwarded::Answer(r) if r.status().is_success() => {}
+                    Forwarded::Answer(r) => {
+                        tracing::warn!(replica = %to, status = %r.status(), "a replica refused a notice")
+                    }
+                    Forwarded::Unreachable => {}
+                }
+            });
+        }
+    }
+
     /// The request (`parts`, `body`) answered by replica `to`.
     pub(super) async fn forward(
         &self,

@@ -80,12 +80,14 @@ use crate::seal::Sealer;
 use crate::Server;
 pub use admin::{bind_admin, Admin, AdminOptions};
 use checks::{accepts_sse, check_post_media, forbidden, header_str, names, origin_check};
-pub use cluster::{Peers, Placement, StaticPeers};
+pub use cluster::{PeerNotices, Peers, Placement, ReplicaLink, StaticPeers, PEER_NOTICE};
 pub use conn::{serve, serve_with_shutdown};
 pub use health::{Health, Readiness, LIVE_PATH, READY_PATH};
 use legacy::LegacySession;
 pub use metrics::{Metrics, MetricsSource, METRICS_PATH};
-pub use options::{HealthCheck, HttpOptions, PeersHandle, PlacementHandle, SessionManagerHandle};
+pub use options::{
+    HealthCheck, HttpOptions, PeerNoticesHandle, PeersHandle, PlacementHandle, SessionManagerHandle,
+};
 pub use reply::HttpBody;
 use reply::{empty, respond, rpc_error};
 #[doc(hidden)]
@@ -110,7 +112,7 @@ struct Inner {
     /// `None` only when no random key could be made: no legacy session opens then.
     sealer: Option<Arc<Sealer>>,
     /// With [`HttpOptions::peers`]: what takes requests to the replica holding their state.
-    forwarder: Option<forward::Forwarder>,
+    forwarder: Option<Arc<forward::Forwarder>>,
 }
 
 impl StreamableHttp {
@@ -132,7 +134,7 @@ impl StreamableHttp {
             .peers
             .as_ref()
             .zip(sealer.clone())
-            .map(|(p, s)| forward::Forwarder::new(p.0.clone(), s));
+            .map(|(p, s)| Arc::new(forward::Forwarder::new(p.0.clone(), s)));
         StreamableHttp {
             inner: Arc::new(Inner {
                 sessions: Sessions::new(manager, server.stats(), sealer.clone()),

@@ -145,6 +145,9 @@ pub struct HttpOptions {
     /// Which replica holds the state a request's message names, in the handler's terms
     /// (see [`super::Placement`]); `None`: only legacy sessions are placed.
     pub placement: Option<PlacementHandle>,
+    /// What this replica does with what the others tell it (see [`super::PeerNotices`]);
+    /// `None`: such notices are acknowledged and dropped.
+    pub peer_notices: Option<PeerNoticesHandle>,
 }
 
 /// The [`super::SessionManager`] an endpoint keeps its legacy sessions with.
@@ -174,6 +177,16 @@ pub struct PlacementHandle(pub std::sync::Arc<dyn super::Placement>);
 impl std::fmt::Debug for PlacementHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("PlacementHandle(..)")
+    }
+}
+
+/// The [`super::PeerNotices`] an endpoint hands other replicas' notices to.
+#[derive(Clone)]
+pub struct PeerNoticesHandle(pub std::sync::Arc<dyn super::PeerNotices>);
+
+impl std::fmt::Debug for PeerNoticesHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PeerNoticesHandle(..)")
     }
 }
 
@@ -219,6 +232,7 @@ impl Default for HttpOptions {
             sealer: None,
             peers: None,
             placement: None,
+            peer_notices: None,
         }
     }
 }
@@ -270,6 +284,13 @@ impl HttpOptions {
     #[must_use]
     pub fn placement(mut self, placement: std::sync::Arc<dyn super::Placement>) -> Self {
         self.placement = Some(PlacementHandle(placement));
+        self
+    }
+
+    /// Hands what other replicas tell to `notices` (see [`HttpOptions::peer_notices`]).
+    #[must_use]
+    pub fn peer_notices(mut self, notices: std::sync::Arc<dyn super::PeerNotices>) -> Self {
+        self.peer_notices = Some(PeerNoticesHandle(notices));
         self
     }
 

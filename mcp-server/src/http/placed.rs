@@ -6,9 +6,10 @@ use http::{Response, StatusCode};
 use mcp_types::{codes, Frame, Message};
 
 use super::checks::{header_str, names};
+use super::cluster::PEER_NOTICE;
 use super::forward::Forwarded;
 use super::hop::{self, HopCheck};
-use super::reply::{rpc_error, HttpBody};
+use super::reply::{empty, respond, rpc_error, HttpBody};
 use super::{session_id, StreamableHttp};
 use crate::seal::ReplicaId;
 
@@ -26,6 +27,12 @@ impl StreamableHttp {
         match hop::check(forwarder.sealer(), parts, body) {
             HopCheck::Direct => {}
             HopCheck::Forwarded(from) => {
+                if let Some(notice) = frame.and_then(peer_notice) {
+                    if let Some(n) = &self.inner.options.peer_notices {
+                        n.0.received(from, notice);
+                    }
+                    return Some(respond(StatusCode::ACCEPTED, empty(), None));
+                }
                 // At most one hop: served here, whatever it names.
                 if let Some(owner) = self
                     .owner(parts, frame)
@@ -74,5 +81,13 @@ impl StreamableHttp {
             .iter()
             .filter(|m| matches!(m, Message::Request(_)))
             .find_map(|m| placement.0.owner(m))
+    }
+}
+
+/// The params of a replica's notice, if `frame` is one.
+fn peer_notice(frame: &Frame) -> Option<&serde_json::value::RawValue> {
+    match frame {
+        Frame::Single(Message::Notification(n)) if n.method == PEER_NOTICE => n.params.as_deref(),
+        _ => None,
     }
 }

@@ -343,7 +343,9 @@ impl Relay {
             };
             followed = true;
         }
-        if let Some(ir) = input_required(&key, &value)? {
+        if let Some(mut ir) = input_required(&key, &value)? {
+            let binding = RequestBinding::of(&key, method::TOOLS_CALL, &route.tool.name);
+            self.flights().seal_upstream_state(&mut ir, binding, ctx);
             return Ok(Some(Outcome::InputRequired(ir)));
         }
         if !followed {

@@ -47,7 +47,7 @@ async fn relay(deny: &[&str], confirm: Option<Arc<dyn Confirm>>) -> Relay {
         Arc::default(),
     ));
     let links = Links::new(pool, own.clone());
-    let flights = Flights::new(links, Arc::default(), sealer(), Downgrade::default());
+    let flights = Flights::new(links, Arc::default(), sealer(), false, Downgrade::default());
     let keys = ["fs".to_string()].into_iter().collect();
     let visibility = Arc::new(Visibility::new(None, Surface::Direct, keys));
     let tasks = Tasks::new(flights, Arc::default(), visibility.clone());
