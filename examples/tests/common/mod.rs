@@ -12,6 +12,8 @@ use serde_json::Value;
 #[path = "../../../mcp-revisions/tests/common/schemas.rs"]
 mod schemas;
 
+pub mod conformance;
+
 /// Records every message a side sends and, if asked, every message it receives.
 pub struct Recording<T> {
     pub inner: T,

@@ -1,0 +1,131 @@
+//! Three gateway processes behind a real HAProxy (from Debian's package, started here on
+//! 127.0.0.1), round-robin with no stickiness and health checks on `/readyz`: each replica
+//! runs its own stdio conformance server, and all share `gateway.cluster` keys and know
+//! each other's addresses. The official conformance suite's server scenarios through
+//! HAProxy, at 2025-11-25 and 2026-07-28, give exactly the single gateway's results (the
+//! same baselines; the suite fails on anything else, and on an expected failure passing).
+//! With `MCP_INTEROP=required` a missing HAProxy fails the test; otherwise it skips.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+mod common;
+use common::conformance::{scenarios_at, serve, suite};
+use common::example;
+
+/// HAProxy's program, if installed (Debian puts it in /usr/sbin).
+fn haproxy() -> Option<PathBuf> {
+    let found = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .chain([PathBuf::from("/usr/sbin")])
+        .map(|d| d.join("haproxy"))
+        .find(|p| p.is_file());
+    if found.is_none() {
+        assert!(
+            std::env::var("MCP_INTEROP").as_deref() != Ok("required"),
+            "haproxy is not installed; run .ci/run or apt-get install haproxy"
+        );
+        eprintln!("SKIPPED: haproxy is not installed (apt-get install haproxy)");
+    }
+    found
+}
+
+/// Free ports on 127.0.0.1, released for the processes to take.
+fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("bind"))
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().expect("addr").port())
+        .collect()
+}
+
+/// Replica `n`'s configuration in `dir`: the conformance server as its one stdio upstream
+/// (names unprefixed, as for the single gateway), the cluster's key in `key`, `ports` the
+/// replicas' ports in order.
+fn config(dir: &Path, n: usize, key: &Path, ports: &[u16]) -> PathBuf {
+    let peers: serde_json::Map<String, serde_json::Value> = ports
+        .iter()
+        .enumerate()
+        .map(|(i, p)| ((i + 1).to_string(), format!("http://127.0.0.1:{p}").into()))
+        .collect();
+    let text = serde_json::json!({
+        "mcpServers": {"conformance": {
+            "command": example("conformance-server"), "args": ["--stdio"], "namespace": ""}},
+        "gateway": {"startupWaitMillis": 60000, "cluster": {
+            "replica": n, "keys": [{"name": "test", "secretFile": key}], "peers": peers}}});
+    let path = dir.join(format!("replica-{n}.json"));
+    std::fs::write(&path, text.to_string()).expect("write config");
+    path
+}
+
+/// HAProxy in front of `ports`, listening on `front`.
+fn haproxy_config(dir: &Path, front: u16, ports: &[u16]) -> PathBuf {
+    let servers: String = ports
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("  server g{i} 127.0.0.1:{p} check inter 500ms\n"))
+        .collect();
+    let text = format!(
+        "global\n  maxconn 1024\ndefaults\n  mode http\n  timeout connect 2s\n  \
+         timeout client 120s\n  timeout server 120s\nfrontend mcp\n  bind 127.0.0.1:{front}\n  \
+         default_backend gateways\nbackend gateways\n  balance roundrobin\n  \
+         option httpchk GET /readyz\n  http-check expect status 200\n{servers}"
+    );
+    let path = dir.join("haproxy.cfg");
+    std::fs::write(&path, text).expect("write haproxy.cfg");
+    path
+}
+
+/// Whether `GET /readyz` on 127.0.0.1:`port` answers `200`.
+async fn ready(port: u16) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut s) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
+        return false;
+    };
+    let ask = "GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    let mut answer = Vec::new();
+    if s.write_all(ask.as_bytes()).await.is_err() || s.read_to_end(&mut answer).await.is_err() {
+        return false;
+    }
+    answer.starts_with(b"HTTP/1.1 200")
+}
+
+#[tokio::test]
+async fn conformance_through_haproxy_in_front_of_three_replicas_is_the_single_gateways() {
+    let (Some(suite), Some(haproxy)) = (suite(), haproxy()) else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("mcp-replicas-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let key = dir.join("cluster.key");
+    std::fs::write(&key, "a test key of more than thirty-two bytes, shared").expect("key");
+    let ports = free_ports(4);
+    let (front, replicas) = (ports[0], &ports[1..]);
+    let mut gateways = Vec::new();
+    for (i, port) in replicas.iter().enumerate() {
+        let path = config(&dir, i + 1, &key, replicas);
+        let (path, listen) = (path.display().to_string(), format!("127.0.0.1:{port}"));
+        let args = ["--config", path.as_str(), "--http", listen.as_str()];
+        // Each prints its URL once it serves (its upstream started).
+        gateways.push(serve(&example("gateway"), &args).await);
+    }
+    let cfg = haproxy_config(&dir, front, replicas);
+    let _haproxy = tokio::process::Command::new(haproxy)
+        .arg("-db")
+        .arg("-f")
+        .arg(&cfg)
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("haproxy starts");
+    let url = format!("http://127.0.0.1:{front}/mcp");
+    let up = mcp_examples::wait_until(Duration::from_secs(10), || ready(front)).await;
+    assert!(up, "haproxy serves the replicas' /readyz");
+    for revision in ["2025-11-25", "2026-07-28"] {
+        scenarios_at(&suite, &url, "gateway", revision).await;
+    }
+    drop(gateways);
+    let _ = std::fs::remove_dir_all(&dir);
+}
