@@ -276,6 +276,15 @@ async fn http_replicas(upstream: impl Fn() -> UpstreamConfig) -> Vec<(Aggregator
     out
 }
 
+/// An upstream of a replica's own: the conformance fixtures, in 2026-07-28.
+fn own_upstream() -> UpstreamConfig {
+    UpstreamConfig::new(
+        "conf",
+        UpstreamTransport::InProcess(Server::new(mcp_examples::Conformance::default())),
+    )
+    .revision(Revision::V2026_07_28)
+}
+
 async fn http_host(url: &str) -> Client {
     let capabilities = ClientCapabilities {
         elicitation: Some(Map::new()),
@@ -346,13 +355,6 @@ async fn a_retry_completes_the_call_parked_on_another_replica() {
 async fn an_upstreams_own_request_state_finds_the_replica_whose_upstream_issued_it() {
     // Each replica has an upstream of its own, whose requestState only it can read (the
     // conformance fixtures sign theirs with a key of each instance's own).
-    let own_upstream = || {
-        UpstreamConfig::new(
-            "conf",
-            UpstreamTransport::InProcess(Server::new(mcp_examples::Conformance::default())),
-        )
-        .revision(Revision::V2026_07_28)
-    };
     let replicas = http_replicas(own_upstream).await;
     let hosts = [
         http_host(&replicas[0].1).await,
@@ -384,13 +386,6 @@ async fn an_upstreams_own_request_state_finds_the_replica_whose_upstream_issued_
 
 #[tokio::test]
 async fn an_upstreams_list_change_heard_on_one_replica_reaches_the_hosts_of_all() {
-    let own_upstream = || {
-        UpstreamConfig::new(
-            "conf",
-            UpstreamTransport::InProcess(Server::new(mcp_examples::Conformance::default())),
-        )
-        .revision(Revision::V2026_07_28)
-    };
     let replicas = http_replicas(own_upstream).await;
     // A legacy host on replica 1 hears notifications on its session's stream.
     let config = mcp_client::http::HttpConfig::new(&replicas[0].1);

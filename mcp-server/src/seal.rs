@@ -46,6 +46,15 @@ const CLEAR_LEN: usize = 9;
 const TAG_LEN: usize = 16;
 const SALT: &[u8] = b"mcp-proxy sealed ids v1";
 
+/// The wall clock in Unix seconds: what the times sealed into payloads, and a hop's, are
+/// in (comparable across replicas, unlike a process's monotonic clock).
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs()
+}
+
 /// What a token names; each purpose has a key of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]

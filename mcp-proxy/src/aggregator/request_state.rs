@@ -5,10 +5,10 @@
 //! holds it. A retry presenting it by another principal, for another request, after it
 //! lapsed, altered, or a second time is refused alike.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use mcp_server::auth::{Principal, PrincipalDigest};
-use mcp_server::seal::{OpenError, Purpose, ReplicaId, SealError, Sealer};
+use mcp_server::seal::{unix_now, OpenError, Purpose, ReplicaId, SealError, Sealer};
 use mcp_types::raw::RawObject;
 
 use crate::upstream_questions::STATE_PREFIX;
@@ -179,13 +179,6 @@ fn open_at(
         return Err(Refused::Request);
     }
     Ok(claims)
-}
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs()
 }
 
 #[cfg(test)]

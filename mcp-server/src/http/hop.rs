@@ -5,12 +5,12 @@
 //! itself, within [`MAX_SKEW`], for this very request; a forwarded request is never
 //! forwarded again. A refusal is logged without the signature.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use http::header::{HeaderName, HeaderValue};
 use ring::digest::{digest, SHA256};
 
-use crate::seal::{ReplicaId, Sealer};
+use crate::seal::{unix_now, ReplicaId, Sealer};
 
 /// The header that carries the hop.
 pub(super) static HOP: HeaderName = HeaderName::from_static("mcp-gateway-hop");
@@ -101,13 +101,6 @@ fn message(
     let mut m = format!("mcp-gateway-hop v1\n{from}\n{to}\n{ts}\n{method}\n{path}\n").into_bytes();
     m.extend_from_slice(body.as_ref());
     m
-}
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs()
 }
 
 #[cfg(test)]

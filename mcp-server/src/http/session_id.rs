@@ -26,10 +26,7 @@ pub(super) struct SessionClaims {
 
 /// A new session id for `principal`, held by `sealer`'s replica.
 pub(super) fn mint(sealer: &Sealer, principal: Option<&Principal>) -> Result<String, SealError> {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs();
+    let secs = crate::seal::unix_now();
     let mut payload = [0u8; PAYLOAD_LEN];
     payload[..8].copy_from_slice(&secs.to_be_bytes());
     payload[8..].copy_from_slice(&PrincipalDigest::of(principal).0);

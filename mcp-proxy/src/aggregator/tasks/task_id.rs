@@ -4,10 +4,10 @@
 //! and an id another principal presents, an invented or altered one, or one past its
 //! retention is unknown without a lookup.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use mcp_server::auth::{Principal, PrincipalDigest};
-use mcp_server::seal::{OpenError, Purpose, ReplicaId, SealError, Sealer};
+use mcp_server::seal::{unix_now, OpenError, Purpose, ReplicaId, SealError, Sealer};
 
 /// What a gateway task id says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,13 +112,6 @@ fn open_at(
         return Err(Refused::Principal);
     }
     Ok(claims)
-}
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs()
 }
 
 #[cfg(test)]
