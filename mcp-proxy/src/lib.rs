@@ -41,6 +41,7 @@ pub mod pins;
 pub mod placement;
 pub mod policy;
 pub mod sessions;
+pub mod store;
 mod upstream_error;
 mod upstream_questions;
 mod upstream_status;

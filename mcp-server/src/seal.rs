@@ -102,7 +102,20 @@ impl Purpose {
 }
 
 /// Which replica of a gateway issued a token, and so holds what it names.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(transparent)]
 pub struct ReplicaId(pub u16);
 
 impl fmt::Display for ReplicaId {

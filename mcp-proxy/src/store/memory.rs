@@ -1,0 +1,99 @@
+//! [`MemoryStore`]: the state of one process, expiring by tokio's clock (which tests can
+//! pause and advance).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mcp_server::seal::ReplicaId;
+use parking_lot::Mutex;
+use tokio::time::Instant;
+
+use super::{ReplicaEntry, SessionState, StateStore, StoreError};
+
+/// The shared state kept in this process: for one replica, and for tests of what stands
+/// on a store.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    replicas: Mutex<HashMap<ReplicaId, (ReplicaEntry, Instant)>>,
+    sessions: Mutex<HashMap<String, (SessionState, Instant)>>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        MemoryStore::default()
+    }
+}
+
+#[async_trait]
+impl StateStore for MemoryStore {
+    async fn announce(&self, entry: &ReplicaEntry, ttl: Duration) -> Result<(), StoreError> {
+        let until = Instant::now() + ttl;
+        self.replicas
+            .lock()
+            .insert(entry.replica, (entry.clone(), until));
+        Ok(())
+    }
+
+    async fn leave(&self, replica: ReplicaId) -> Result<(), StoreError> {
+        self.replicas.lock().remove(&replica);
+        Ok(())
+    }
+
+    async fn replicas(&self) -> Result<Vec<ReplicaEntry>, StoreError> {
+        let now = Instant::now();
+        let mut live = self.replicas.lock();
+        live.retain(|_, (_, until)| *until > now);
+        let mut out: Vec<ReplicaEntry> = live.values().map(|(e, _)| e.clone()).collect();
+        out.sort_by_key(|e| e.replica);
+        Ok(out)
+    }
+
+    async fn put_session(&self, state: &SessionState, ttl: Duration) -> Result<(), StoreError> {
+        let until = Instant::now() + ttl;
+        self.sessions
+            .lock()
+            .insert(state.id.clone(), (state.clone(), until));
+        Ok(())
+    }
+
+    async fn session(&self, id: &str) -> Result<Option<SessionState>, StoreError> {
+        let now = Instant::now();
+        let mut sessions = self.sessions.lock();
+        match sessions.get(id) {
+            Some((s, until)) if *until > now => Ok(Some(s.clone())),
+            Some(_) => {
+                sessions.remove(id);
+                Ok(None)
+            }
+            None => Ok(None),
+        }
+    }
+
+    async fn claim_session(
+        &self,
+        id: &str,
+        epoch: u64,
+        owner: ReplicaId,
+        ttl: Duration,
+    ) -> Result<Option<SessionState>, StoreError> {
+        let now = Instant::now();
+        let mut sessions = self.sessions.lock();
+        let Some((s, until)) = sessions.get_mut(id) else {
+            return Ok(None);
+        };
+        if *until <= now || s.epoch != epoch {
+            return Ok(None);
+        }
+        s.owner = owner;
+        s.epoch += 1;
+        *until = now + ttl;
+        Ok(Some(s.clone()))
+    }
+
+    async fn remove_session(&self, id: &str) -> Result<(), StoreError> {
+        self.sessions.lock().remove(id);
+        Ok(())
+    }
+}

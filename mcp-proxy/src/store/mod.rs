@@ -1,0 +1,154 @@
+//! The state replicas of one gateway share ([`StateStore`]): which replicas are alive and
+//! where ([`ReplicaEntry`], kept by heartbeats), and a record of each legacy session
+//! ([`SessionState`]: what it was opened with, who holds it, its epoch), so that another
+//! replica can take a session over when its owner is gone ([`StateStore::claim_session`],
+//! a compare-and-set on the epoch: of two replicas racing for one session, exactly one
+//! wins). Every entry expires unless renewed.
+//!
+//! [`MemoryStore`] keeps it in this process (one replica, or tests); `RedisStore` (feature
+//! `redis`) in a Redis server every replica reaches. Nothing on a 2026 request's path asks
+//! the store.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mcp_server::seal::ReplicaId;
+use serde::{Deserialize, Serialize};
+
+mod memory;
+#[cfg(feature = "redis")]
+mod redis;
+
+pub use memory::MemoryStore;
+#[cfg(feature = "redis")]
+pub use redis::{RedisStore, RedisStoreOptions};
+
+/// One live replica, as it announces itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ReplicaEntry {
+    /// Its number.
+    pub replica: ReplicaId,
+    /// Its base URL (`http://host:port`), where the others forward to it.
+    pub address: String,
+    /// A digest of its configuration (upstreams, pins, views): replicas whose digests
+    /// differ serve different catalogs (logged as configuration skew).
+    pub config_digest: String,
+    /// Whether it is stopping: it takes no new sessions, and its sessions move.
+    pub draining: bool,
+}
+
+impl ReplicaEntry {
+    /// Replica `replica` at `address`, configured as `config_digest` says, not draining.
+    pub fn new(
+        replica: ReplicaId,
+        address: impl Into<String>,
+        config_digest: impl Into<String>,
+    ) -> Self {
+        ReplicaEntry {
+            replica,
+            address: address.into(),
+            config_digest: config_digest.into(),
+            draining: false,
+        }
+    }
+}
+
+/// What a replica needs to serve a legacy session it did not open: the handshake's
+/// outcome and what the host set since. Its record in the store is at most a few hundred
+/// bytes (2 KiB with large capabilities).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SessionState {
+    /// Its `Mcp-Session-Id`.
+    pub id: String,
+    /// The replica holding it now.
+    pub owner: ReplicaId,
+    /// Bumped each time it changes hands: a replica resumed after another took its
+    /// session over finds its epoch stale and lets the session go.
+    pub epoch: u64,
+    /// The revision negotiated at `initialize`.
+    pub revision: String,
+    /// The client's capabilities as it wrote them.
+    pub capabilities: String,
+    /// The client's `clientInfo` as it wrote it.
+    pub client_info: String,
+    /// The log level it set (`logging/setLevel`), if any.
+    pub log_level: Option<String>,
+    /// The resources it subscribed to.
+    pub subscriptions: Vec<String>,
+    /// Its own sessions with HTTP upstreams, by upstream key (to attach to again).
+    pub upstream_sessions: BTreeMap<String, String>,
+}
+
+impl SessionState {
+    /// Session `id`, held by `owner` at epoch 0, opened at `revision` by a client with
+    /// `capabilities` and `client_info` (their JSON as written); nothing set since.
+    pub fn new(
+        id: impl Into<String>,
+        owner: ReplicaId,
+        revision: impl Into<String>,
+        capabilities: impl Into<String>,
+        client_info: impl Into<String>,
+    ) -> Self {
+        SessionState {
+            id: id.into(),
+            owner,
+            epoch: 0,
+            revision: revision.into(),
+            capabilities: capabilities.into(),
+            client_info: client_info.into(),
+            log_level: None,
+            subscriptions: Vec::new(),
+            upstream_sessions: BTreeMap::new(),
+        }
+    }
+}
+
+/// Why the store could not answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// It cannot be reached now, or did not answer in time.
+    #[error("the state store is unavailable: {0}")]
+    Unavailable(String),
+    /// It refused what was asked (a command, its credentials).
+    #[error("the state store refused: {0}")]
+    Refused(String),
+}
+
+/// The state replicas share. Every method is bounded in time (an implementation's own
+/// timeout); an entry not renewed within its `ttl` is gone.
+#[async_trait]
+pub trait StateStore: Send + Sync + 'static {
+    /// Announces `entry` as alive for `ttl` (a heartbeat renews it).
+    async fn announce(&self, entry: &ReplicaEntry, ttl: Duration) -> Result<(), StoreError>;
+
+    /// Takes `replica` out of the live ones at once (a replica stopping).
+    async fn leave(&self, replica: ReplicaId) -> Result<(), StoreError>;
+
+    /// The live replicas, by number.
+    async fn replicas(&self) -> Result<Vec<ReplicaEntry>, StoreError>;
+
+    /// Keeps `state` for `ttl` (the session's idle timeout), in place of any record of it.
+    async fn put_session(&self, state: &SessionState, ttl: Duration) -> Result<(), StoreError>;
+
+    /// The record of session `id`, if there is one that reads (a record that does not is
+    /// logged and taken as none).
+    async fn session(&self, id: &str) -> Result<Option<SessionState>, StoreError>;
+
+    /// Makes `owner` the holder of session `id` if its record is still at `epoch`: the
+    /// record as it is now (epoch bumped, kept for `ttl`), or `None` when it is not there
+    /// or another replica claimed it first.
+    async fn claim_session(
+        &self,
+        id: &str,
+        epoch: u64,
+        owner: ReplicaId,
+        ttl: Duration,
+    ) -> Result<Option<SessionState>, StoreError>;
+
+    /// Forgets session `id` (it ended).
+    async fn remove_session(&self, id: &str) -> Result<(), StoreError>;
+}

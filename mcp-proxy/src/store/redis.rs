@@ -1,0 +1,327 @@
+//! [`RedisStore`]: the replicas' shared state in a Redis server (feature `redis`), through
+//! the `redis` crate's connection manager (which reconnects), every command bounded by a
+//! timeout, every key expiring.
+//!
+//! Keys, under the configured prefix: `{prefix}:replica:{n}` (the entry's JSON, expiring
+//! with its heartbeat), `{prefix}:replicas` (the set of numbers announced, expiring if no
+//! replica announces for four of their TTLs), `{prefix}:session:{id}` (a hash: `owner`,
+//! `epoch`, and `record`, the rest as JSON; expiring with the session's idle timeout). A
+//! claim is one Lua script, so that of two replicas racing for a session exactly one wins.
+//!
+//! The connection is made at the first command, not before: a gateway whose Redis is down
+//! at start serves what needs no store, and its commands reach Redis once it is back.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mcp_server::seal::ReplicaId;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{AsyncCommands, ErrorKind, RedisError};
+
+use super::{ReplicaEntry, SessionState, StateStore, StoreError};
+
+/// How to reach Redis.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct RedisStoreOptions {
+    /// `redis://[user:password@]host:port/db`, `rediss://…` or `redis+unix:///path`.
+    pub url: String,
+    /// What every key starts with (one deployment's keys apart from another's).
+    pub prefix: String,
+    /// Longest a connection or one command may take (default 1 s); past it the store is
+    /// taken as unavailable for that command.
+    pub timeout: Duration,
+}
+
+impl std::fmt::Debug for RedisStoreOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The URL may hold a password.
+        f.debug_struct("RedisStoreOptions")
+            .field("prefix", &self.prefix)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisStoreOptions {
+    /// Redis at `url`, keys under `prefix`, a 1 s timeout.
+    pub fn new(url: impl Into<String>, prefix: impl Into<String>) -> Self {
+        RedisStoreOptions {
+            url: url.into(),
+            prefix: prefix.into(),
+            timeout: Duration::from_secs(1),
+        }
+    }
+
+    /// With commands (and connecting) bounded by `timeout`.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+}
+
+/// The replicas' shared state in Redis (see the module).
+pub struct RedisStore {
+    client: redis::Client,
+    prefix: String,
+    timeout: Duration,
+    connection: tokio::sync::Mutex<Option<ConnectionManager>>,
+    claim: redis::Script,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+const CLAIM: &str = r"
+local epoch = redis.call('HGET', KEYS[1], 'epoch')
+if not epoch or tonumber(epoch) ~= tonumber(ARGV[1]) then return false end
+redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'epoch', tonumber(epoch) + 1)
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return redis.call('HGETALL', KEYS[1])
+";
+
+/// What a command's failure is to the store's users (never the URL: it may hold a password).
+fn failed(e: RedisError) -> StoreError {
+    match e.kind() {
+        ErrorKind::AuthenticationFailed => StoreError::Refused("authentication failed".into()),
+        ErrorKind::ResponseError | ErrorKind::TypeError | ErrorKind::ExecAbortError => {
+            StoreError::Refused(e.to_string())
+        }
+        _ => StoreError::Unavailable(e.to_string()),
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+impl RedisStore {
+    /// A store at `options.url`; nothing is connected yet (see the module). Fails only for
+    /// a URL that is not one.
+    pub fn new(options: RedisStoreOptions) -> Result<RedisStore, StoreError> {
+        let client = redis::Client::open(options.url.as_str())
+            .map_err(|e| StoreError::Refused(format!("not a Redis URL ({:?})", e.kind())))?;
+        Ok(RedisStore {
+            client,
+            prefix: options.prefix,
+            timeout: options.timeout,
+            connection: tokio::sync::Mutex::new(None),
+            claim: redis::Script::new(CLAIM),
+        })
+    }
+
+    /// Connects now and says whether Redis takes this store's credentials: `Err` with
+    /// [`StoreError::Refused`] for wrong ones (a start-up should fail), with
+    /// [`StoreError::Unavailable`] when Redis cannot be reached (a start-up may go on).
+    pub async fn check(&self) -> Result<(), StoreError> {
+        let mut c = self.connection().await?;
+        self.bounded(async move { redis::cmd("PING").query_async::<String>(&mut c).await })
+            .await
+            .map(|_| ())
+    }
+
+    async fn connection(&self) -> Result<ConnectionManager, StoreError> {
+        let mut held = self.connection.lock().await;
+        if let Some(c) = &*held {
+            return Ok(c.clone());
+        }
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(self.timeout)
+            .set_response_timeout(self.timeout)
+            .set_number_of_retries(1);
+        let made = ConnectionManager::new_with_config(self.client.clone(), config);
+        let c = tokio::time::timeout(self.timeout * 2, made)
+            .await
+            .map_err(|_| StoreError::Unavailable("connecting timed out".into()))?
+            .map_err(failed)?;
+        *held = Some(c.clone());
+        Ok(c)
+    }
+
+    async fn bounded<T>(
+        &self,
+        command: impl std::future::Future<Output = Result<T, RedisError>>,
+    ) -> Result<T, StoreError> {
+        tokio::time::timeout(self.timeout, command)
+            .await
+            .map_err(|_| StoreError::Unavailable("a command timed out".into()))?
+            .map_err(failed)
+    }
+
+    fn key(&self, kind: &str, id: &str) -> String {
+        format!("{}:{kind}:{id}", self.prefix)
+    }
+
+    fn replicas_key(&self) -> String {
+        format!("{}:replicas", self.prefix)
+    }
+}
+
+/// A session's hash as a record; `None` (logged) for one that does not read.
+fn session_of(id: &str, fields: HashMap<String, String>) -> Option<SessionState> {
+    if fields.is_empty() {
+        return None;
+    }
+    let read = || -> Option<SessionState> {
+        let mut s: SessionState = serde_json::from_str(fields.get("record")?).ok()?;
+        s.owner = ReplicaId(fields.get("owner")?.parse().ok()?);
+        s.epoch = fields.get("epoch")?.parse().ok()?;
+        (s.id == id).then_some(s)
+    };
+    let s = read();
+    if s.is_none() {
+        tracing::warn!("a session record in the state store does not read: ignored");
+    }
+    s
+}
+
+#[async_trait]
+impl StateStore for RedisStore {
+    async fn announce(&self, entry: &ReplicaEntry, ttl: Duration) -> Result<(), StoreError> {
+        let json = serde_json::to_string(entry).map_err(|e| StoreError::Refused(e.to_string()))?;
+        let mut c = self.connection().await?;
+        let (key, set) = (
+            self.key("replica", &entry.replica.to_string()),
+            self.replicas_key(),
+        );
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("SET")
+            .arg(&key)
+            .arg(json)
+            .arg("PX")
+            .arg(millis(ttl))
+            .ignore()
+            .cmd("SADD")
+            .arg(&set)
+            .arg(entry.replica.0)
+            .ignore()
+            .cmd("PEXPIRE")
+            .arg(&set)
+            .arg(millis(ttl * 4))
+            .ignore();
+        self.bounded(async move { pipe.query_async::<()>(&mut c).await })
+            .await
+    }
+
+    async fn leave(&self, replica: ReplicaId) -> Result<(), StoreError> {
+        let mut c = self.connection().await?;
+        let (key, set) = (
+            self.key("replica", &replica.to_string()),
+            self.replicas_key(),
+        );
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("DEL")
+            .arg(&key)
+            .ignore()
+            .cmd("SREM")
+            .arg(&set)
+            .arg(replica.0)
+            .ignore();
+        self.bounded(async move { pipe.query_async::<()>(&mut c).await })
+            .await
+    }
+
+    async fn replicas(&self) -> Result<Vec<ReplicaEntry>, StoreError> {
+        let mut c = self.connection().await?;
+        let set = self.replicas_key();
+        let mut numbers: Vec<u16> = {
+            let mut c = c.clone();
+            let set = set.clone();
+            self.bounded(async move { c.smembers(&set).await }).await?
+        };
+        numbers.sort_unstable();
+        if numbers.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<String> = numbers
+            .iter()
+            .map(|n| self.key("replica", &n.to_string()))
+            .collect();
+        let values: Vec<Option<String>> = {
+            let mut c = c.clone();
+            self.bounded(async move { c.mget(&keys).await }).await?
+        };
+        let mut live = Vec::new();
+        let mut gone = Vec::new();
+        for (n, v) in numbers.iter().zip(values) {
+            match v.and_then(|v| serde_json::from_str::<ReplicaEntry>(&v).ok()) {
+                Some(e) => live.push(e),
+                None => gone.push(*n),
+            }
+        }
+        if !gone.is_empty() {
+            // Their heartbeats lapsed: out of the set too.
+            let _ = self
+                .bounded(async move { c.srem::<_, _, ()>(&set, gone).await })
+                .await;
+        }
+        Ok(live)
+    }
+
+    async fn put_session(&self, state: &SessionState, ttl: Duration) -> Result<(), StoreError> {
+        let json = serde_json::to_string(state).map_err(|e| StoreError::Refused(e.to_string()))?;
+        let mut c = self.connection().await?;
+        let key = self.key("session", &state.id);
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("DEL")
+            .arg(&key)
+            .ignore()
+            .cmd("HSET")
+            .arg(&key)
+            .arg("owner")
+            .arg(state.owner.0)
+            .arg("epoch")
+            .arg(state.epoch)
+            .arg("record")
+            .arg(json)
+            .ignore()
+            .cmd("PEXPIRE")
+            .arg(&key)
+            .arg(millis(ttl))
+            .ignore();
+        self.bounded(async move { pipe.query_async::<()>(&mut c).await })
+            .await
+    }
+
+    async fn session(&self, id: &str) -> Result<Option<SessionState>, StoreError> {
+        let mut c = self.connection().await?;
+        let key = self.key("session", id);
+        let fields: HashMap<String, String> =
+            self.bounded(async move { c.hgetall(&key).await }).await?;
+        Ok(session_of(id, fields))
+    }
+
+    async fn claim_session(
+        &self,
+        id: &str,
+        epoch: u64,
+        owner: ReplicaId,
+        ttl: Duration,
+    ) -> Result<Option<SessionState>, StoreError> {
+        let mut c = self.connection().await?;
+        let key = self.key("session", id);
+        let mut call = self.claim.key(key);
+        call.arg(epoch).arg(owner.0).arg(millis(ttl));
+        let fields: Option<HashMap<String, String>> = self
+            .bounded(async move { call.invoke_async(&mut c).await })
+            .await?;
+        Ok(fields.and_then(|f| session_of(id, f)))
+    }
+
+    async fn remove_session(&self, id: &str) -> Result<(), StoreError> {
+        let mut c = self.connection().await?;
+        let key = self.key("session", id);
+        self.bounded(async move { c.del::<_, ()>(&key).await })
+            .await
+    }
+}

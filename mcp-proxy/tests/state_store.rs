@@ -1,0 +1,360 @@
+//! The state store's contract (`mcp_proxy::store::StateStore`), one suite run against the
+//! in-memory store and, with feature `redis`, against a real Redis server this test starts
+//! on a unix socket of its own (`redis-server` from Debian's package; with
+//! `MCP_INTEROP=required` a missing one fails the test). Redis alone: a record that does not
+//! read is ignored, every key expires, a paused or stopped server is a timely
+//! `Unavailable` and a restarted one serves again, and wrong credentials are refused
+//! without the secret being said.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_proxy::store::{MemoryStore, ReplicaEntry, SessionState, StateStore};
+use mcp_server::seal::ReplicaId;
+
+fn entry(n: u16) -> ReplicaEntry {
+    ReplicaEntry::new(ReplicaId(n), format!("http://10.0.0.{n}:8080"), "digest")
+}
+
+/// Every store keeps this contract.
+async fn contract(store: Arc<dyn StateStore>) {
+    let long = Duration::from_secs(60);
+    // The registry: announced, left, lapsed.
+    store.announce(&entry(2), long).await.expect("announce");
+    store.announce(&entry(1), long).await.expect("announce");
+    let live: Vec<u16> = store
+        .replicas()
+        .await
+        .expect("replicas")
+        .iter()
+        .map(|e| e.replica.0)
+        .collect();
+    assert_eq!(live, [1, 2]);
+    assert_eq!(store.replicas().await.expect("replicas")[0], entry(1));
+    store.leave(ReplicaId(2)).await.expect("leave");
+    store
+        .announce(&entry(3), Duration::from_millis(200))
+        .await
+        .expect("announce");
+    let lapsed = mcp_examples::wait_until(Duration::from_secs(5), || async {
+        let live = store.replicas().await.expect("replicas");
+        live.iter().map(|e| e.replica.0).collect::<Vec<_>>() == [1]
+    })
+    .await;
+    assert!(
+        lapsed,
+        "a replica that left or stopped announcing is not live"
+    );
+
+    // Sessions: kept as written, claimed once per epoch, removed, lapsed.
+    let mut s = SessionState::new(
+        "sid-1",
+        ReplicaId(1),
+        "2025-06-18",
+        r#"{"roots":{}}"#,
+        r#"{"name":"h","version":"1"}"#,
+    );
+    s.log_level = Some("debug".into());
+    s.subscriptions = vec!["file:///a".into()];
+    s.upstream_sessions
+        .insert("docs".into(), "up-session-9".into());
+    store.put_session(&s, long).await.expect("put");
+    assert_eq!(
+        store.session("sid-1").await.expect("get").as_ref(),
+        Some(&s)
+    );
+    assert_eq!(store.session("nobody").await.expect("get"), None);
+    assert_eq!(
+        store
+            .claim_session("sid-1", 7, ReplicaId(2), long)
+            .await
+            .expect("claim"),
+        None,
+        "a stale epoch"
+    );
+    let claimed = store
+        .claim_session("sid-1", 0, ReplicaId(2), long)
+        .await
+        .expect("claim")
+        .expect("won");
+    assert_eq!((claimed.owner, claimed.epoch), (ReplicaId(2), 1));
+    assert_eq!(claimed.subscriptions, s.subscriptions);
+    assert_eq!(
+        store
+            .claim_session("sid-1", 0, ReplicaId(3), long)
+            .await
+            .expect("claim"),
+        None
+    );
+    assert_eq!(
+        store.session("sid-1").await.expect("get").map(|s| s.owner),
+        Some(ReplicaId(2))
+    );
+    // Two replicas racing for one session: exactly one wins.
+    let races: Vec<_> = (10..20u16)
+        .map(|n| {
+            let store = store.clone();
+            tokio::spawn(async move { store.claim_session("sid-1", 1, ReplicaId(n), long).await })
+        })
+        .collect();
+    let mut won = 0;
+    for r in races {
+        if r.await.expect("joined").expect("claim").is_some() {
+            won += 1;
+        }
+    }
+    assert_eq!(won, 1, "exactly one claim wins");
+    store.remove_session("sid-1").await.expect("remove");
+    assert_eq!(store.session("sid-1").await.expect("get"), None);
+    assert_eq!(
+        store
+            .claim_session("sid-1", 2, ReplicaId(4), long)
+            .await
+            .expect("claim"),
+        None
+    );
+    let mut brief = SessionState::new("sid-2", ReplicaId(1), "2025-06-18", "{}", "{}");
+    brief.epoch = 3;
+    store
+        .put_session(&brief, Duration::from_millis(200))
+        .await
+        .expect("put");
+    let lapsed = mcp_examples::wait_until(Duration::from_secs(5), || async {
+        store.session("sid-2").await.expect("get").is_none()
+    })
+    .await;
+    assert!(lapsed, "a session not renewed lapses");
+}
+
+#[tokio::test]
+async fn the_memory_store_keeps_the_contract() {
+    contract(Arc::new(MemoryStore::new())).await;
+}
+
+#[cfg(feature = "redis")]
+mod redis_store {
+    use super::*;
+    use mcp_proxy::store::{RedisStore, RedisStoreOptions, StoreError};
+    use std::path::{Path, PathBuf};
+
+    fn redis_server() -> Option<PathBuf> {
+        let found = std::env::var_os("PATH")
+            .into_iter()
+            .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+            .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/sbin")])
+            .map(|d| d.join("redis-server"))
+            .find(|p| p.is_file());
+        if found.is_none() {
+            assert!(
+                std::env::var("MCP_INTEROP").as_deref() != Ok("required"),
+                "redis-server is not installed; run .ci/run or apt-get install redis-server"
+            );
+            eprintln!("SKIPPED: redis-server is not installed (apt-get install redis-server)");
+        }
+        found
+    }
+
+    /// A Redis of this test's own on a unix socket in `dir`, without persistence; with
+    /// `password`, it requires one.
+    struct Redis {
+        child: tokio::process::Child,
+        socket: PathBuf,
+    }
+
+    impl Redis {
+        async fn start(program: &Path, dir: &Path, password: Option<&str>) -> Redis {
+            let socket = dir.join("redis.sock");
+            let _ = std::fs::remove_file(&socket);
+            let mut cmd = tokio::process::Command::new(program);
+            cmd.args([
+                "--port",
+                "0",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--unixsocket",
+            ])
+            .arg(&socket)
+            .args(["--unixsocketperm", "700", "--dir"])
+            .arg(dir)
+            .stdout(std::process::Stdio::null())
+            .kill_on_drop(true);
+            if let Some(p) = password {
+                cmd.args(["--requirepass", p]);
+            }
+            let child = cmd.spawn().expect("redis-server starts");
+            let up = mcp_examples::wait_until(Duration::from_secs(10), || async {
+                tokio::net::UnixStream::connect(&socket).await.is_ok()
+            })
+            .await;
+            assert!(up, "redis-server listens on its socket");
+            Redis { child, socket }
+        }
+
+        /// `redis-cli` (from the same package) run against it: its output's lines.
+        async fn cli(&self, args: &[&str]) -> Vec<String> {
+            let out = tokio::process::Command::new("redis-cli")
+                .arg("-s")
+                .arg(&self.socket)
+                .args(args)
+                .output()
+                .await
+                .expect("redis-cli runs");
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(str::to_owned)
+                .collect()
+        }
+
+        fn url(&self, password: Option<&str>) -> String {
+            let auth = password.map(|p| format!("?pass={p}")).unwrap_or_default();
+            format!("redis+unix://{}{auth}", self.socket.display())
+        }
+
+        async fn stop(mut self) {
+            let _ = self.child.kill().await;
+        }
+    }
+
+    fn scratch(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("mcp-redis-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a scratch directory");
+        dir
+    }
+
+    #[tokio::test]
+    async fn the_redis_store_keeps_the_contract_and_lets_every_key_expire() {
+        let Some(program) = redis_server() else {
+            return;
+        };
+        let dir = scratch("contract");
+        let redis = Redis::start(&program, &dir, None).await;
+        let options = RedisStoreOptions::new(redis.url(None), "test");
+        let store = Arc::new(RedisStore::new(options).expect("a store"));
+        store.check().await.expect("reachable");
+        contract(store.clone()).await;
+
+        // Every key the store wrote expires.
+        store
+            .announce(&entry(5), Duration::from_secs(60))
+            .await
+            .expect("announce");
+        let s = SessionState::new("sid-9", ReplicaId(5), "2025-06-18", "{}", "{}");
+        store
+            .put_session(&s, Duration::from_secs(60))
+            .await
+            .expect("put");
+        let keys = redis.cli(&["KEYS", "test:*"]).await;
+        assert!(keys.len() >= 3, "{keys:?}");
+        for k in &keys {
+            let ttl = redis.cli(&["PTTL", k]).await;
+            let ttl: i64 = ttl.first().and_then(|t| t.parse().ok()).expect("a number");
+            assert!(ttl > 0, "{k} has no expiry ({ttl})");
+        }
+        // A record that does not read is taken as none.
+        redis
+            .cli(&["HSET", "test:session:sid-9", "record", "{not json"])
+            .await;
+        assert_eq!(store.session("sid-9").await.expect("get"), None);
+        redis.stop().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn a_paused_or_stopped_redis_is_a_timely_unavailable_and_a_restarted_one_serves() {
+        let Some(program) = redis_server() else {
+            return;
+        };
+        let dir = scratch("outage");
+        let redis = Redis::start(&program, &dir, None).await;
+        let url = redis.url(None);
+        let timeout = Duration::from_millis(500);
+        let store = RedisStore::new(RedisStoreOptions::new(url.clone(), "o").timeout(timeout))
+            .expect("store");
+        store
+            .announce(&entry(1), Duration::from_secs(60))
+            .await
+            .expect("announce");
+        // CLIENT PAUSE: the command's timeout holds.
+        redis.cli(&["CLIENT", "PAUSE", "3000"]).await;
+        let started = tokio::time::Instant::now();
+        let paused = store.replicas().await;
+        assert!(
+            matches!(paused, Err(StoreError::Unavailable(_))),
+            "{paused:?}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        redis.cli(&["CLIENT", "UNPAUSE"]).await;
+        // Stopped: unavailable, in time; started again on the same socket: served.
+        redis.stop().await;
+        let started = tokio::time::Instant::now();
+        let down = store.replicas().await;
+        assert!(matches!(down, Err(StoreError::Unavailable(_))), "{down:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
+        let again = Redis::start(&program, &dir, None).await;
+        let back = mcp_examples::wait_until(Duration::from_secs(10), || async {
+            store
+                .announce(&entry(2), Duration::from_secs(60))
+                .await
+                .is_ok()
+        })
+        .await;
+        assert!(back, "the store serves once Redis is back");
+        let live: Vec<u16> = store
+            .replicas()
+            .await
+            .expect("replicas")
+            .iter()
+            .map(|e| e.replica.0)
+            .collect();
+        assert_eq!(
+            live,
+            [2],
+            "a restarted Redis without persistence starts empty"
+        );
+        again.stop().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn wrong_credentials_are_refused_without_the_secret_said() {
+        let Some(program) = redis_server() else {
+            return;
+        };
+        let dir = scratch("auth");
+        let redis = Redis::start(&program, &dir, Some("the-right-password")).await;
+        let wrong = RedisStore::new(RedisStoreOptions::new(
+            redis.url(Some("a-wrong-password")),
+            "a",
+        ))
+        .expect("store");
+        let refused = wrong.check().await;
+        match &refused {
+            Err(e @ StoreError::Refused(_)) => {
+                let said = format!("{e} {e:?}");
+                assert!(
+                    !said.contains("a-wrong-password") && !said.contains("the-right-password"),
+                    "{said}"
+                );
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        let right = RedisStore::new(RedisStoreOptions::new(
+            redis.url(Some("the-right-password")),
+            "a",
+        ))
+        .expect("store");
+        right.check().await.expect("the right password is taken");
+        redis.stop().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
