@@ -4,7 +4,9 @@
 //! each other's addresses. The official conformance suite's server scenarios through
 //! HAProxy, at 2025-11-25 and 2026-07-28, give exactly the single gateway's results (the
 //! same baselines; the suite fails on anything else, and on an expected failure passing).
-//! With `MCP_INTEROP=required` a missing HAProxy fails the test; otherwise it skips.
+//! And replicas that find each other in Redis (`gateway.cluster.redis`, no list of peers):
+//! a legacy session opened on one is served through another.
+//! With `MCP_INTEROP=required` a missing HAProxy or Redis fails the test; otherwise it skips.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -12,6 +14,10 @@ use std::time::Duration;
 mod common;
 use common::conformance::{scenarios_at, serve, suite};
 use common::example;
+use common::redis::{redis_server, scratch, Redis};
+
+#[path = "../../mcp-server/tests/raw_http/mod.rs"]
+mod raw_http;
 
 /// HAProxy's program, if installed (Debian puts it in /usr/sbin).
 fn haproxy() -> Option<PathBuf> {
@@ -127,5 +133,69 @@ async fn conformance_through_haproxy_in_front_of_three_replicas_is_the_single_ga
         scenarios_at(&suite, &url, "gateway", revision).await;
     }
     drop(gateways);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Replica `n`'s configuration with the registry in Redis at the URL in `url_file`,
+/// announcing `port`.
+fn registry_config(dir: &Path, n: usize, key: &Path, url_file: &Path, port: u16) -> PathBuf {
+    let text = serde_json::json!({
+        "mcpServers": {"conformance": {
+            "command": example("conformance-server"), "args": ["--stdio"], "namespace": ""}},
+        "gateway": {"startupWaitMillis": 60000, "cluster": {
+            "replica": n, "keys": [{"name": "test", "secretFile": key}],
+            "redis": {"urlFile": url_file, "prefix": "e2e"},
+            "advertise": format!("http://127.0.0.1:{port}")}}});
+    let path = dir.join(format!("registry-{n}.json"));
+    std::fs::write(&path, text.to_string()).expect("write config");
+    path
+}
+
+#[tokio::test]
+async fn replicas_that_find_each_other_in_redis_serve_a_session_through_any_of_them() {
+    let Some(program) = redis_server() else {
+        return;
+    };
+    let dir = scratch("registry");
+    let redis = Redis::start(&program, &dir, None).await;
+    let url_file = dir.join("redis.url");
+    std::fs::write(&url_file, redis.url(None)).expect("url file");
+    let key = dir.join("cluster.key");
+    std::fs::write(&key, "a test key of more than thirty-two bytes, shared").expect("key");
+    let ports = free_ports(2);
+    let mut gateways = Vec::new();
+    for (i, port) in ports.iter().enumerate() {
+        let path = registry_config(&dir, i + 1, &key, &url_file, *port);
+        let (path, listen) = (path.display().to_string(), format!("127.0.0.1:{port}"));
+        let args = ["--config", path.as_str(), "--http", listen.as_str()];
+        gateways.push(serve(&example("gateway"), &args).await);
+    }
+    let addr = |i: usize| std::net::SocketAddr::from(([127, 0, 0, 1], ports[i]));
+    let send = |i: usize, session: Option<String>, body: serde_json::Value| async move {
+        let s = tokio::net::TcpStream::connect(addr(i))
+            .await
+            .expect("connect");
+        raw_http::exchange(s, addr(i), "POST", session.as_deref(), "", &body).await
+    };
+    let opened = send(0, None, raw_http::initialize(1)).await;
+    let id = opened.session.expect("a session id");
+    let note = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(send(0, Some(id.clone()), note).await.status, 202);
+    // Replica 2 learns where replica 1 is from the registry within a heartbeat or two.
+    let call = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "test_simple_text", "arguments": {}}});
+    let served = mcp_examples::wait_until(Duration::from_secs(10), || {
+        let (id, call) = (id.clone(), call.clone());
+        async move { send(1, Some(id), call).await.status == 200 }
+    })
+    .await;
+    assert!(served, "the session is served through replica 2");
+    let answer = send(1, Some(id.clone()), call.clone()).await;
+    assert_eq!(answer.body["id"], 2, "{}", answer.body);
+    assert_eq!(answer.body["result"]["content"][0]["type"], "text", "{}", answer.body);
+    let registered = redis.cli(&["SMEMBERS", "e2e:replicas"]).await;
+    assert_eq!(registered.len(), 2, "{registered:?}");
+    drop(gateways);
+    redis.stop().await;
     let _ = std::fs::remove_dir_all(&dir);
 }

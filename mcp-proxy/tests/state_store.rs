@@ -132,96 +132,14 @@ async fn the_memory_store_keeps_the_contract() {
 }
 
 #[cfg(feature = "redis")]
+#[path = "../../examples/tests/common/redis.rs"]
+mod server;
+
+#[cfg(feature = "redis")]
 mod redis_store {
+    use super::server::{redis_server, scratch, Redis};
     use super::*;
     use mcp_proxy::store::{RedisStore, RedisStoreOptions, StoreError};
-    use std::path::{Path, PathBuf};
-
-    fn redis_server() -> Option<PathBuf> {
-        let found = std::env::var_os("PATH")
-            .into_iter()
-            .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-            .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/sbin")])
-            .map(|d| d.join("redis-server"))
-            .find(|p| p.is_file());
-        if found.is_none() {
-            assert!(
-                std::env::var("MCP_INTEROP").as_deref() != Ok("required"),
-                "redis-server is not installed; run .ci/run or apt-get install redis-server"
-            );
-            eprintln!("SKIPPED: redis-server is not installed (apt-get install redis-server)");
-        }
-        found
-    }
-
-    /// A Redis of this test's own on a unix socket in `dir`, without persistence; with
-    /// `password`, it requires one.
-    struct Redis {
-        child: tokio::process::Child,
-        socket: PathBuf,
-    }
-
-    impl Redis {
-        async fn start(program: &Path, dir: &Path, password: Option<&str>) -> Redis {
-            let socket = dir.join("redis.sock");
-            let _ = std::fs::remove_file(&socket);
-            let mut cmd = tokio::process::Command::new(program);
-            cmd.args([
-                "--port",
-                "0",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--unixsocket",
-            ])
-            .arg(&socket)
-            .args(["--unixsocketperm", "700", "--dir"])
-            .arg(dir)
-            .stdout(std::process::Stdio::null())
-            .kill_on_drop(true);
-            if let Some(p) = password {
-                cmd.args(["--requirepass", p]);
-            }
-            let child = cmd.spawn().expect("redis-server starts");
-            let up = mcp_examples::wait_until(Duration::from_secs(10), || async {
-                tokio::net::UnixStream::connect(&socket).await.is_ok()
-            })
-            .await;
-            assert!(up, "redis-server listens on its socket");
-            Redis { child, socket }
-        }
-
-        /// `redis-cli` (from the same package) run against it: its output's lines.
-        async fn cli(&self, args: &[&str]) -> Vec<String> {
-            let out = tokio::process::Command::new("redis-cli")
-                .arg("-s")
-                .arg(&self.socket)
-                .args(args)
-                .output()
-                .await
-                .expect("redis-cli runs");
-            String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .map(str::to_owned)
-                .collect()
-        }
-
-        fn url(&self, password: Option<&str>) -> String {
-            let auth = password.map(|p| format!("?pass={p}")).unwrap_or_default();
-            format!("redis+unix://{}{auth}", self.socket.display())
-        }
-
-        async fn stop(mut self) {
-            let _ = self.child.kill().await;
-        }
-    }
-
-    fn scratch(tag: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("mcp-redis-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("a scratch directory");
-        dir
-    }
 
     #[tokio::test]
     async fn the_redis_store_keeps_the_contract_and_lets_every_key_expire() {

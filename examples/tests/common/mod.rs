@@ -13,6 +13,7 @@ use serde_json::Value;
 mod schemas;
 
 pub mod conformance;
+pub mod redis;
 
 /// Records every message a side sends and, if asked, every message it receives.
 pub struct Recording<T> {

@@ -116,4 +116,16 @@ impl Aggregator {
     pub(crate) fn views(&self) -> Option<Arc<dyn crate::views::Views>> {
         self.inner.options.views.clone()
     }
+
+    /// What it seals with and tells the other replicas through: a reload keeps them (the
+    /// cluster's configuration is read at start).
+    pub(crate) fn cluster(
+        &self,
+    ) -> (
+        Option<Arc<mcp_server::seal::Sealer>>,
+        Option<mcp_server::http::ReplicaLink>,
+    ) {
+        let o = &self.inner.options;
+        (o.sealer.clone(), o.replicas.clone())
+    }
 }

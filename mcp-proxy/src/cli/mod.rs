@@ -177,6 +177,7 @@ async fn run(args: Args, drain: Duration, default: Option<Default>) -> u8 {
                     authorization: g.authorization,
                     local_principal: g.local_principal,
                     http: g.http,
+                    registry: g.registry,
                 };
                 (g.upstreams, g.options, access, g.pin_file, text)
             }
@@ -193,6 +194,22 @@ async fn run(args: Args, drain: Duration, default: Option<Default>) -> u8 {
         Some(addr) => match serve_admin(addr, &started).await {
             Ok(task) => Some(task),
             Err(code) => return code,
+        },
+    };
+    // The registry: refused credentials stop the start; a store out of reach does not
+    // (what needs no store is served, and the heartbeat goes on trying).
+    let heartbeat = match &access.registry {
+        None => None,
+        Some(registry) => match registry.check().await {
+            Err(e @ crate::store::StoreError::Refused(_)) => {
+                eprintln!("gateway: gateway.cluster.redis: {e}");
+                return 2;
+            }
+            Err(e) => {
+                eprintln!("gateway: gateway.cluster.redis: {e}; serving, and trying again");
+                Some(registry.start())
+            }
+            Ok(()) => Some(registry.start()),
         },
     };
     let aggregator = match Aggregator::start(upstreams, options).await {
@@ -239,6 +256,10 @@ async fn run(args: Args, drain: Duration, default: Option<Default>) -> u8 {
             }
         },
     };
+    if let (Some(beat), Some(registry)) = (heartbeat, &access.registry) {
+        beat.abort();
+        let _ = registry.leave().await;
+    }
     live.current().shutdown().await;
     eprintln!("gateway: stopped");
     code

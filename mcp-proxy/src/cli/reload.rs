@@ -123,18 +123,20 @@ async fn apply(
         }
     };
     let (old, new) = (json(before), json(text));
-    if ["auth", "stdioSubject", "http"]
+    if ["auth", "stdioSubject", "http", "cluster"]
         .iter()
         .any(|k| old.pointer(&format!("/gateway/{k}")) != new.pointer(&format!("/gateway/{k}")))
     {
-        eprintln!("gateway: gateway.auth, gateway.stdioSubject and gateway.http take effect at the next start");
+        eprintln!("gateway: gateway.auth, gateway.stdioSubject, gateway.http and gateway.cluster take effect at the next start");
     }
+    // The cluster is the one in force: its keys, its link to the other replicas.
+    (g.options.sealer, g.options.replicas) = live.current().cluster();
     // The gateway-wide settings an upstream's connection is opened with (timeouts, say)
     // count as its own; views, pins, auth and the stdio subject do not.
     let connection = |v: &Value| {
         let mut g = v.get("gateway").cloned().unwrap_or(Value::Null);
         if let Some(o) = g.as_object_mut() {
-            for k in ["views", "pins", "auth", "stdioSubject", "http"] {
+            for k in ["views", "pins", "auth", "stdioSubject", "http", "cluster"] {
                 o.remove(k);
             }
         }

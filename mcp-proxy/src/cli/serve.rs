@@ -56,6 +56,8 @@ pub(super) struct Access {
     pub(super) authorization: Option<Authorization>,
     pub(super) local_principal: Option<Principal>,
     pub(super) http: HttpOptions,
+    /// The replicas' registry, to start and leave (`gateway.cluster.redis`).
+    pub(super) registry: Option<Arc<crate::store::StorePeers>>,
 }
 
 /// The configuration file at `path`, and the text it was read from.

@@ -13,8 +13,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use mcp_server::http::{HttpOptions, ReplicaLink, StaticPeers};
+use mcp_server::http::{HttpOptions, Peers, ReplicaLink, StaticPeers};
 
+use crate::store::{ReplicaEntry, StorePeers};
 use crate::AggregatorOptions;
 use mcp_server::seal::{ReplicaId, SealKey, Sealer, MIN_SECRET_LEN};
 
@@ -27,22 +28,62 @@ use super::{join, Problem};
 /// link to the other replicas) and for the listener (`http` given the sealer and, with
 /// peers, them and the gateway's placement).
 pub(super) fn cluster(
-    cluster: file::Cluster,
+    mut cluster: file::Cluster,
     options: &mut AggregatorOptions,
     http: HttpOptions,
-) -> Result<HttpOptions, Problem> {
-    let peers = cluster.peers.as_ref().map(peers).transpose()?;
+    config_digest: &str,
+) -> Result<(HttpOptions, Option<Arc<StorePeers>>), Problem> {
+    let at = "gateway.cluster";
+    let listed = cluster.peers.as_ref().map(peers).transpose()?;
+    let redis = cluster.redis.take();
+    let advertise = cluster.advertise.take();
+    if listed.is_some() && redis.is_some() {
+        return Err(Problem::new(
+            join(at, "redis"),
+            "give `peers` or `redis`, not both",
+        ));
+    }
     let sealer = sealer(cluster)?;
     options.sealer = Some(sealer.clone());
     let mut http = http.sealer(sealer.clone());
+    let (peers, registry): (Option<Arc<dyn Peers>>, _) = match (listed, redis) {
+        (Some(p), _) => (Some(Arc::new(p)), None),
+        (None, Some(r)) => {
+            let me = ReplicaEntry::new(sealer.replica(), advertised(advertise)?, config_digest);
+            let registry = super::cluster_store::registry(r, me)?;
+            (Some(registry.clone() as Arc<dyn Peers>), Some(registry))
+        }
+        (None, None) => (None, None),
+    };
     if let Some(p) = peers {
-        let p: Arc<dyn mcp_server::http::Peers> = Arc::new(p);
         let link = ReplicaLink::new(p.clone(), sealer.clone(), http.path.clone());
         options.replicas = Some(link);
         let placement = GatewayPlacement::new(sealer);
         http = http.peers(p).placement(Arc::new(placement));
     }
-    Ok(http)
+    Ok((http, registry))
+}
+
+/// `gateway.cluster.advertise`, required with `redis`.
+fn advertised(advertise: Option<String>) -> Result<String, Problem> {
+    let at = "gateway.cluster.advertise";
+    let given = advertise.ok_or_else(|| {
+        Problem::new(
+            at,
+            "required with `redis`: this replica's http://host:port as the others reach it",
+        )
+    })?;
+    let ok = given
+        .parse::<http::Uri>()
+        .ok()
+        .is_some_and(|u| u.scheme_str() == Some("http") && u.authority().is_some());
+    match ok {
+        true => Ok(given),
+        false => Err(Problem::new(
+            at,
+            "must be the replica's base URL: http://host:port",
+        )),
+    }
 }
 
 /// `gateway.cluster.peers`, each number and address checked.
@@ -75,6 +116,8 @@ fn sealer(cluster: file::Cluster) -> Result<Arc<Sealer>, Problem> {
         replica_env,
         keys,
         peers: _,
+        redis: _,
+        advertise: _,
     } = cluster;
     let replica = match (replica, replica_env) {
         (Some(n), None) => ReplicaId(u16::try_from(n.0).unwrap_or(u16::MAX)),
@@ -307,6 +350,73 @@ mod tests {
             assert!(!said.contains("a short secret") && !said.contains(&"g".repeat(32)), "{said}");
         }
         for f in [short, good] {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}
+
+#[cfg(test)]
+mod registry_tests {
+    use crate::config::parse;
+
+    fn with(cluster: &str) -> String {
+        format!(r#"{{"mcpServers": {{}}, "gateway": {{"cluster": {cluster}}}}}"#)
+    }
+
+    #[test]
+    fn a_registry_needs_an_address_a_url_and_no_static_peers() {
+        let key =
+            std::env::temp_dir().join(format!("mcp-proxy-registry-{}.key", std::process::id()));
+        std::fs::write(&key, "k".repeat(40)).expect("key");
+        let keys = format!(r#""replica": 1, "keys": [{{"name": "k", "secretFile": {key:?}}}]"#);
+        for (bad, at) in [
+            (
+                format!(
+                    r#"{{{keys}, "redis": {{"urlEnv": "MCP_PROXY_TEST_UNSET_VAR"}}, "advertise": "http://10.0.0.1:80"}}"#
+                ),
+                "gateway.cluster.redis.urlEnv",
+            ),
+            (
+                format!(r#"{{{keys}, "redis": {{}}, "advertise": "http://10.0.0.1:80"}}"#),
+                "gateway.cluster.redis",
+            ),
+            (
+                format!(r#"{{{keys}, "redis": {{"urlFile": "/nonexistent/url"}}}}"#),
+                "gateway.cluster.advertise",
+            ),
+            (
+                format!(
+                    r#"{{{keys}, "redis": {{"urlFile": "/nonexistent/url"}}, "advertise": "10.0.0.1:80"}}"#
+                ),
+                "gateway.cluster.advertise",
+            ),
+            (
+                format!(
+                    r#"{{{keys}, "redis": {{"urlFile": "/x"}}, "peers": {{"1": "http://a:1"}}}}"#
+                ),
+                "gateway.cluster.redis",
+            ),
+        ] {
+            let e = parse(&with(&bad), "c.json").expect_err(&bad);
+            assert_eq!(e.location, at, "{bad}: {e}");
+        }
+        // A URL file is read, and its password never said.
+        let url =
+            std::env::temp_dir().join(format!("mcp-proxy-registry-{}.url", std::process::id()));
+        std::fs::write(&url, "redis://:a-secret-password@127.0.0.1:1/\n").expect("url");
+        let good = with(&format!(
+            r#"{{{keys}, "redis": {{"urlFile": {url:?}, "prefix": "p"}}, "advertise": "http://10.0.0.1:8080"}}"#
+        ));
+        if cfg!(feature = "redis") {
+            let g = parse(&good, "c.json").expect("valid");
+            let registry = g.registry.expect("a registry");
+            assert!(!format!("{registry:?}").contains("a-secret-password"));
+            assert!(g.http.peers.is_some() && g.options.replicas.is_some());
+        } else {
+            let e = parse(&good, "c.json").expect_err("no Redis in this build");
+            assert!(e.to_string().contains("feature `redis`"), "{e}");
+        }
+        for f in [key, url] {
             let _ = std::fs::remove_file(f);
         }
     }

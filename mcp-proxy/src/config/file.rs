@@ -254,6 +254,29 @@ pub(super) struct Cluster {
     /// parked call's `requestState`, a task) is forwarded there over plain HTTP, signed with
     /// the keys. Without it, such a request is served where it lands.
     pub(super) peers: Option<BTreeMap<String, String>>,
+    /// A Redis every replica reaches, where replicas find each other (in place of
+    /// `peers`): each announces `advertise` there. Needs a gateway built with feature
+    /// `redis`. Read at start.
+    #[serde(default, deserialize_with = "given")]
+    pub(super) redis: Option<ClusterRedis>,
+    /// This replica's base URL as the others reach it (`http://10.0.0.1:8080`), announced
+    /// in `redis`.
+    pub(super) advertise: Option<String>,
+}
+
+/// `gateway.cluster.redis`: `urlEnv` or `urlFile` (a Redis URL may hold a password).
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, expecting = "an object")]
+pub(super) struct ClusterRedis {
+    /// The environment variable holding the URL (`redis://…`, `rediss://…`,
+    /// `redis+unix:///path`).
+    pub(super) url_env: Option<String>,
+    /// A file holding the URL.
+    pub(super) url_file: Option<String>,
+    /// What every key starts with (default `mcp-gateway`).
+    pub(super) prefix: Option<String>,
+    /// Longest one Redis command may take (default 1000).
+    pub(super) timeout_millis: Option<Positive>,
 }
 
 /// One of `gateway.cluster.keys`: `secretEnv` or `secretFile`, at least 32 bytes (say,

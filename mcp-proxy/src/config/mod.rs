@@ -37,6 +37,7 @@ use serde_json::Value;
 
 mod auth;
 mod cluster;
+mod cluster_store;
 mod file;
 mod http;
 mod keys;
@@ -94,6 +95,10 @@ pub struct Gateway {
     ///
     /// [`HttpOptions::default`]: mcp_server::http::HttpOptions
     pub http: mcp_server::http::HttpOptions,
+    /// With `gateway.cluster.redis`: the registry this replica announces itself in and
+    /// finds the others in. Not started: whoever serves starts its heartbeat
+    /// ([`crate::store::StorePeers::start`]) and takes the replica out when stopping.
+    pub registry: Option<Arc<crate::store::StorePeers>>,
 }
 
 /// Where in the file something is wrong, and what.
@@ -180,8 +185,9 @@ fn read(text: &str) -> Result<Gateway, Problem> {
             local_principal: None,
             pin_file: None,
             http: Default::default(),
+            registry: None,
         },
-        Some(g) => gateway(g, &keys)?,
+        Some(g) => gateway(g, &keys, &config_digest(text))?,
     };
     parsed.upstreams = upstreams;
     Ok(parsed)
@@ -204,7 +210,17 @@ fn surface(Choice(s): Choice<file::Surface>) -> Surface {
 }
 
 /// The top-level `gateway` object, as a [`Gateway`] without its upstreams.
-fn gateway(g: file::Gateway, upstream_keys: &[&str]) -> Result<Gateway, Problem> {
+/// A digest of the configuration's text: replicas announce it, so that a skew shows.
+fn config_digest(text: &str) -> String {
+    let d = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
+    d.as_ref()[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn gateway(
+    g: file::Gateway,
+    upstream_keys: &[&str],
+    config_digest: &str,
+) -> Result<Gateway, Problem> {
     let file::Gateway {
         auth,
         views,
@@ -254,8 +270,9 @@ fn gateway(g: file::Gateway, upstream_keys: &[&str]) -> Result<Gateway, Problem>
         options.views = Some(rules);
     }
     let mut http = http.map(http::http).unwrap_or_default();
+    let mut registry = None;
     if let Some(c) = cluster {
-        http = cluster::cluster(c, &mut options, http)?;
+        (http, registry) = cluster::cluster(c, &mut options, http, config_digest)?;
     }
     Ok(Gateway {
         upstreams: Vec::new(),
@@ -264,5 +281,6 @@ fn gateway(g: file::Gateway, upstream_keys: &[&str]) -> Result<Gateway, Problem>
         local_principal: stdio_subject.map(mcp_server::auth::Principal::new),
         pin_file,
         http,
+        registry,
     })
 }

@@ -17,10 +17,12 @@ use mcp_server::seal::ReplicaId;
 use serde::{Deserialize, Serialize};
 
 mod memory;
+mod peers;
 #[cfg(feature = "redis")]
 mod redis;
 
 pub use memory::MemoryStore;
+pub use peers::StorePeers;
 #[cfg(feature = "redis")]
 pub use redis::{RedisStore, RedisStoreOptions};
 
@@ -122,6 +124,14 @@ pub enum StoreError {
 /// timeout); an entry not renewed within its `ttl` is gone.
 #[async_trait]
 pub trait StateStore: Send + Sync + 'static {
+    /// Connects now and says whether the store takes this replica: `Err` with
+    /// [`StoreError::Refused`] for credentials it refuses (a start-up should stop), with
+    /// [`StoreError::Unavailable`] when it cannot be reached (a start-up may go on).
+    /// Default: nothing to check.
+    async fn check(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     /// Announces `entry` as alive for `ttl` (a heartbeat renews it).
     async fn announce(&self, entry: &ReplicaEntry, ttl: Duration) -> Result<(), StoreError>;
 

@@ -117,16 +117,6 @@ impl RedisStore {
         })
     }
 
-    /// Connects now and says whether Redis takes this store's credentials: `Err` with
-    /// [`StoreError::Refused`] for wrong ones (a start-up should fail), with
-    /// [`StoreError::Unavailable`] when Redis cannot be reached (a start-up may go on).
-    pub async fn check(&self) -> Result<(), StoreError> {
-        let mut c = self.connection().await?;
-        self.bounded(async move { redis::cmd("PING").query_async::<String>(&mut c).await })
-            .await
-            .map(|_| ())
-    }
-
     async fn connection(&self) -> Result<ConnectionManager, StoreError> {
         let mut held = self.connection.lock().await;
         if let Some(c) = &*held {
@@ -184,6 +174,13 @@ fn session_of(id: &str, fields: HashMap<String, String>) -> Option<SessionState>
 
 #[async_trait]
 impl StateStore for RedisStore {
+    async fn check(&self) -> Result<(), StoreError> {
+        let mut c = self.connection().await?;
+        self.bounded(async move { redis::cmd("PING").query_async::<String>(&mut c).await })
+            .await
+            .map(|_| ())
+    }
+
     async fn announce(&self, entry: &ReplicaEntry, ttl: Duration) -> Result<(), StoreError> {
         let json = serde_json::to_string(entry).map_err(|e| StoreError::Refused(e.to_string()))?;
         let mut c = self.connection().await?;

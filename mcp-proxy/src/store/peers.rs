@@ -1,0 +1,130 @@
+//! [`StorePeers`]: where the other replicas are, as the store's registry says: this
+//! replica announces itself there every third of its TTL and reads the others back, so
+//! that replicas come and go without a list to edit. A replica that stops announcing is
+//! gone within its TTL; while the store cannot be reached, the last list read stands.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_server::http::Peers;
+use mcp_server::seal::ReplicaId;
+use parking_lot::RwLock;
+
+use super::{ReplicaEntry, StateStore};
+
+/// The live replicas by the store's registry (see the module). Cheap to ask: answers come
+/// from the list the heartbeat last read.
+pub struct StorePeers {
+    store: Arc<dyn StateStore>,
+    me: ReplicaEntry,
+    ttl: Duration,
+    known: RwLock<HashMap<ReplicaId, http::Uri>>,
+}
+
+impl std::fmt::Debug for StorePeers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StorePeers")
+            .field("me", &self.me)
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StorePeers {
+    /// This replica (`me`) among those `store` lists, announced for `ttl` at a time.
+    pub fn new(store: Arc<dyn StateStore>, me: ReplicaEntry, ttl: Duration) -> Arc<StorePeers> {
+        Arc::new(StorePeers {
+            store,
+            me,
+            ttl,
+            known: RwLock::new(HashMap::new()),
+        })
+    }
+
+    /// Announces this replica and reads the others once: what the heartbeat does.
+    pub async fn beat(&self) -> Result<(), super::StoreError> {
+        self.store.announce(&self.me, self.ttl).await?;
+        let live = self.store.replicas().await?;
+        let known = live
+            .into_iter()
+            .filter_map(|e| Some((e.replica, e.address.parse::<http::Uri>().ok()?)))
+            .collect();
+        *self.known.write() = known;
+        Ok(())
+    }
+
+    /// Beats every third of the TTL until the returned task is aborted (or the runtime
+    /// ends); a failure is logged once per outage, and the last list read stands.
+    pub fn start(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let me = self.clone();
+        tokio::spawn(async move {
+            let mut down = false;
+            loop {
+                match me.beat().await {
+                    Ok(()) if down => {
+                        tracing::info!("the state store answers again");
+                        down = false;
+                    }
+                    Ok(()) => {}
+                    Err(e) if !down => {
+                        tracing::warn!("cannot announce this replica: {e}");
+                        down = true;
+                    }
+                    Err(_) => {}
+                }
+                tokio::time::sleep(me.ttl / 3).await;
+            }
+        })
+    }
+
+    /// Whether the store takes this replica now (see [`StateStore::check`]).
+    pub async fn check(&self) -> Result<(), super::StoreError> {
+        self.store.check().await
+    }
+
+    /// Takes this replica out of the registry (it is stopping).
+    pub async fn leave(&self) -> Result<(), super::StoreError> {
+        self.store.leave(self.me.replica).await
+    }
+}
+
+impl Peers for StorePeers {
+    fn address(&self, replica: ReplicaId) -> Option<http::Uri> {
+        self.known.read().get(&replica).cloned()
+    }
+
+    fn replicas(&self) -> Vec<ReplicaId> {
+        let mut all: Vec<ReplicaId> = self.known.read().keys().copied().collect();
+        all.sort();
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::MemoryStore;
+
+    #[tokio::test(start_paused = true)]
+    async fn replicas_find_each_other_and_one_that_stops_is_gone_within_its_ttl() {
+        let store: Arc<dyn StateStore> = Arc::new(MemoryStore::new());
+        let ttl = Duration::from_secs(3);
+        let entry = |n| ReplicaEntry::new(ReplicaId(n), format!("http://10.0.0.{n}:8080"), "d");
+        let one = StorePeers::new(store.clone(), entry(1), ttl);
+        let two = StorePeers::new(store.clone(), entry(2), ttl);
+        one.beat().await.expect("beat");
+        two.beat().await.expect("beat");
+        one.beat().await.expect("beat");
+        assert_eq!(one.replicas(), [ReplicaId(1), ReplicaId(2)]);
+        let address = one.address(ReplicaId(2)).map(|u| u.to_string());
+        assert_eq!(address.as_deref(), Some("http://10.0.0.2:8080/"));
+        // Two stops beating; one beats on: two is gone once its TTL has passed.
+        tokio::time::advance(ttl + Duration::from_millis(1)).await;
+        one.beat().await.expect("beat");
+        assert_eq!(one.replicas(), [ReplicaId(1)]);
+        one.leave().await.expect("leave");
+        two.beat().await.expect("beat");
+        assert_eq!(two.replicas(), [ReplicaId(2)]);
+    }
+}
