@@ -192,10 +192,39 @@ async fn replicas_that_find_each_other_in_redis_serve_a_session_through_any_of_t
     assert!(served, "the session is served through replica 2");
     let answer = send(1, Some(id.clone()), call.clone()).await;
     assert_eq!(answer.body["id"], 2, "{}", answer.body);
-    assert_eq!(answer.body["result"]["content"][0]["type"], "text", "{}", answer.body);
+    assert_eq!(
+        answer.body["result"]["content"][0]["type"], "text",
+        "{}",
+        answer.body
+    );
     let registered = redis.cli(&["SMEMBERS", "e2e:replicas"]).await;
     assert_eq!(registered.len(), 2, "{registered:?}");
     drop(gateways);
     redis.stop().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_replica_whose_redis_is_down_at_start_serves() {
+    let dir = scratch("down");
+    let url_file = dir.join("redis.url");
+    // Nothing listens there.
+    std::fs::write(
+        &url_file,
+        format!("redis+unix://{}", dir.join("none.sock").display()),
+    )
+    .expect("url");
+    let key = dir.join("cluster.key");
+    std::fs::write(&key, "a test key of more than thirty-two bytes, shared").expect("key");
+    let port = free_ports(1)[0];
+    let path = registry_config(&dir, 1, &key, &url_file, port);
+    let (path, listen) = (path.display().to_string(), format!("127.0.0.1:{port}"));
+    let (_gateway, _url) =
+        serve(&example("gateway"), &["--config", &path, "--http", &listen]).await;
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let opened = raw_http::exchange(s, addr, "POST", None, "", &raw_http::initialize(1)).await;
+    assert_eq!(opened.status, 200, "{}", opened.body);
+    assert!(opened.session.is_some());
     let _ = std::fs::remove_dir_all(&dir);
 }
