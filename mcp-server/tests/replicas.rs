@@ -3,12 +3,13 @@
 //! opened on one is used through the others — its requests forwarded to the replica that
 //! holds it, answers streamed back — and ended through a third; a forged hop is refused;
 //! a session whose replica is gone is `404` (the client initialises again), as it would be
-//! on one endpoint.
+//! on one endpoint. What one replica tells the others reaches them whatever their client
+//! checks (credentials required, Host allow-list), and a forged notice does not.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use mcp_server::http::{serve, HttpOptions, StaticPeers, StreamableHttp};
+use mcp_server::http::{serve, HttpOptions, PeerNotices, ReplicaLink, StaticPeers, StreamableHttp};
 use mcp_server::seal::{Purpose, ReplicaId, SealKey, Sealer};
 use mcp_server::Server;
 use serde_json::{json, Value};
@@ -155,5 +156,81 @@ async fn a_session_whose_replica_is_gone_or_unknown_is_not_found() {
             .await
             .status,
         404
+    );
+}
+
+/// What a replica was told.
+#[derive(Default)]
+struct Heard {
+    notices: std::sync::Mutex<Vec<(ReplicaId, String)>>,
+    told: tokio::sync::Notify,
+}
+
+impl PeerNotices for Heard {
+    fn received(&self, from: ReplicaId, notice: &serde_json::value::RawValue) {
+        if let Ok(mut n) = self.notices.lock() {
+            n.push((from, notice.get().to_owned()));
+        }
+        self.told.notify_one();
+    }
+}
+
+#[tokio::test]
+async fn a_replicas_notice_reaches_the_others_past_their_client_checks_and_a_forged_one_does_not() {
+    use mcp_server::auth::{ApiKey, ApiKeys, Authorization, Principal, ProtectedResource};
+    let l1 = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let l2 = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let (a1, a2) = (
+        l1.local_addr().expect("addr"),
+        l2.local_addr().expect("addr"),
+    );
+    let peers = Arc::new(
+        StaticPeers::new()
+            .with(ReplicaId(1), format!("http://{a1}").parse().expect("uri"))
+            .with(ReplicaId(2), format!("http://{a2}").parse().expect("uri")),
+    );
+    let sealer = |n| {
+        let key = SealKey::new("shared", &[3; 32]).expect("key");
+        Arc::new(Sealer::new(vec![key], ReplicaId(n)).expect("sealer"))
+    };
+    let heard = Arc::new(Heard::default());
+    // Replica 2 takes clients only with a key, and only under its public name.
+    let keys = ApiKeys::new().with(ApiKey::new(
+        "k",
+        "a-client-key-0123456789",
+        Principal::new("c"),
+    ));
+    let resource = ProtectedResource::new("http://gw.example/mcp").expect("resource");
+    let options = HttpOptions::default()
+        .sealer(sealer(2))
+        .peers(peers.clone())
+        .peer_notices(heard.clone())
+        .allowed_hosts(vec!["gw.example".into()])
+        .authorization(Authorization::new(keys, resource));
+    let two = StreamableHttp::new(Server::new(mcp_examples::echo_tools()), options);
+    tokio::spawn(serve(l2, two));
+    drop(l1);
+
+    let link = ReplicaLink::new(peers.clone(), sealer(1), "/mcp");
+    link.tell(json!({"listsChanged": {"upstream": "docs", "tools": true}}));
+    tokio::time::timeout(std::time::Duration::from_secs(5), heard.told.notified())
+        .await
+        .expect("replica 2 is told");
+    let got = heard.notices.lock().expect("lock").clone();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].0, ReplicaId(1));
+    assert!(got[0].1.contains("docs"), "{}", got[0].1);
+
+    // A notice with a made-up hop is refused, and not heard.
+    let notice = json!({"jsonrpc": "2.0", "method": mcp_server::http::PEER_NOTICE, "params": {"forged": true}});
+    let forged =
+        "mcp-gateway-hop: v1 from=1 to=2 ts=1 mac=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\r\n";
+    let s = TcpStream::connect(a2).await.expect("connect");
+    let refused = raw_http::exchange(s, a2, "POST", None, forged, &notice).await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert_eq!(
+        heard.notices.lock().expect("lock").len(),
+        1,
+        "only the deployment's notice"
     );
 }

@@ -37,6 +37,7 @@
 //! each record.
 
 mod admin;
+mod body;
 mod checks;
 mod cluster;
 mod conn;
@@ -69,7 +70,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{header, HeaderMap, Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Limited};
+use http_body_util::Full;
 use hyper::body::Body;
 use mcp_revisions::features;
 use mcp_types::protocol::method;
@@ -190,8 +191,34 @@ impl StreamableHttp {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        let o = &self.inner.options;
         let (parts, body) = req.into_parts();
+        if self.is_replica_hop(&parts) {
+            // Another replica's: its hop, not a client's Host or credentials, vouches for
+            // a notice (`placed.rs`); a forwarded client request goes on as any other.
+            let bytes = match body::read(body, &self.inner.options).await {
+                Ok(b) => b,
+                Err(r) => return *r,
+            };
+            if let Some(r) = self.replica_notice(&parts, &bytes) {
+                return r;
+            }
+            return self.handle_parts(parts, Full::new(bytes), peer).await;
+        }
+        self.handle_parts(parts, body, peer).await
+    }
+
+    /// [`StreamableHttp::handle_from`] once the request is in its parts.
+    async fn handle_parts<B>(
+        &self,
+        parts: http::request::Parts,
+        body: B,
+        peer: Option<SocketAddr>,
+    ) -> Response<HttpBody>
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let o = &self.inner.options;
         let metadata = o
             .authorization
             .as_ref()
@@ -264,38 +291,9 @@ impl StreamableHttp {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        let limit = self.inner.options.max_body_bytes;
-        let read = Limited::new(body, limit).collect();
-        let Ok(read) = tokio::time::timeout(self.inner.options.body_read_timeout, read).await
-        else {
-            return rpc_error(
-                StatusCode::REQUEST_TIMEOUT,
-                None,
-                codes::INVALID_REQUEST,
-                "Request body too slow",
-            );
-        };
-        let bytes = match read {
-            Ok(c) => c.to_bytes(),
-            Err(e)
-                if e.downcast_ref::<http_body_util::LengthLimitError>()
-                    .is_some() =>
-            {
-                return rpc_error(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    None,
-                    codes::INVALID_REQUEST,
-                    format!("Request body exceeds {limit} bytes"),
-                )
-            }
-            Err(e) => {
-                return rpc_error(
-                    StatusCode::BAD_REQUEST,
-                    None,
-                    codes::INVALID_REQUEST,
-                    format!("Unreadable body: {e}"),
-                )
-            }
+        let bytes = match body::read(body, &self.inner.options).await {
+            Ok(b) => b,
+            Err(r) => return *r,
         };
         let frame = match Frame::parse(&bytes) {
             Ok(f) => f,

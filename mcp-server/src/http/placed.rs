@@ -14,6 +14,42 @@ use super::{session_id, StreamableHttp};
 use crate::seal::ReplicaId;
 
 impl StreamableHttp {
+    /// Whether a request may be another replica's, to be looked at before a client's
+    /// checks: this endpoint has replicas, and the request is a POST to its path with a hop
+    /// header.
+    pub(super) fn is_replica_hop(&self, parts: &http::request::Parts) -> bool {
+        self.inner.forwarder.is_some()
+            && parts.method == http::Method::POST
+            && parts.uri.path() == self.inner.options.path
+            && parts.headers.contains_key(&hop::HOP)
+    }
+
+    /// The answer to another replica's notice (`202`, the notice handed to
+    /// [`super::HttpOptions::peer_notices`]), or to a hop this replica cannot take (`403`);
+    /// `None`: not a notice, a forwarded client request to serve as any other.
+    pub(super) fn replica_notice(
+        &self,
+        parts: &http::request::Parts,
+        body: &Bytes,
+    ) -> Option<Response<HttpBody>> {
+        let forwarder = self.inner.forwarder.as_ref()?;
+        let frame = Frame::parse(body).ok()?;
+        let notice = peer_notice(&frame)?;
+        match hop::check(forwarder.sealer(), parts, body) {
+            HopCheck::Forwarded(from) => {
+                if let Some(n) = &self.inner.options.peer_notices {
+                    n.0.received(from, notice);
+                }
+                Some(respond(StatusCode::ACCEPTED, empty(), None))
+            }
+            HopCheck::Refused(why) => {
+                tracing::warn!("refused a replica's notice: {why}");
+                Some(refused_hop())
+            }
+            HopCheck::Direct => None,
+        }
+    }
+
     /// The answer of the replica holding what this request (`parts`, `body`, read as
     /// `frame` for a POST) names, when that is another replica this one can reach; `None`:
     /// serve it here. A hop header this replica cannot take is refused (`403`).
@@ -27,12 +63,6 @@ impl StreamableHttp {
         match hop::check(forwarder.sealer(), parts, body) {
             HopCheck::Direct => {}
             HopCheck::Forwarded(from) => {
-                if let Some(notice) = frame.and_then(peer_notice) {
-                    if let Some(n) = &self.inner.options.peer_notices {
-                        n.0.received(from, notice);
-                    }
-                    return Some(respond(StatusCode::ACCEPTED, empty(), None));
-                }
                 // At most one hop: served here, whatever it names.
                 if let Some(owner) = self
                     .owner(parts, frame)
@@ -44,12 +74,7 @@ impl StreamableHttp {
             }
             HopCheck::Refused(why) => {
                 tracing::warn!(method = %parts.method, "refused {why}");
-                return Some(rpc_error(
-                    StatusCode::FORBIDDEN,
-                    None,
-                    codes::INVALID_REQUEST,
-                    "Forbidden: a replica hop this replica cannot take",
-                ));
+                return Some(refused_hop());
             }
         }
         let owner = self.owner(parts, frame)?;
@@ -90,4 +115,14 @@ fn peer_notice(frame: &Frame) -> Option<&serde_json::value::RawValue> {
         Frame::Single(Message::Notification(n)) if n.method == PEER_NOTICE => n.params.as_deref(),
         _ => None,
     }
+}
+
+/// The answer to a hop this replica cannot take.
+fn refused_hop() -> Response<HttpBody> {
+    rpc_error(
+        StatusCode::FORBIDDEN,
+        None,
+        codes::INVALID_REQUEST,
+        "Forbidden: a replica hop this replica cannot take",
+    )
 }
