@@ -6,7 +6,8 @@
 //! cursor from one replica pages on another that lists the same, and one whose list
 //! differs says the list changed rather than serve a page of another list. Over HTTP,
 //! with each replica knowing the others' addresses, a 2026 host's retry of a call a
-//! legacy upstream's question parked on one replica completes through any other.
+//! legacy upstream's question parked on one replica completes through any other (fifty
+//! times), and a spent, altered or another principal's state is refused alike everywhere.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +15,7 @@ use std::time::Duration;
 use mcp_client::{CallOptions, Client, ClientError, ClientOptions, EraChoice, NoHandler};
 use mcp_proxy::policy::GlobFilter;
 use mcp_proxy::{Aggregator, AggregatorOptions, UpstreamConfig, UpstreamTransport};
+use mcp_server::auth::{ApiKey, ApiKeys, Authorization, Principal, ProtectedResource};
 use mcp_server::seal::{ReplicaId, SealKey, Sealer};
 use mcp_server::Server;
 use mcp_types::protocol::*;
@@ -264,11 +266,16 @@ async fn http_replicas(upstream: impl Fn() -> UpstreamConfig) -> Vec<(Aggregator
         let agg = Aggregator::start(vec![upstream()], options)
             .await
             .expect("starts");
+        let keys = ApiKeys::new()
+            .with(ApiKey::new("alice", ALICE, Principal::new("alice")))
+            .with(ApiKey::new("bob", BOB, Principal::new("bob")));
+        let resource = ProtectedResource::new("http://127.0.0.1/mcp").expect("resource");
         let http = HttpOptions::default()
             .sealer(sealer.clone())
             .peers(peers.clone())
             .placement(Arc::new(GatewayPlacement::new(sealer)))
-            .peer_notices(Arc::new(agg.clone()));
+            .peer_notices(Arc::new(agg.clone()))
+            .authorization(Authorization::new(keys, resource));
         let endpoint = StreamableHttp::new(agg.server(Default::default()), http);
         tokio::spawn(serve(listener, endpoint));
         out.push((agg, format!("http://{addr}/mcp")));
@@ -285,7 +292,12 @@ fn own_upstream() -> UpstreamConfig {
     .revision(Revision::V2026_07_28)
 }
 
-async fn http_host(url: &str) -> Client {
+/// The two principals hosts reach the HTTP replicas as.
+const ALICE: &str = "alice-key-0123456789";
+const BOB: &str = "bob-key-0123456789";
+
+/// A 2026 host with elicitation, on the replica at `url`, with API key `key`.
+async fn http_host(url: &str, key: &str) -> Client {
     let capabilities = ClientCapabilities {
         elicitation: Some(Map::new()),
         ..Default::default()
@@ -293,10 +305,55 @@ async fn http_host(url: &str) -> Client {
     let options = ClientOptions::default()
         .era(EraChoice::Modern)
         .capabilities(capabilities);
-    let config = mcp_client::http::HttpConfig::new(url);
-    mcp_client::connect_http(config, NoHandler, options)
+    mcp_client::connect_http(keyed(url, key), NoHandler, options)
         .await
         .expect("connects")
+}
+
+/// How to reach `url` with API key `key`.
+fn keyed(url: &str, key: &str) -> mcp_client::http::HttpConfig {
+    let mut config = mcp_client::http::HttpConfig::new(url);
+    config
+        .headers
+        .push(("Authorization".into(), format!("Bearer {key}")));
+    config
+}
+
+/// `greet`'s question as a host gets it on `host`: its requestState and its input key.
+async fn greeted(host: &Client) -> (String, String) {
+    let raw = CallOptions::default().return_input_required(true);
+    let first = host
+        .request(
+            "tools/call",
+            json!({"name": "echo__greet", "arguments": {}}),
+            &raw,
+        )
+        .await
+        .expect("input required");
+    assert_eq!(first["resultType"], "input_required", "{first}");
+    let state = first["requestState"].as_str().expect("state").to_owned();
+    let key = first["inputRequests"]
+        .as_object()
+        .and_then(|m| m.keys().next().cloned())
+        .expect("a question");
+    (state, key)
+}
+
+/// `greet` retried on `host` with `state`, answering `key` with `name`.
+async fn retried(host: &Client, state: &str, key: &str, name: &str) -> Result<Value, ClientError> {
+    let raw = CallOptions::default().return_input_required(true);
+    let retry = json!({"name": "echo__greet", "arguments": {}, "requestState": state,
+        "inputResponses": {key: {"action": "accept", "content": {"name": name}}}});
+    host.request("tools/call", retry, &raw).await
+}
+
+fn refused_state(r: Result<Value, ClientError>, what: &str) {
+    match r {
+        Err(ClientError::Server(e)) => {
+            assert_eq!(e.code, codes::INVALID_PARAMS, "{what}: {}", e.message)
+        }
+        other => panic!("{what}: expected -32602, got {other:?}"),
+    }
 }
 
 #[tokio::test]
@@ -312,32 +369,16 @@ async fn a_retry_completes_the_call_parked_on_another_replica() {
     };
     let replicas = http_replicas(legacy_echo).await;
     let hosts = [
-        http_host(&replicas[0].1).await,
-        http_host(&replicas[1].1).await,
-        http_host(&replicas[2].1).await,
+        http_host(&replicas[0].1, ALICE).await,
+        http_host(&replicas[1].1, ALICE).await,
+        http_host(&replicas[2].1, ALICE).await,
     ];
-    let raw = CallOptions::default().return_input_required(true);
-    for round in 0..12usize {
+    // Fifty retries, each sent straight to a replica that does not hold the call.
+    for round in 0..50usize {
         let (asked, answering) = (&hosts[round % 3], &hosts[(round + 1) % 3]);
-        let first = asked
-            .request(
-                "tools/call",
-                json!({"name": "echo__greet", "arguments": {}}),
-                &raw,
-            )
-            .await
-            .expect("input required");
-        assert_eq!(first["resultType"], "input_required", "{first}");
-        let state = first["requestState"].as_str().expect("state");
-        let key = first["inputRequests"]
-            .as_object()
-            .and_then(|m| m.keys().next().cloned())
-            .expect("a question");
+        let (state, key) = greeted(asked).await;
         let name = format!("Guest {round}");
-        let retry = json!({"name": "echo__greet", "arguments": {}, "requestState": state,
-            "inputResponses": {key: {"action": "accept", "content": {"name": name}}}});
-        let done = answering
-            .request("tools/call", retry, &raw)
+        let done = retried(answering, &state, &key, &name)
             .await
             .expect("the retry, through another replica, resumes the parked call");
         assert_eq!(
@@ -345,7 +386,39 @@ async fn a_retry_completes_the_call_parked_on_another_replica() {
             format!("Hello, {name}!"),
             "{done}"
         );
+        if round == 0 {
+            // Spent: refused alike on every replica.
+            for host in &hosts {
+                refused_state(retried(host, &state, &key, "again").await, "a spent state");
+            }
+        }
     }
+    // Altered, or presented by another principal: refused alike on every replica, and the
+    // call stays parked for its own principal's retry.
+    let (state, key) = greeted(&hosts[0]).await;
+    let mut altered = state.clone().into_bytes();
+    let at = altered.len() / 2;
+    altered[at] = if altered[at] == b'A' { b'B' } else { b'A' };
+    let altered = String::from_utf8(altered).expect("ascii");
+    let bobs = [
+        http_host(&replicas[0].1, BOB).await,
+        http_host(&replicas[1].1, BOB).await,
+        http_host(&replicas[2].1, BOB).await,
+    ];
+    for (alice, bob) in hosts.iter().zip(&bobs) {
+        refused_state(
+            retried(alice, &altered, &key, "x").await,
+            "an altered state",
+        );
+        refused_state(
+            retried(bob, &state, &key, "x").await,
+            "another principal's state",
+        );
+    }
+    let done = retried(&hosts[2], &state, &key, "Ada")
+        .await
+        .expect("still parked");
+    assert_eq!(done["content"][0]["text"], "Hello, Ada!", "{done}");
     for (agg, _) in &replicas {
         agg.shutdown().await;
     }
@@ -357,9 +430,9 @@ async fn an_upstreams_own_request_state_finds_the_replica_whose_upstream_issued_
     // conformance fixtures sign theirs with a key of each instance's own).
     let replicas = http_replicas(own_upstream).await;
     let hosts = [
-        http_host(&replicas[0].1).await,
-        http_host(&replicas[1].1).await,
-        http_host(&replicas[2].1).await,
+        http_host(&replicas[0].1, ALICE).await,
+        http_host(&replicas[1].1, ALICE).await,
+        http_host(&replicas[2].1, ALICE).await,
     ];
     let raw = CallOptions::default().return_input_required(true);
     let tool = "conf__test_input_required_result_request_state";
@@ -388,14 +461,14 @@ async fn an_upstreams_own_request_state_finds_the_replica_whose_upstream_issued_
 async fn an_upstreams_list_change_heard_on_one_replica_reaches_the_hosts_of_all() {
     let replicas = http_replicas(own_upstream).await;
     // A legacy host on replica 1 hears notifications on its session's stream.
-    let config = mcp_client::http::HttpConfig::new(&replicas[0].1);
+    let config = keyed(&replicas[0].1, ALICE);
     let options = ClientOptions::default().era(EraChoice::Legacy(Revision::V2025_06_18));
     let listening = mcp_client::connect_http(config, NoHandler, options)
         .await
         .expect("connects");
     let mut hears = listening.notifications();
     // The change happens in replica 2's own upstream.
-    let caller = http_host(&replicas[1].1).await;
+    let caller = http_host(&replicas[1].1, ALICE).await;
     caller
         .call_tool("conf__test_trigger_tool_change", Map::new())
         .await
