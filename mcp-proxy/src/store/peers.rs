@@ -42,16 +42,23 @@ impl StorePeers {
         })
     }
 
-    /// Announces this replica and reads the others once: what the heartbeat does.
-    pub async fn beat(&self) -> Result<(), super::StoreError> {
+    /// Announces this replica and reads the others once: what the heartbeat does. Says
+    /// which live replicas announce a configuration other than this one's (configuration
+    /// skew: they may list other tools, apply other views).
+    pub async fn beat(&self) -> Result<Vec<ReplicaId>, super::StoreError> {
         self.store.announce(&self.me, self.ttl).await?;
         let live = self.store.replicas().await?;
+        let skewed = live
+            .iter()
+            .filter(|e| e.config_digest != self.me.config_digest)
+            .map(|e| e.replica)
+            .collect();
         let known = live
             .into_iter()
             .filter_map(|e| Some((e.replica, e.address.parse::<http::Uri>().ok()?)))
             .collect();
         *self.known.write() = known;
-        Ok(())
+        Ok(skewed)
     }
 
     /// Beats every third of the TTL until the returned task is aborted (or the runtime
@@ -60,13 +67,19 @@ impl StorePeers {
         let me = self.clone();
         tokio::spawn(async move {
             let mut down = false;
+            let mut skew = Vec::new();
             loop {
                 match me.beat().await {
-                    Ok(()) if down => {
-                        tracing::info!("the state store answers again");
-                        down = false;
+                    Ok(skewed) => {
+                        if down {
+                            tracing::info!("the state store answers again");
+                            down = false;
+                        }
+                        if skewed != skew && !skewed.is_empty() {
+                            tracing::warn!(replicas = ?skewed, "replicas run another configuration than this one: hosts may see different tools on each");
+                        }
+                        skew = skewed;
                     }
-                    Ok(()) => {}
                     Err(e) if !down => {
                         tracing::warn!("cannot announce this replica: {e}");
                         down = true;
@@ -115,7 +128,11 @@ mod tests {
         let two = StorePeers::new(store.clone(), entry(2), ttl);
         one.beat().await.expect("beat");
         two.beat().await.expect("beat");
-        one.beat().await.expect("beat");
+        assert_eq!(
+            one.beat().await.expect("beat"),
+            [],
+            "the same configuration"
+        );
         assert_eq!(one.replicas(), [ReplicaId(1), ReplicaId(2)]);
         let address = one.address(ReplicaId(2)).map(|u| u.to_string());
         assert_eq!(address.as_deref(), Some("http://10.0.0.2:8080/"));
@@ -126,5 +143,10 @@ mod tests {
         one.leave().await.expect("leave");
         two.beat().await.expect("beat");
         assert_eq!(two.replicas(), [ReplicaId(2)]);
+        // A replica configured otherwise is named by every beat while it is live.
+        let other = ReplicaEntry::new(ReplicaId(3), "http://10.0.0.3:8080", "another digest");
+        let three = StorePeers::new(store.clone(), other, ttl);
+        three.beat().await.expect("beat");
+        assert_eq!(two.beat().await.expect("beat"), [ReplicaId(3)]);
     }
 }
