@@ -38,8 +38,9 @@ fn server() -> String {
                         continue;
                     }
                     if head[0].starts_with("GET") {
-                        let _ = out.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\r\nevent: endpoint\ndata: /message\n\n");
+                        // Kept before the endpoint is told: the client may POST at once.
                         *stream.lock().expect("lock") = out.try_clone().ok();
+                        let _ = out.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\r\nevent: endpoint\ndata: /message\n\n");
                         return;
                     }
                     let _ = out.write_all(b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n");
