@@ -160,6 +160,45 @@ fn replica_from_env(var: &str, at: &str) -> Result<ReplicaId, Problem> {
     })
 }
 
+/// A value given by the environment variable `env` names or in the file `file` names
+/// (its trailing whitespace not part of it), one of the two, as `names` call them in the
+/// object at `at`; and where it was found. Errors never hold the value.
+pub(super) fn env_or_file(
+    env: Option<String>,
+    file: Option<String>,
+    at: &str,
+    [env_key, file_key]: [&str; 2],
+) -> Result<(Vec<u8>, String), Problem> {
+    match (env, file) {
+        (Some(var), None) => {
+            let value = std::env::var(&var).map_err(|_| {
+                Problem::new(
+                    join(at, env_key),
+                    format!("environment variable {var} is not set"),
+                )
+            })?;
+            Ok((value.into_bytes(), join(at, env_key)))
+        }
+        (None, Some(path)) => {
+            let mut value = std::fs::read(&path).map_err(|e| {
+                Problem::new(join(at, file_key), format!("cannot read {path}: {e}"))
+            })?;
+            while value.last().is_some_and(u8::is_ascii_whitespace) {
+                value.pop();
+            }
+            Ok((value, join(at, file_key)))
+        }
+        (None, None) => Err(Problem::new(
+            at,
+            format!("needs `{env_key}` or `{file_key}` (one of them)"),
+        )),
+        (Some(_), Some(_)) => Err(Problem::new(
+            join(at, file_key),
+            format!("give `{env_key}` or `{file_key}`, not both"),
+        )),
+    }
+}
+
 /// One key, its secret read. Errors name the key and where its secret was to be found,
 /// never the secret.
 fn key_of(key: file::ClusterKey, at: &str) -> Result<SealKey, Problem> {
@@ -170,38 +209,7 @@ fn key_of(key: file::ClusterKey, at: &str) -> Result<SealKey, Problem> {
     } = key;
     let name =
         name.ok_or_else(|| Problem::new(join(at, "name"), "required: names the key in logs"))?;
-    let (secret, from) = match (secret_env, secret_file) {
-        (Some(var), None) => {
-            let value = std::env::var(&var).map_err(|_| {
-                Problem::new(
-                    join(at, "secretEnv"),
-                    format!("environment variable {var} is not set"),
-                )
-            })?;
-            (value.into_bytes(), join(at, "secretEnv"))
-        }
-        (None, Some(path)) => {
-            let mut value = std::fs::read(&path).map_err(|e| {
-                Problem::new(join(at, "secretFile"), format!("cannot read {path}: {e}"))
-            })?;
-            while value.last().is_some_and(u8::is_ascii_whitespace) {
-                value.pop();
-            }
-            (value, join(at, "secretFile"))
-        }
-        (None, None) => {
-            return Err(Problem::new(
-                at,
-                "needs `secretEnv` or `secretFile` (one of them)",
-            ))
-        }
-        (Some(_), Some(_)) => {
-            return Err(Problem::new(
-                join(at, "secretFile"),
-                "give `secretEnv` or `secretFile`, not both",
-            ))
-        }
-    };
+    let (secret, from) = env_or_file(secret_env, secret_file, at, ["secretEnv", "secretFile"])?;
     SealKey::new(name.clone(), &secret).map_err(|_| {
         Problem::new(
             from,

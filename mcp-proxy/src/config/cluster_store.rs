@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::store::{ReplicaEntry, StorePeers};
 
 use super::file;
-use super::{join, Problem};
+use super::Problem;
 
 /// How long a replica's announcement lasts: it beats every third of it, and one that
 /// stops is gone within it.
@@ -25,25 +25,11 @@ pub(super) fn registry(
 }
 
 fn url(redis: &file::ClusterRedis, at: &str) -> Result<String, Problem> {
-    match (&redis.url_env, &redis.url_file) {
-        (Some(var), None) => std::env::var(var).map_err(|_| {
-            Problem::new(
-                join(at, "urlEnv"),
-                format!("environment variable {var} is not set"),
-            )
-        }),
-        (None, Some(path)) => std::fs::read_to_string(path)
-            .map(|t| t.trim().to_owned())
-            .map_err(|e| Problem::new(join(at, "urlFile"), format!("cannot read {path}: {e}"))),
-        (None, None) => Err(Problem::new(
-            at,
-            "needs `urlEnv` or `urlFile` (one of them)",
-        )),
-        (Some(_), Some(_)) => Err(Problem::new(
-            join(at, "urlFile"),
-            "give `urlEnv` or `urlFile`, not both",
-        )),
-    }
+    let given = (redis.url_env.clone(), redis.url_file.clone());
+    let (url, from) = super::cluster::env_or_file(given.0, given.1, at, ["urlEnv", "urlFile"])?;
+    String::from_utf8(url)
+        .map(|u| u.trim().to_owned())
+        .map_err(|_| Problem::new(from, "not text"))
 }
 
 #[cfg(feature = "redis")]
