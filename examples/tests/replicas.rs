@@ -14,28 +14,10 @@ use std::time::Duration;
 mod common;
 use common::conformance::{scenarios_at, serve, suite};
 use common::example;
-use common::redis::{redis_server, scratch, Redis};
+use common::redis::{installed, redis_server, scratch, Redis};
 
 #[path = "../../mcp-server/tests/raw_http/mod.rs"]
 mod raw_http;
-
-/// HAProxy's program, if installed (Debian puts it in /usr/sbin).
-fn haproxy() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .chain([PathBuf::from("/usr/sbin")])
-        .map(|d| d.join("haproxy"))
-        .find(|p| p.is_file());
-    if found.is_none() {
-        assert!(
-            std::env::var("MCP_INTEROP").as_deref() != Ok("required"),
-            "haproxy is not installed; run .ci/run or apt-get install haproxy"
-        );
-        eprintln!("SKIPPED: haproxy is not installed (apt-get install haproxy)");
-    }
-    found
-}
 
 /// Free ports on 127.0.0.1, released for the processes to take.
 fn free_ports(n: usize) -> Vec<u16> {
@@ -100,7 +82,7 @@ async fn ready(port: u16) -> bool {
 
 #[tokio::test]
 async fn conformance_through_haproxy_in_front_of_three_replicas_is_the_single_gateways() {
-    let (Some(suite), Some(haproxy)) = (suite(), haproxy()) else {
+    let (Some(suite), Some(haproxy)) = (suite(), installed("haproxy", "haproxy")) else {
         return;
     };
     let dir = std::env::temp_dir().join(format!("mcp-replicas-{}", std::process::id()));

@@ -5,22 +5,28 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// `redis-server`, if installed; with `MCP_INTEROP=required` a missing one fails the test.
-pub fn redis_server() -> Option<PathBuf> {
+/// `program` from Debian's `package`, if installed (on `PATH`, or where Debian puts it);
+/// with `MCP_INTEROP=required` a missing one fails the test, otherwise the test skips.
+pub fn installed(program: &str, package: &str) -> Option<PathBuf> {
     let found = std::env::var_os("PATH")
         .into_iter()
         .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
         .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/sbin")])
-        .map(|d| d.join("redis-server"))
+        .map(|d| d.join(program))
         .find(|p| p.is_file());
     if found.is_none() {
         assert!(
             std::env::var("MCP_INTEROP").as_deref() != Ok("required"),
-            "redis-server is not installed; run .ci/run or apt-get install redis-server"
+            "{program} is not installed; run .ci/run or apt-get install {package}"
         );
-        eprintln!("SKIPPED: redis-server is not installed (apt-get install redis-server)");
+        eprintln!("SKIPPED: {program} is not installed (apt-get install {package})");
     }
     found
+}
+
+/// `redis-server`, if installed (see [`installed`]).
+pub fn redis_server() -> Option<PathBuf> {
+    installed("redis-server", "redis-server")
 }
 
 /// A running Redis (see the module).
