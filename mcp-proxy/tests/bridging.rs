@@ -112,20 +112,7 @@ async fn request_state_is_single_use_expires_and_cannot_be_invented() {
         .expect("start");
     let client = host(&agg, NoHandler, options(EraChoice::Modern, true)).await;
     let raw = CallOptions::default().return_input_required(true);
-    let first = client
-        .request(
-            "tools/call",
-            json!({"name": "echo__greet", "arguments": {}}),
-            &raw,
-        )
-        .await
-        .expect("input required");
-    assert_eq!(first["resultType"], "input_required", "{first}");
-    let state = first["requestState"].as_str().expect("state").to_owned();
-    let key = first["inputRequests"]
-        .as_object()
-        .and_then(|m| m.keys().next().cloned())
-        .expect("one input request");
+    let (state, key) = greeted(&client).await;
     let retry = |state: &str| {
         json!({"name": "echo__greet", "arguments": {}, "requestState": state,
                "inputResponses": {key.clone(): {"action": "accept", "content": {"name": "Grace"}}}})

@@ -23,7 +23,7 @@ use mcp_types::{codes, Revision};
 use serde_json::{json, Map, Value};
 
 mod common;
-use common::host;
+use common::{greeted, host};
 
 /// Replica `n` of a gateway whose keys are `secret`, in front of `upstream` (2026-07-28).
 async fn replica(n: u16, secret: u8, upstream: &Server) -> Aggregator {
@@ -317,26 +317,6 @@ fn keyed(url: &str, key: &str) -> mcp_client::http::HttpConfig {
         .headers
         .push(("Authorization".into(), format!("Bearer {key}")));
     config
-}
-
-/// `greet`'s question as a host gets it on `host`: its requestState and its input key.
-async fn greeted(host: &Client) -> (String, String) {
-    let raw = CallOptions::default().return_input_required(true);
-    let first = host
-        .request(
-            "tools/call",
-            json!({"name": "echo__greet", "arguments": {}}),
-            &raw,
-        )
-        .await
-        .expect("input required");
-    assert_eq!(first["resultType"], "input_required", "{first}");
-    let state = first["requestState"].as_str().expect("state").to_owned();
-    let key = first["inputRequests"]
-        .as_object()
-        .and_then(|m| m.keys().next().cloned())
-        .expect("a question");
-    (state, key)
 }
 
 /// `greet` retried on `host` with `state`, answering `key` with `name`.

@@ -15,6 +15,9 @@ use mcp_types::protocol::ClientCapabilities;
 use mcp_types::Revision;
 use serde_json::{json, Value};
 
+mod common;
+use common::greeted;
+
 const ALICE: &str = "alice-key-0123456789";
 const BOB: &str = "bob-key-0123456789";
 
@@ -72,20 +75,7 @@ async fn a_request_state_resumes_only_its_principals_own_request_once() {
     let alice = host(&url, ALICE).await;
     let bob = host(&url, BOB).await;
     let raw = CallOptions::default().return_input_required(true);
-    let first = alice
-        .request(
-            "tools/call",
-            json!({"name": "echo__greet", "arguments": {}}),
-            &raw,
-        )
-        .await
-        .expect("input required");
-    assert_eq!(first["resultType"], "input_required", "{first}");
-    let state = first["requestState"].as_str().expect("state").to_owned();
-    let key = first["inputRequests"]
-        .as_object()
-        .and_then(|m| m.keys().next().cloned())
-        .expect("one input request");
+    let (state, key) = greeted(&alice).await;
     let retry = |tool: &str| {
         json!({"name": tool, "arguments": {}, "requestState": state,
                "inputResponses": {key.clone(): {"action": "accept", "content": {"name": "Grace"}}}})

@@ -207,3 +207,24 @@ impl Gate {
             .expect("accept")
     }
 }
+
+/// The echo tools' `greet` called on `host`, which asks for a name: the question as the
+/// host gets it: its requestState and its input key.
+pub async fn greeted(host: &Client) -> (String, String) {
+    let raw = mcp_client::CallOptions::default().return_input_required(true);
+    let first = host
+        .request(
+            "tools/call",
+            json!({"name": "echo__greet", "arguments": {}}),
+            &raw,
+        )
+        .await
+        .expect("input required");
+    assert_eq!(first["resultType"], "input_required", "{first}");
+    let state = first["requestState"].as_str().expect("state").to_owned();
+    let key = first["inputRequests"]
+        .as_object()
+        .and_then(|m| m.keys().next().cloned())
+        .expect("a question");
+    (state, key)
+}
