@@ -127,7 +127,16 @@ impl Forwarder {
         *request.uri_mut() = uri;
         copy_end_to_end(&parts.headers, request.headers_mut());
         request.headers_mut().insert(hop::HOP.clone(), signed);
-        match self.client.request(request).await {
+        let answered = tokio::select! {
+            r = self.client.request(request) => r,
+            () = self.gone(to) => {
+                // Stopped, say: what it was sent it will refuse once it runs again, as its
+                // hold on what the request names has lapsed by then.
+                tracing::warn!(replica = %to, "the replica holding a request's state left the live replicas before answering");
+                return Forwarded::Unreachable;
+            }
+        };
+        match answered {
             Ok(response) => Forwarded::Answer(relayed(response)),
             Err(e) if e.is_connect() => {
                 tracing::warn!(replica = %to, "the replica holding a request's state is unreachable: {e}");
@@ -145,6 +154,21 @@ impl Forwarder {
         }
     }
 }
+
+impl Forwarder {
+    /// Resolves once replica `to` is no longer among the live replicas [`Peers`] knows.
+    async fn gone(&self, to: ReplicaId) {
+        loop {
+            tokio::time::sleep(GONE_POLL).await;
+            if self.peers.address(to).is_none() {
+                return;
+            }
+        }
+    }
+}
+
+/// How often a forward waiting for its answer looks whether the replica is still live.
+const GONE_POLL: Duration = Duration::from_millis(250);
 
 /// Headers meant for one connection only (RFC 9110 §7.6.1), which a hop does not carry on.
 const HOP_BY_HOP: [HeaderName; 7] = [

@@ -125,6 +125,26 @@ impl LegacySession {
         }
     }
 
+    /// From now on, `handover` keeps this session's snapshot as session `id` each time it
+    /// changes.
+    pub(super) fn keep_with(&self, id: &str, handover: Arc<dyn super::SessionHandover>) {
+        let id = id.to_owned();
+        self.session
+            .watch(Box::new(move |snapshot| handover.kept(&id, snapshot)));
+    }
+
+    /// Takes up the session `snapshot` describes, without an `initialize`; `false` (logged)
+    /// when the snapshot does not read.
+    pub(super) async fn resume(&self, snapshot: &super::SessionSnapshot) -> bool {
+        match self.session.resume(&self.peer, snapshot).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!("{e}");
+                false
+            }
+        }
+    }
+
     /// Whether `principal` may use this session: the identity that opened it, or anyone
     /// when the endpoint does not authenticate.
     pub(super) fn belongs_to(&self, principal: Option<&Principal>) -> bool {

@@ -46,6 +46,7 @@ mod forward;
 #[doc(hidden)]
 pub mod fuzzing;
 mod guard;
+mod handover;
 mod health;
 mod hop;
 pub mod layers;
@@ -54,6 +55,7 @@ mod metrics;
 mod modern;
 mod options;
 mod placed;
+mod rehome;
 mod reply;
 mod room;
 mod routing;
@@ -83,11 +85,13 @@ pub use admin::{bind_admin, Admin, AdminOptions};
 use checks::{accepts_sse, check_post_media, forbidden, header_str, names, origin_check};
 pub use cluster::{PeerNotices, Peers, Placement, ReplicaLink, StaticPeers, PEER_NOTICE};
 pub use conn::{serve, serve_with_shutdown};
+pub use handover::{SessionHandover, SessionSnapshot, TakeOver};
 pub use health::{Health, Readiness, LIVE_PATH, READY_PATH};
 use legacy::LegacySession;
 pub use metrics::{Metrics, MetricsSource, METRICS_PATH};
 pub use options::{
-    HealthCheck, HttpOptions, PeerNoticesHandle, PeersHandle, PlacementHandle, SessionManagerHandle,
+    HealthCheck, HttpOptions, PeerNoticesHandle, PeersHandle, PlacementHandle,
+    SessionHandoverHandle, SessionManagerHandle,
 };
 pub use reply::HttpBody;
 use reply::{empty, respond, rpc_error};
@@ -114,6 +118,8 @@ struct Inner {
     sealer: Option<Arc<Sealer>>,
     /// With [`HttpOptions::peers`]: what takes requests to the replica holding their state.
     forwarder: Option<Arc<forward::Forwarder>>,
+    /// Held while a legacy session is taken over from another replica (see `rehome.rs`).
+    taking_over: tokio::sync::Mutex<()>,
 }
 
 impl StreamableHttp {
@@ -138,11 +144,17 @@ impl StreamableHttp {
             .map(|(p, s)| Arc::new(forward::Forwarder::new(p.0.clone(), s)));
         StreamableHttp {
             inner: Arc::new(Inner {
-                sessions: Sessions::new(manager, server.stats(), sealer.clone()),
+                sessions: Sessions::new(
+                    manager,
+                    server.stats(),
+                    sealer.clone(),
+                    options.session_handover.as_ref().map(|h| h.0.clone()),
+                ),
                 server,
                 options,
                 sealer,
                 forwarder,
+                taking_over: tokio::sync::Mutex::new(()),
             }),
         }
     }
@@ -268,7 +280,9 @@ impl StreamableHttp {
                 }
             },
             Method::GET | Method::DELETE => {
-                if let Some(r) = self.elsewhere(&parts, &Bytes::new(), None).await {
+                let none = Bytes::new();
+                let elsewhere = self.elsewhere(&parts, &none, None, principal.as_ref());
+                if let Some(r) = elsewhere.await {
                     return r;
                 }
                 match parts.method {
@@ -302,7 +316,8 @@ impl StreamableHttp {
                 return rpc_error(StatusCode::BAD_REQUEST, None, err.code, err.message);
             }
         };
-        if let Some(r) = self.elsewhere(&parts, &bytes, Some(&frame)).await {
+        let elsewhere = self.elsewhere(&parts, &bytes, Some(&frame), principal.as_ref());
+        if let Some(r) = elsewhere.await {
             return r;
         }
         let mut parts = parts;
@@ -396,6 +411,9 @@ impl StreamableHttp {
             caller,
         ));
         let _initializing = session.hold();
+        if let Some(h) = self.inner.sessions.handover() {
+            session.keep_with(&id, h.clone());
+        }
         let added = self
             .inner
             .sessions

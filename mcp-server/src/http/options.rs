@@ -148,6 +148,21 @@ pub struct HttpOptions {
     /// What this replica does with what the others tell it (see [`super::PeerNotices`]);
     /// `None`: such notices are acknowledged and dropped.
     pub peer_notices: Option<PeerNoticesHandle>,
+    /// Where legacy sessions' snapshots are kept so that another replica can take a
+    /// session over when its holder is gone (see [`super::SessionHandover`]); used only
+    /// with [`HttpOptions::peers`]. `None` (the default): a session lives and dies with
+    /// the replica that opened it.
+    pub session_handover: Option<SessionHandoverHandle>,
+}
+
+/// The [`super::SessionHandover`] an endpoint's replicas share.
+#[derive(Clone)]
+pub struct SessionHandoverHandle(pub std::sync::Arc<dyn super::SessionHandover>);
+
+impl std::fmt::Debug for SessionHandoverHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionHandoverHandle(..)")
+    }
 }
 
 /// The [`super::SessionManager`] an endpoint keeps its legacy sessions with.
@@ -233,6 +248,7 @@ impl Default for HttpOptions {
             peers: None,
             placement: None,
             peer_notices: None,
+            session_handover: None,
         }
     }
 }
@@ -291,6 +307,16 @@ impl HttpOptions {
     #[must_use]
     pub fn peer_notices(mut self, notices: std::sync::Arc<dyn super::PeerNotices>) -> Self {
         self.peer_notices = Some(PeerNoticesHandle(notices));
+        self
+    }
+
+    /// Hands legacy sessions over with `handover` (see [`HttpOptions::session_handover`]).
+    #[must_use]
+    pub fn session_handover(
+        mut self,
+        handover: std::sync::Arc<dyn super::SessionHandover>,
+    ) -> Self {
+        self.session_handover = Some(SessionHandoverHandle(handover));
         self
     }
 

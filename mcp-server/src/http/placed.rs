@@ -9,9 +9,12 @@ use super::checks::{header_str, names};
 use super::cluster::PEER_NOTICE;
 use super::forward::Forwarded;
 use super::hop::{self, HopCheck};
+use super::rehome::SessionRequest;
 use super::reply::{empty, respond, rpc_error, HttpBody};
-use super::{session_id, StreamableHttp};
+use super::StreamableHttp;
+use crate::auth::Principal;
 use crate::seal::ReplicaId;
+use std::sync::Arc;
 
 impl StreamableHttp {
     /// Whether a request may be another replica's, to be looked at before a client's
@@ -51,34 +54,42 @@ impl StreamableHttp {
     }
 
     /// The answer of the replica holding what this request (`parts`, `body`, read as
-    /// `frame` for a POST) names, when that is another replica this one can reach; `None`:
-    /// serve it here. A hop header this replica cannot take is refused (`403`).
+    /// `frame` for a POST, with `principal`'s credentials) names, when that is another
+    /// replica this one can reach; `None`: serve it here. A hop header this replica cannot
+    /// take is refused (`403`).
     pub(super) async fn elsewhere(
         &self,
         parts: &http::request::Parts,
         body: &Bytes,
         frame: Option<&Frame>,
+        principal: Option<&Arc<Principal>>,
     ) -> Option<Response<HttpBody>> {
         let forwarder = self.inner.forwarder.as_ref()?;
-        match hop::check(forwarder.sealer(), parts, body) {
-            HopCheck::Direct => {}
-            HopCheck::Forwarded(from) => {
-                // At most one hop: served here, whatever it names.
-                if let Some(owner) = self
-                    .owner(parts, frame)
-                    .filter(|o| *o != forwarder.replica())
-                {
-                    tracing::warn!(%from, %owner, "a forwarded request names another replica's state: not forwarded again");
-                }
-                return None;
-            }
+        let direct = match hop::check(forwarder.sealer(), parts, body) {
+            HopCheck::Direct => true,
+            HopCheck::Forwarded(_) => false,
             HopCheck::Refused(why) => {
                 tracing::warn!(method = %parts.method, "refused {why}");
                 return Some(refused_hop());
             }
+        };
+        if let Some(id) = header_str(&parts.headers, &names::SESSION_ID) {
+            let request = SessionRequest {
+                id,
+                parts,
+                body,
+                principal,
+                direct,
+            };
+            return self.session_elsewhere(&request).await;
         }
-        let owner = self.owner(parts, frame)?;
+        let owner = self.placed_owner(frame)?;
         if owner == forwarder.replica() {
+            return None;
+        }
+        if !direct {
+            // At most one hop: served here, whatever it names.
+            tracing::warn!(%owner, "a forwarded request names another replica's state: not forwarded again");
             return None;
         }
         match forwarder.forward(owner, parts, body.clone()).await {
@@ -87,16 +98,8 @@ impl StreamableHttp {
         }
     }
 
-    /// The replica holding what the request names: its legacy session (unless held here,
-    /// which one lookup tells), else what the handler's placement reads in its messages.
-    fn owner(&self, parts: &http::request::Parts, frame: Option<&Frame>) -> Option<ReplicaId> {
-        if let Some(id) = header_str(&parts.headers, &names::SESSION_ID) {
-            let sealer = self.inner.sealer.as_deref()?;
-            if self.inner.sessions.holds(id) {
-                return Some(sealer.replica());
-            }
-            return session_id::open(sealer, id).ok().map(|c| c.owner);
-        }
+    /// The replica holding what the handler's placement reads in the request's messages.
+    fn placed_owner(&self, frame: Option<&Frame>) -> Option<ReplicaId> {
         let placement = self.inner.options.placement.as_ref()?;
         let messages: &[Message] = match frame? {
             Frame::Single(m) => std::slice::from_ref(m),

@@ -18,6 +18,7 @@ use http::{Response, StatusCode};
 use mcp_types::{codes, Frame, Message};
 use parking_lot::Mutex;
 
+use super::handover::SessionHandover;
 use super::legacy::LegacySession;
 use super::reply::{rpc_error, HttpBody};
 use super::routing::RouterEntries;
@@ -60,6 +61,8 @@ pub(super) struct Sessions {
     sweeping: AtomicBool,
     /// What tells the ids this deployment issued from any other text.
     sealer: Option<Arc<Sealer>>,
+    /// Where replicas keep the sessions' snapshots, if they share them.
+    handover: Option<Arc<dyn SessionHandover>>,
 }
 
 /// The answer to the `initialize` refused: `503` when the server is full (for now, not
@@ -104,8 +107,10 @@ impl Sessions {
         manager: Arc<dyn SessionManager>,
         stats: Arc<ServerStats>,
         sealer: Option<Arc<Sealer>>,
+        handover: Option<Arc<dyn SessionHandover>>,
     ) -> Arc<Sessions> {
         Arc::new(Sessions {
+            handover,
             live: Mutex::new(HashMap::new()),
             idle_timeout: manager.idle_timeout(),
             manager,
@@ -214,6 +219,7 @@ impl Sessions {
             let mut live = self.live.lock();
             for e in &admitted.evicted {
                 self.note_eviction(e.reason);
+                self.ended(&e.id);
                 gone.extend(live.remove(&e.id));
             }
             live.insert(id, session);
@@ -246,8 +252,33 @@ impl Sessions {
         }
     }
 
+    /// Lets session `id` go without ending its records: another replica took it over.
+    pub(super) async fn let_go(&self, id: &str) {
+        let gone = self.live.lock().remove(id);
+        if let Some(s) = gone {
+            tracing::info!("a legacy session another replica took over is let go here");
+            if let Err(e) = self.manager.close(id).await {
+                tracing::debug!("legacy session let go, its record here kept: {e}");
+            }
+            s.end().await;
+        }
+    }
+
+    /// The handover, if replicas share sessions.
+    pub(super) fn handover(&self) -> Option<&Arc<dyn SessionHandover>> {
+        self.handover.as_ref()
+    }
+
+    /// Session `id` ended here: the replicas' record of it goes too.
+    fn ended(&self, id: &str) {
+        if let Some(h) = &self.handover {
+            h.ended(id);
+        }
+    }
+
     /// Has the manager take out the record of a session ended here.
     async fn close_record(&self, id: &str) {
+        self.ended(id);
         if let Err(e) = self.manager.close(id).await {
             // The record goes when it expires.
             tracing::warn!("legacy session ended, its record kept: {e}");
@@ -267,6 +298,9 @@ impl Sessions {
             return;
         }
         tracing::debug!(count = ids.len(), "legacy sessions expired");
+        for id in &ids {
+            self.ended(id);
+        }
         let gone: Vec<Arc<LegacySession>> = {
             let mut live = self.live.lock();
             ids.iter().filter_map(|id| live.remove(id)).collect()

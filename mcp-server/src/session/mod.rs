@@ -9,6 +9,7 @@
 mod declared;
 mod fast;
 mod finish;
+mod handshake;
 mod legacy_questions;
 mod listen;
 mod meta;
@@ -37,6 +38,7 @@ use crate::host::{HostSession, HostSessionGuard};
 use crate::{RawResult, ServerShared};
 use crate::{RequestContext, ServerHandler};
 use declared::{Declared, DeclaredCache};
+pub use handshake::SessionSnapshot;
 pub(crate) use meta::RequestMeta;
 
 /// What a legacy client settled at `initialize`.
@@ -66,6 +68,10 @@ pub(crate) struct Session {
     caller: Arc<RwLock<crate::context::Caller>>,
     /// The revision it was counted as a host under (see [`crate::ServerStats`]).
     counted: std::sync::OnceLock<Revision>,
+    /// The resources its legacy host subscribed to, for its [`SessionSnapshot`].
+    subscribed: Mutex<std::collections::BTreeSet<String>>,
+    /// Told of each change of its [`SessionSnapshot`].
+    watcher: Mutex<Option<Arc<handshake::SharedWatcher>>>,
 }
 
 impl Drop for Session {
@@ -127,6 +133,8 @@ impl Session {
             declared: DeclaredCache::default(),
             me: me.clone(),
             counted: std::sync::OnceLock::new(),
+            subscribed: Mutex::default(),
+            watcher: Mutex::new(None),
         })
     }
 
@@ -240,6 +248,7 @@ impl Session {
             if let Some(s) = self.legacy_state() {
                 self.forward_list_changes(peer, s.revision);
             }
+            self.changed();
             return Ok(out);
         }
         let asker = self.asker(m, &meta)?;

@@ -67,8 +67,12 @@ impl Session {
             }
             method::RESOURCES_SUBSCRIBE | method::RESOURCES_UNSUBSCRIBE => {
                 let p: ResourceRequestParams = decode(m, raw)?;
-                h.subscribe(&ctx, p, m == method::RESOURCES_SUBSCRIBE)
-                    .await?;
+                let subscribe = m == method::RESOURCES_SUBSCRIBE;
+                let uri = p.uri.clone();
+                h.subscribe(&ctx, p, subscribe).await?;
+                if ctx.host.is_some() {
+                    self.subscription(&uri, subscribe);
+                }
                 self.done(m, &ctx, &json!({}))
             }
             method::COMPLETION_COMPLETE => {
@@ -122,6 +126,7 @@ impl Session {
         if let Some(s) = self.legacy.lock().as_mut() {
             s.log_level = Some(level);
         }
+        self.changed();
     }
 
     /// A request whose handler may ask for input (`prompts/get`, `resources/read`): its

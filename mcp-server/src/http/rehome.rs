@@ -1,0 +1,156 @@
+//! Where a request naming a legacy session is served, among replicas: here when the
+//! session is held here (and still this replica's), at its holder when that can be
+//! reached, and otherwise here again after taking the session over (see `handover.rs`):
+//! the session resumes from its snapshot under the same id, so the host carries on
+//! without a new `initialize`.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::Response;
+
+use super::forward::Forwarded;
+use super::handover::{SessionHandover, TakeOver};
+use super::legacy::LegacySession;
+use super::reply::HttpBody;
+use super::session_id::{self, SessionClaims};
+use super::{sessions, StreamableHttp};
+use crate::auth::{Principal, PrincipalDigest};
+use crate::seal::ReplicaId;
+
+/// A request naming a legacy session, as it reached this replica.
+pub(super) struct SessionRequest<'a> {
+    /// The session's id.
+    pub(super) id: &'a str,
+    pub(super) parts: &'a http::request::Parts,
+    pub(super) body: &'a Bytes,
+    /// Whose credentials it came with.
+    pub(super) principal: Option<&'a Arc<Principal>>,
+    /// It came from its client, not over a replica's hop: it may be forwarded.
+    pub(super) direct: bool,
+}
+
+impl StreamableHttp {
+    /// The answer of the replica holding the session `r` names, when that is another
+    /// replica; `None`: serve it here (held here, taken over, or `404`).
+    pub(super) async fn session_elsewhere(
+        &self,
+        r: &SessionRequest<'_>,
+    ) -> Option<Response<HttpBody>> {
+        let sealer = self.inner.sealer.as_deref()?;
+        let sessions = &self.inner.sessions;
+        let handover = sessions.handover().cloned();
+        if sessions.holds(r.id) {
+            match &handover {
+                Some(h) if !h.current(r.id) && !h.still_held(r.id).await => {
+                    sessions.let_go(r.id).await;
+                }
+                _ => return None,
+            }
+        }
+        // An id this deployment did not issue is served here: `404`.
+        let claims = session_id::open(sealer, r.id).ok()?;
+        let me = sealer.replica();
+        if claims.owner != me {
+            if let Some(answer) = self.forward_direct(r, claims.owner).await {
+                return Some(answer);
+            }
+        }
+        let handover = handover?;
+        if claims.principal != PrincipalDigest::of(r.principal.map(|p| &**p)) {
+            // Not its holder's: refused here as any other's request would be.
+            return None;
+        }
+        self.take_over(r, &claims, handover.as_ref()).await
+    }
+
+    /// Takes the session over from `claims.owner`, gone, and resumes it here; when another
+    /// replica took it over first, the request goes there (if it may be forwarded).
+    async fn take_over(
+        &self,
+        r: &SessionRequest<'_>,
+        claims: &SessionClaims,
+        handover: &dyn SessionHandover,
+    ) -> Option<Response<HttpBody>> {
+        let me = self.inner.sealer.as_deref()?.replica();
+        // One take-over at a time here: a second request for the same session waits for
+        // the first to resume it, then finds it held.
+        let _one = self.inner.taking_over.lock().await;
+        if self.inner.sessions.holds(r.id) {
+            return None;
+        }
+        let mut from = claims.owner;
+        // At most twice: the holder named by the record may be gone too.
+        for _ in 0..2 {
+            match handover.take_over(r.id, from).await {
+                Ok(TakeOver::Taken(snapshot)) => {
+                    self.resume(r, snapshot).await;
+                    return None;
+                }
+                Ok(TakeOver::HeldBy(holder)) if holder != me => {
+                    if let Some(answer) = self.forward_direct(r, holder).await {
+                        return Some(answer);
+                    }
+                    from = holder;
+                }
+                Ok(_) => return None,
+                Err(e) => {
+                    // No split brain: without the store, no replica can take a session
+                    // over; the client initializes again.
+                    tracing::warn!("a legacy session could not be taken over: {e}");
+                    return None;
+                }
+            }
+        }
+        None
+    }
+
+    /// The answer of replica `to`, if the request may be forwarded and `to` can be reached.
+    async fn forward_direct(
+        &self,
+        r: &SessionRequest<'_>,
+        to: ReplicaId,
+    ) -> Option<Response<HttpBody>> {
+        if !r.direct {
+            return None;
+        }
+        let forwarder = self.inner.forwarder.as_ref()?;
+        match forwarder.forward(to, r.parts, r.body.clone()).await {
+            Forwarded::Answer(answer) => Some(answer),
+            Forwarded::Unreachable => None,
+        }
+    }
+
+    /// Resumes the session taken over, from `snapshot`, and holds it here.
+    async fn resume(&self, r: &SessionRequest<'_>, snapshot: super::SessionSnapshot) {
+        let caller = crate::context::Caller {
+            http: None,
+            principal: r.principal.cloned(),
+        };
+        let client = sessions::client_of(&caller, None);
+        let session = Arc::new(LegacySession::start(
+            &self.inner.server,
+            &self.inner.options,
+            caller,
+        ));
+        let _resuming = session.hold();
+        if !session.resume(&snapshot).await {
+            session.end().await;
+            return;
+        }
+        if let Some(h) = self.inner.sessions.handover() {
+            session.keep_with(r.id, h.clone());
+        }
+        let added = self
+            .inner
+            .sessions
+            .insert(r.id.to_owned(), session.clone(), client);
+        match added.await {
+            Ok(()) => tracing::info!("a legacy session was taken over from a replica gone"),
+            Err(refused) => {
+                tracing::warn!("a legacy session taken over was not admitted here: {refused}");
+                session.end().await;
+            }
+        }
+    }
+}
