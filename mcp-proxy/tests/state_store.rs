@@ -58,7 +58,7 @@ async fn contract(store: Arc<dyn StateStore>) {
     s.subscriptions = vec!["file:///a".into()];
     s.upstream_sessions
         .insert("docs".into(), "up-session-9".into());
-    store.put_session(&s, long).await.expect("put");
+    assert!(store.put_session(&s, long).await.expect("put"), "written");
     assert_eq!(
         store.session("sid-1").await.expect("get").as_ref(),
         Some(&s)
@@ -90,6 +90,19 @@ async fn contract(store: Arc<dyn StateStore>) {
         store.session("sid-1").await.expect("get").map(|s| s.owner),
         Some(ReplicaId(2))
     );
+    // The replica it was taken from writes and removes it no more; its holder does.
+    assert!(
+        !store.put_session(&s, long).await.expect("put"),
+        "the old holder's record is not written over the new holder's"
+    );
+    store
+        .remove_session("sid-1", ReplicaId(1))
+        .await
+        .expect("remove");
+    let mut held = claimed.clone();
+    held.log_level = Some("error".into());
+    assert!(store.put_session(&held, long).await.expect("put"));
+    assert_eq!(store.session("sid-1").await.expect("get"), Some(held));
     // Two replicas racing for one session: exactly one wins.
     let races: Vec<_> = (10..20u16)
         .map(|n| {
@@ -97,14 +110,23 @@ async fn contract(store: Arc<dyn StateStore>) {
             tokio::spawn(async move { store.claim_session("sid-1", 1, ReplicaId(n), long).await })
         })
         .collect();
-    let mut won = 0;
+    let mut winners = Vec::new();
     for r in races {
-        if r.await.expect("joined").expect("claim").is_some() {
-            won += 1;
-        }
+        winners.extend(r.await.expect("joined").expect("claim").map(|s| s.owner));
     }
-    assert_eq!(won, 1, "exactly one claim wins");
-    store.remove_session("sid-1").await.expect("remove");
+    assert_eq!(winners.len(), 1, "exactly one claim wins");
+    store
+        .remove_session("sid-1", ReplicaId(2))
+        .await
+        .expect("remove");
+    assert!(
+        store.session("sid-1").await.expect("get").is_some(),
+        "removed only by its holder"
+    );
+    store
+        .remove_session("sid-1", winners[0])
+        .await
+        .expect("remove");
     assert_eq!(store.session("sid-1").await.expect("get"), None);
     assert_eq!(
         store
@@ -133,6 +155,7 @@ async fn the_memory_store_keeps_the_contract() {
 
 #[cfg(feature = "redis")]
 #[path = "../../examples/tests/common/redis.rs"]
+#[allow(dead_code)]
 mod server;
 
 #[cfg(feature = "redis")]

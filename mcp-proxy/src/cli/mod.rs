@@ -178,6 +178,7 @@ async fn run(args: Args, drain: Duration, default: Option<Default>) -> u8 {
                     local_principal: g.local_principal,
                     http: g.http,
                     registry: g.registry,
+                    handover: g.handover,
                 };
                 (g.upstreams, g.options, access, g.pin_file, text)
             }
@@ -241,8 +242,7 @@ async fn run(args: Args, drain: Duration, default: Option<Default>) -> u8 {
         }
         Some(addr) => match addr.parse() {
             Ok(addr) => {
-                let health: Arc<dyn Health> = Arc::new(live.handler());
-                let metrics: Arc<dyn Metrics> = Arc::new(live.handler());
+                let (health, metrics) = probes(&live, &access.registry, &access.handover);
                 let mut options = access.http.health(health).metrics(metrics);
                 if options.peers.is_some() {
                     // What another replica tells reaches the aggregator in force.
@@ -263,4 +263,21 @@ async fn run(args: Args, drain: Duration, default: Option<Default>) -> u8 {
     live.current().shutdown().await;
     eprintln!("gateway: stopped");
     code
+}
+
+/// What `/readyz` and `/metrics` answer: the gateway's own, with the state store's beside
+/// them when replicas share one.
+fn probes(
+    live: &crate::live::Live,
+    registry: &Option<Arc<crate::store::StorePeers>>,
+    handover: &Option<Arc<crate::store::StoreHandover>>,
+) -> (Arc<dyn Health>, Arc<dyn Metrics>) {
+    let handler = live.handler();
+    match registry {
+        Some(registry) => {
+            let with = |h| crate::store::WithStore::new(h, registry.lease(), handover.clone());
+            (Arc::new(with(handler.clone())), Arc::new(with(handler)))
+        }
+        None => (Arc::new(handler.clone()), Arc::new(handler)),
+    }
 }

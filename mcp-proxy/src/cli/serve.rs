@@ -58,6 +58,8 @@ pub(super) struct Access {
     pub(super) http: HttpOptions,
     /// The replicas' registry, to start and leave (`gateway.cluster.redis`).
     pub(super) registry: Option<Arc<crate::store::StorePeers>>,
+    /// What hands legacy sessions over (`gateway.cluster.redis`), for its counts.
+    pub(super) handover: Option<Arc<crate::store::StoreHandover>>,
 }
 
 /// The configuration file at `path`, and the text it was read from.

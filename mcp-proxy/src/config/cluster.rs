@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use mcp_server::http::{HttpOptions, Peers, ReplicaLink, StaticPeers};
 
-use crate::store::{ReplicaEntry, StorePeers};
+use crate::store::{ReplicaEntry, StoreHandover, StorePeers};
 use crate::AggregatorOptions;
 use mcp_server::seal::{ReplicaId, SealKey, Sealer, MIN_SECRET_LEN};
 
@@ -23,6 +23,13 @@ use crate::placement::GatewayPlacement;
 
 use super::file;
 use super::{join, Problem};
+
+/// The listener's options, the registry and the session handover (with `redis`).
+type Clustered = (
+    HttpOptions,
+    Option<Arc<StorePeers>>,
+    Option<Arc<StoreHandover>>,
+);
 
 /// What `gateway.cluster` describes, for the aggregator (its sealer and, with peers, the
 /// link to the other replicas) and for the listener (`http` given the sealer and, with
@@ -32,7 +39,7 @@ pub(super) fn cluster(
     options: &mut AggregatorOptions,
     http: HttpOptions,
     config_digest: &str,
-) -> Result<(HttpOptions, Option<Arc<StorePeers>>), Problem> {
+) -> Result<Clustered, Problem> {
     let at = "gateway.cluster";
     let listed = cluster.peers.as_ref().map(peers).transpose()?;
     let redis = cluster.redis.take();
@@ -46,11 +53,20 @@ pub(super) fn cluster(
     let sealer = sealer(cluster)?;
     options.sealer = Some(sealer.clone());
     let mut http = http.sealer(sealer.clone());
+    let mut handover = None;
     let (peers, registry): (Option<Arc<dyn Peers>>, _) = match (listed, redis) {
         (Some(p), _) => (Some(Arc::new(p)), None),
         (None, Some(r)) => {
             let me = ReplicaEntry::new(sealer.replica(), advertised(advertise)?, config_digest);
             let registry = super::cluster_store::registry(r, me)?;
+            let made = StoreHandover::new(
+                registry.store(),
+                sealer.replica(),
+                http.session_idle_timeout,
+                registry.lease(),
+            );
+            http = http.session_handover(made.clone());
+            handover = Some(made);
             (Some(registry.clone() as Arc<dyn Peers>), Some(registry))
         }
         (None, None) => (None, None),
@@ -61,7 +77,7 @@ pub(super) fn cluster(
         let placement = GatewayPlacement::new(sealer);
         http = http.peers(p).placement(Arc::new(placement));
     }
-    Ok((http, registry))
+    Ok((http, registry, handover))
 }
 
 /// `gateway.cluster.advertise`, required with `redis`.

@@ -50,12 +50,16 @@ impl StateStore for MemoryStore {
         Ok(out)
     }
 
-    async fn put_session(&self, state: &SessionState, ttl: Duration) -> Result<(), StoreError> {
-        let until = Instant::now() + ttl;
-        self.sessions
-            .lock()
-            .insert(state.id.clone(), (state.clone(), until));
-        Ok(())
+    async fn put_session(&self, state: &SessionState, ttl: Duration) -> Result<bool, StoreError> {
+        let now = Instant::now();
+        let mut sessions = self.sessions.lock();
+        if let Some((held, until)) = sessions.get(&state.id) {
+            if *until > now && (held.owner != state.owner || held.epoch != state.epoch) {
+                return Ok(false);
+            }
+        }
+        sessions.insert(state.id.clone(), (state.clone(), now + ttl));
+        Ok(true)
     }
 
     async fn session(&self, id: &str) -> Result<Option<SessionState>, StoreError> {
@@ -92,8 +96,11 @@ impl StateStore for MemoryStore {
         Ok(Some(s.clone()))
     }
 
-    async fn remove_session(&self, id: &str) -> Result<(), StoreError> {
-        self.sessions.lock().remove(id);
+    async fn remove_session(&self, id: &str, owner: ReplicaId) -> Result<(), StoreError> {
+        let mut sessions = self.sessions.lock();
+        if sessions.get(id).is_some_and(|(s, _)| s.owner == owner) {
+            sessions.remove(id);
+        }
         Ok(())
     }
 }

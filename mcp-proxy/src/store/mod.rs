@@ -16,15 +16,21 @@ use async_trait::async_trait;
 use mcp_server::seal::ReplicaId;
 use serde::{Deserialize, Serialize};
 
+mod handover;
+mod lease;
 mod memory;
 mod peers;
 #[cfg(feature = "redis")]
 mod redis;
+mod status;
 
+pub use handover::StoreHandover;
+pub use lease::Lease;
 pub use memory::MemoryStore;
 pub use peers::StorePeers;
 #[cfg(feature = "redis")]
 pub use redis::{RedisStore, RedisStoreOptions};
+pub use status::WithStore;
 
 /// One live replica, as it announces itself.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -141,8 +147,10 @@ pub trait StateStore: Send + Sync + 'static {
     /// The live replicas, by number.
     async fn replicas(&self) -> Result<Vec<ReplicaEntry>, StoreError>;
 
-    /// Keeps `state` for `ttl` (the session's idle timeout), in place of any record of it.
-    async fn put_session(&self, state: &SessionState, ttl: Duration) -> Result<(), StoreError>;
+    /// Keeps `state` for `ttl` (the session's idle timeout), in place of the record of it,
+    /// unless that record names another holder or epoch than `state` does (another replica
+    /// took the session over): `Ok(false)` then, and the record stays as it is.
+    async fn put_session(&self, state: &SessionState, ttl: Duration) -> Result<bool, StoreError>;
 
     /// The record of session `id`, if there is one that reads (a record that does not is
     /// logged and taken as none).
@@ -159,6 +167,6 @@ pub trait StateStore: Send + Sync + 'static {
         ttl: Duration,
     ) -> Result<Option<SessionState>, StoreError>;
 
-    /// Forgets session `id` (it ended).
-    async fn remove_session(&self, id: &str) -> Result<(), StoreError>;
+    /// Forgets session `id` (it ended at `owner`), unless another replica holds it now.
+    async fn remove_session(&self, id: &str, owner: ReplicaId) -> Result<(), StoreError>;
 }

@@ -1,7 +1,9 @@
 //! [`StorePeers`]: where the other replicas are, as the store's registry says: this
 //! replica announces itself there every third of its TTL and reads the others back, so
 //! that replicas come and go without a list to edit. A replica that stops announcing is
-//! gone within its TTL; while the store cannot be reached, the last list read stands.
+//! gone within its TTL; while the store cannot be reached, the last list read stands, and
+//! for a TTL after it answers again the replicas known before stay known (a store that
+//! came back empty lists only those that announced since).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,6 +13,7 @@ use mcp_server::http::Peers;
 use mcp_server::seal::ReplicaId;
 use parking_lot::RwLock;
 
+use super::lease::Lease;
 use super::{ReplicaEntry, StateStore};
 
 /// The live replicas by the store's registry (see the module). Cheap to ask: answers come
@@ -20,6 +23,9 @@ pub struct StorePeers {
     me: ReplicaEntry,
     ttl: Duration,
     known: RwLock<HashMap<ReplicaId, http::Uri>>,
+    lease: Arc<Lease>,
+    /// Until when the replicas known before an outage stay known.
+    grace: parking_lot::Mutex<Option<tokio::time::Instant>>,
 }
 
 impl std::fmt::Debug for StorePeers {
@@ -39,6 +45,8 @@ impl StorePeers {
             me,
             ttl,
             known: RwLock::new(HashMap::new()),
+            lease: Arc::new(Lease::new(ttl)),
+            grace: parking_lot::Mutex::new(None),
         })
     }
 
@@ -46,17 +54,29 @@ impl StorePeers {
     /// which live replicas announce a configuration other than this one's (configuration
     /// skew: they may list other tools, apply other views).
     pub async fn beat(&self) -> Result<Vec<ReplicaId>, super::StoreError> {
-        self.store.announce(&self.me, self.ttl).await?;
+        if let Err(e) = self.store.announce(&self.me, self.ttl).await {
+            self.lease.failed();
+            return Err(e);
+        }
+        if self.lease.renewed() {
+            *self.grace.lock() = Some(tokio::time::Instant::now() + self.ttl);
+        }
         let live = self.store.replicas().await?;
         let skewed = live
             .iter()
             .filter(|e| e.config_digest != self.me.config_digest)
             .map(|e| e.replica)
             .collect();
-        let known = live
+        let mut known: HashMap<ReplicaId, http::Uri> = live
             .into_iter()
             .filter_map(|e| Some((e.replica, e.address.parse::<http::Uri>().ok()?)))
             .collect();
+        let grace = *self.grace.lock();
+        if grace.is_some_and(|until| tokio::time::Instant::now() < until) {
+            for (replica, address) in self.known.read().iter() {
+                known.entry(*replica).or_insert_with(|| address.clone());
+            }
+        }
         *self.known.write() = known;
         Ok(skewed)
     }
@@ -89,6 +109,17 @@ impl StorePeers {
                 tokio::time::sleep(me.ttl / 3).await;
             }
         })
+    }
+
+    /// The store the registry is kept in.
+    pub fn store(&self) -> Arc<dyn StateStore> {
+        self.store.clone()
+    }
+
+    /// This replica's hold on what it keeps in the store, as its heartbeats renew it (see
+    /// [`super::StoreHandover`]).
+    pub fn lease(&self) -> Arc<Lease> {
+        self.lease.clone()
     }
 
     /// Whether the store takes this replica now (see [`StateStore::check`]).
@@ -137,10 +168,18 @@ mod tests {
         let address = one.address(ReplicaId(2)).map(|u| u.to_string());
         assert_eq!(address.as_deref(), Some("http://10.0.0.2:8080/"));
         // Two stops beating; one beats on: two is gone once its TTL has passed.
-        tokio::time::advance(ttl + Duration::from_millis(1)).await;
-        one.beat().await.expect("beat");
+        for _ in 0..4 {
+            tokio::time::advance(ttl / 3 + Duration::from_millis(1)).await;
+            one.beat().await.expect("beat");
+        }
         assert_eq!(one.replicas(), [ReplicaId(1)]);
         one.leave().await.expect("leave");
+        // Two, back after a lapse of its own, keeps what it knew for a TTL (the store
+        // may have come back empty), then knows only who announces.
+        for _ in 0..4 {
+            two.beat().await.expect("beat");
+            tokio::time::advance(ttl / 3 + Duration::from_millis(1)).await;
+        }
         two.beat().await.expect("beat");
         assert_eq!(two.replicas(), [ReplicaId(2)]);
         // A replica configured otherwise is named by every beat while it is live.
@@ -148,5 +187,34 @@ mod tests {
         let three = StorePeers::new(store.clone(), other, ttl);
         three.beat().await.expect("beat");
         assert_eq!(two.beat().await.expect("beat"), [ReplicaId(3)]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_store_back_empty_after_an_outage_forgets_no_replica_for_a_ttl() {
+        let store: Arc<dyn StateStore> = Arc::new(MemoryStore::new());
+        let ttl = Duration::from_secs(3);
+        let entry = |n| ReplicaEntry::new(ReplicaId(n), format!("http://10.0.0.{n}:8080"), "d");
+        let one = StorePeers::new(store.clone(), entry(1), ttl);
+        let two = StorePeers::new(store.clone(), entry(2), ttl);
+        two.beat().await.expect("beat");
+        one.beat().await.expect("beat");
+        assert_eq!(one.replicas(), [ReplicaId(1), ReplicaId(2)]);
+        // The store is out of reach for longer than a TTL, and comes back empty: one
+        // announces first, and still knows two until two has had the time to.
+        tokio::time::advance(ttl * 4).await;
+        store.leave(ReplicaId(2)).await.expect("emptied");
+        one.beat().await.expect("beat");
+        assert_eq!(one.replicas(), [ReplicaId(1), ReplicaId(2)]);
+        two.beat().await.expect("beat");
+        tokio::time::advance(ttl + Duration::from_millis(1)).await;
+        two.beat().await.expect("beat");
+        one.beat().await.expect("beat");
+        assert_eq!(one.replicas(), [ReplicaId(1), ReplicaId(2)]);
+        // Past the grace, a replica that does not announce is gone again.
+        tokio::time::advance(ttl / 2).await;
+        one.beat().await.expect("beat");
+        tokio::time::advance(ttl / 2 + Duration::from_millis(1)).await;
+        one.beat().await.expect("beat");
+        assert_eq!(one.replicas(), [ReplicaId(1)]);
     }
 }

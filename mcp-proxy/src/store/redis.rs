@@ -69,6 +69,8 @@ pub struct RedisStore {
     timeout: Duration,
     connection: tokio::sync::Mutex<Option<ConnectionManager>>,
     claim: redis::Script,
+    put: redis::Script,
+    remove: redis::Script,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -85,6 +87,25 @@ if not epoch or tonumber(epoch) ~= tonumber(ARGV[1]) then return false end
 redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'epoch', tonumber(epoch) + 1)
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return redis.call('HGETALL', KEYS[1])
+";
+
+/// Replaces a session's record unless another holder or epoch has it (KEYS: the record;
+/// ARGV: owner, epoch, record JSON, TTL in ms): 1 when written.
+const PUT: &str = r"
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if owner and (owner ~= ARGV[1] or redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[2]) then
+  return 0
+end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'epoch', ARGV[2], 'record', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1
+";
+
+/// Deletes a session's record if it names the owner given (KEYS: the record; ARGV: owner).
+const REMOVE: &str = r"
+if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1
 ";
 
 /// What a command's failure is to the store's users (never the URL: it may hold a password).
@@ -114,6 +135,8 @@ impl RedisStore {
             timeout: options.timeout,
             connection: tokio::sync::Mutex::new(None),
             claim: redis::Script::new(CLAIM),
+            put: redis::Script::new(PUT),
+            remove: redis::Script::new(REMOVE),
         })
     }
 
@@ -264,30 +287,18 @@ impl StateStore for RedisStore {
         Ok(live)
     }
 
-    async fn put_session(&self, state: &SessionState, ttl: Duration) -> Result<(), StoreError> {
+    async fn put_session(&self, state: &SessionState, ttl: Duration) -> Result<bool, StoreError> {
         let json = serde_json::to_string(state).map_err(|e| StoreError::Refused(e.to_string()))?;
         let mut c = self.connection().await?;
-        let key = self.key("session", &state.id);
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .cmd("DEL")
-            .arg(&key)
-            .ignore()
-            .cmd("HSET")
-            .arg(&key)
-            .arg("owner")
-            .arg(state.owner.0)
-            .arg("epoch")
+        let mut call = self.put.key(self.key("session", &state.id));
+        call.arg(state.owner.0)
             .arg(state.epoch)
-            .arg("record")
             .arg(json)
-            .ignore()
-            .cmd("PEXPIRE")
-            .arg(&key)
-            .arg(millis(ttl))
-            .ignore();
-        self.bounded(async move { pipe.query_async::<()>(&mut c).await })
-            .await
+            .arg(millis(ttl));
+        let written: i64 = self
+            .bounded(async move { call.invoke_async(&mut c).await })
+            .await?;
+        Ok(written == 1)
     }
 
     async fn session(&self, id: &str) -> Result<Option<SessionState>, StoreError> {
@@ -315,10 +326,12 @@ impl StateStore for RedisStore {
         Ok(fields.and_then(|f| session_of(id, f)))
     }
 
-    async fn remove_session(&self, id: &str) -> Result<(), StoreError> {
+    async fn remove_session(&self, id: &str, owner: ReplicaId) -> Result<(), StoreError> {
         let mut c = self.connection().await?;
-        let key = self.key("session", id);
-        self.bounded(async move { c.del::<_, ()>(&key).await })
+        let mut call = self.remove.key(self.key("session", id));
+        call.arg(owner.0);
+        self.bounded(async move { call.invoke_async::<i64>(&mut c).await })
             .await
+            .map(|_| ())
     }
 }
