@@ -99,6 +99,9 @@ pub struct Gateway {
     /// finds the others in. Not started: whoever serves starts its heartbeat
     /// ([`crate::store::StorePeers::start`]) and takes the replica out when stopping.
     pub registry: Option<Arc<crate::store::StorePeers>>,
+    /// With `gateway.cluster.redis`: what hands this replica's legacy sessions over to
+    /// another when it is gone (already in `http`; here for its counts).
+    pub handover: Option<Arc<crate::store::StoreHandover>>,
 }
 
 /// Where in the file something is wrong, and what.
@@ -162,6 +165,7 @@ fn read(text: &str) -> Result<Gateway, Problem> {
         return Err(problem);
     }
     leave_out_disabled(&mut root);
+    let digest = config_digest(&root);
     let file: file::ConfigFile =
         serde_path_to_error::deserialize(root).map_err(Problem::located)?;
     let servers = file
@@ -186,8 +190,9 @@ fn read(text: &str) -> Result<Gateway, Problem> {
             pin_file: None,
             http: Default::default(),
             registry: None,
+            handover: None,
         },
-        Some(g) => gateway(g, &keys, &config_digest(text))?,
+        Some(g) => gateway(g, &keys, &digest)?,
     };
     parsed.upstreams = upstreams;
     Ok(parsed)
@@ -210,9 +215,16 @@ fn surface(Choice(s): Choice<file::Surface>) -> Surface {
 }
 
 /// The top-level `gateway` object, as a [`Gateway`] without its upstreams.
-/// A digest of the configuration's text: replicas announce it, so that a skew shows.
-fn config_digest(text: &str) -> String {
-    let d = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
+/// A digest of what a configuration serves (its upstreams, views, pins, ...: all but
+/// `gateway.cluster` and `gateway.http`, which tell replicas and their listeners apart):
+/// replicas announce it, so that a skew shows.
+fn config_digest(root: &Value) -> String {
+    let mut served = root.clone();
+    if let Some(g) = served.get_mut("gateway").and_then(Value::as_object_mut) {
+        g.remove("cluster");
+        g.remove("http");
+    }
+    let d = ring::digest::digest(&ring::digest::SHA256, served.to_string().as_bytes());
     d.as_ref()[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -270,9 +282,9 @@ fn gateway(
         options.views = Some(rules);
     }
     let mut http = http.map(http::http).unwrap_or_default();
-    let mut registry = None;
+    let (mut registry, mut handover) = (None, None);
     if let Some(c) = cluster {
-        (http, registry) = cluster::cluster(c, &mut options, http, config_digest)?;
+        (http, registry, handover) = cluster::cluster(c, &mut options, http, config_digest)?;
     }
     Ok(Gateway {
         upstreams: Vec::new(),
@@ -282,5 +294,6 @@ fn gateway(
         pin_file,
         http,
         registry,
+        handover,
     })
 }
