@@ -12,22 +12,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod common;
+use common::cluster::{free_ports, haproxy_config, ready, registry_config};
 use common::conformance::{scenarios_at, serve, suite};
 use common::example;
 use common::redis::{installed, redis_server, scratch, Redis};
 
 #[path = "../../mcp-server/tests/raw_http/mod.rs"]
 mod raw_http;
-
-/// Free ports on 127.0.0.1, released for the processes to take.
-fn free_ports(n: usize) -> Vec<u16> {
-    let held: Vec<std::net::TcpListener> = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("bind"))
-        .collect();
-    held.iter()
-        .map(|l| l.local_addr().expect("addr").port())
-        .collect()
-}
 
 /// Replica `n`'s configuration in `dir`: the conformance server as its one stdio upstream
 /// (names unprefixed, as for the single gateway), the cluster's key in `key`, `ports` the
@@ -46,38 +37,6 @@ fn config(dir: &Path, n: usize, key: &Path, ports: &[u16]) -> PathBuf {
     let path = dir.join(format!("replica-{n}.json"));
     std::fs::write(&path, text.to_string()).expect("write config");
     path
-}
-
-/// HAProxy in front of `ports`, listening on `front`.
-fn haproxy_config(dir: &Path, front: u16, ports: &[u16]) -> PathBuf {
-    let servers: String = ports
-        .iter()
-        .enumerate()
-        .map(|(i, p)| format!("  server g{i} 127.0.0.1:{p} check inter 500ms\n"))
-        .collect();
-    let text = format!(
-        "global\n  maxconn 1024\ndefaults\n  mode http\n  timeout connect 2s\n  \
-         timeout client 120s\n  timeout server 120s\nfrontend mcp\n  bind 127.0.0.1:{front}\n  \
-         default_backend gateways\nbackend gateways\n  balance roundrobin\n  \
-         option httpchk GET /readyz\n  http-check expect status 200\n{servers}"
-    );
-    let path = dir.join("haproxy.cfg");
-    std::fs::write(&path, text).expect("write haproxy.cfg");
-    path
-}
-
-/// Whether `GET /readyz` on 127.0.0.1:`port` answers `200`.
-async fn ready(port: u16) -> bool {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let Ok(mut s) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
-        return false;
-    };
-    let ask = "GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-    let mut answer = Vec::new();
-    if s.write_all(ask.as_bytes()).await.is_err() || s.read_to_end(&mut answer).await.is_err() {
-        return false;
-    }
-    answer.starts_with(b"HTTP/1.1 200")
 }
 
 #[tokio::test]
@@ -116,21 +75,6 @@ async fn conformance_through_haproxy_in_front_of_three_replicas_is_the_single_ga
     }
     drop(gateways);
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// Replica `n`'s configuration with the registry in Redis at the URL in `url_file`,
-/// announcing `port`.
-fn registry_config(dir: &Path, n: usize, key: &Path, url_file: &Path, port: u16) -> PathBuf {
-    let text = serde_json::json!({
-        "mcpServers": {"conformance": {
-            "command": example("conformance-server"), "args": ["--stdio"], "namespace": ""}},
-        "gateway": {"startupWaitMillis": 60000, "cluster": {
-            "replica": n, "keys": [{"name": "test", "secretFile": key}],
-            "redis": {"urlFile": url_file, "prefix": "e2e"},
-            "advertise": format!("http://127.0.0.1:{port}")}}});
-    let path = dir.join(format!("registry-{n}.json"));
-    std::fs::write(&path, text.to_string()).expect("write config");
-    path
 }
 
 #[tokio::test]

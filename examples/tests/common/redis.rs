@@ -93,6 +93,11 @@ impl Redis {
     pub async fn stop(mut self) {
         let _ = self.child.kill().await;
     }
+
+    /// Kills it, keeping the handle (to start another on its socket).
+    pub async fn kill(&mut self) {
+        let _ = self.child.kill().await;
+    }
 }
 
 /// A scratch directory for `tag`, this process's own.
