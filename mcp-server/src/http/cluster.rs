@@ -26,6 +26,13 @@ pub trait Peers: Send + Sync + 'static {
 
     /// Every replica known (this one may be among them).
     fn replicas(&self) -> Vec<ReplicaId>;
+
+    /// The base URL `replica` was last known at, alive or not (default: its
+    /// [`Peers::address`]): a last try for a request whose state nobody else can take
+    /// (a registry that lost its entries may not list a replica that still serves).
+    fn last_known(&self, replica: ReplicaId) -> Option<http::Uri> {
+        self.address(replica)
+    }
 }
 
 /// Replicas at fixed addresses.

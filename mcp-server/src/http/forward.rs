@@ -60,6 +60,11 @@ impl Forwarder {
         self.sealer.replica()
     }
 
+    /// Whether `replica` is among the live replicas [`Peers`] knows.
+    pub(super) fn is_live(&self, replica: ReplicaId) -> bool {
+        self.peers.address(replica).is_some()
+    }
+
     /// What seals and signs for this replica.
     pub(super) fn sealer(&self) -> &Sealer {
         &self.sealer
@@ -99,7 +104,7 @@ impl Forwarder {
         }
     }
 
-    /// The request (`parts`, `body`) answered by replica `to`.
+    /// The request (`parts`, `body`) answered by replica `to`, if it is live.
     pub(super) async fn forward(
         &self,
         to: ReplicaId,
@@ -110,6 +115,30 @@ impl Forwarder {
             tracing::warn!(replica = %to, "no address for the replica holding a request's state");
             return Forwarded::Unreachable;
         };
+        self.forward_at(to, base, parts, body).await
+    }
+
+    /// The request answered by replica `to` at the address it was last known at, live or
+    /// not (see [`Peers::last_known`]).
+    pub(super) async fn forward_last_known(
+        &self,
+        to: ReplicaId,
+        parts: &http::request::Parts,
+        body: Bytes,
+    ) -> Forwarded {
+        match self.peers.last_known(to) {
+            Some(base) => self.forward_at(to, base, parts, body).await,
+            None => Forwarded::Unreachable,
+        }
+    }
+
+    async fn forward_at(
+        &self,
+        to: ReplicaId,
+        base: http::Uri,
+        parts: &http::request::Parts,
+        body: Bytes,
+    ) -> Forwarded {
         let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
         let Some(uri) = base.authority().and_then(|a| {
             format!("{}://{a}{path}", base.scheme_str().unwrap_or("http"))
@@ -156,11 +185,18 @@ impl Forwarder {
 }
 
 impl Forwarder {
-    /// Resolves once replica `to` is no longer among the live replicas [`Peers`] knows.
+    /// Resolves once replica `to` is not (or no longer) among the live replicas [`Peers`]
+    /// knows, and has not come back within a poll.
     async fn gone(&self, to: ReplicaId) {
+        let mut missing = 0;
         loop {
             tokio::time::sleep(GONE_POLL).await;
-            if self.peers.address(to).is_none() {
+            missing = if self.peers.address(to).is_none() {
+                missing + 1
+            } else {
+                0
+            };
+            if missing >= 2 {
                 return;
             }
         }
@@ -168,7 +204,7 @@ impl Forwarder {
 }
 
 /// How often a forward waiting for its answer looks whether the replica is still live.
-const GONE_POLL: Duration = Duration::from_millis(250);
+const GONE_POLL: Duration = Duration::from_millis(100);
 
 /// Headers meant for one connection only (RFC 9110 §7.6.1), which a hop does not carry on.
 const HOP_BY_HOP: [HeaderName; 7] = [

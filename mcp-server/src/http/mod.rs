@@ -53,6 +53,7 @@ pub mod layers;
 mod legacy;
 mod metrics;
 mod modern;
+mod moved;
 mod options;
 mod placed;
 mod rehome;
@@ -120,6 +121,8 @@ struct Inner {
     forwarder: Option<Arc<forward::Forwarder>>,
     /// Held while a legacy session is taken over from another replica (see `rehome.rs`).
     taking_over: tokio::sync::Mutex<()>,
+    /// Where the sessions taken over were last found (see `moved.rs`).
+    holders: moved::Holders,
 }
 
 impl StreamableHttp {
@@ -155,6 +158,7 @@ impl StreamableHttp {
                 sealer,
                 forwarder,
                 taking_over: tokio::sync::Mutex::new(()),
+                holders: moved::Holders::default(),
             }),
         }
     }

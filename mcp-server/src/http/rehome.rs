@@ -9,11 +9,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::Response;
 
-use super::forward::Forwarded;
 use super::handover::{SessionHandover, TakeOver};
 use super::legacy::LegacySession;
+use super::moved::{moved, Relayed};
 use super::reply::HttpBody;
-use super::session_id::{self, SessionClaims};
+use super::session_id;
 use super::{sessions, StreamableHttp};
 use crate::auth::{Principal, PrincipalDigest};
 use crate::seal::ReplicaId;
@@ -51,9 +51,28 @@ impl StreamableHttp {
         // An id this deployment did not issue is served here: `404`.
         let claims = session_id::open(sealer, r.id).ok()?;
         let me = sealer.replica();
-        if claims.owner != me {
-            if let Some(answer) = self.forward_direct(r, claims.owner).await {
-                return Some(answer);
+        let mut from = claims.owner;
+        if r.direct {
+            // Where the session was last found, else where it was opened.
+            let mut to = self.inner.holders.get(r.id).unwrap_or(claims.owner);
+            // At most three hops, each one: a replica that no longer holds the session
+            // names the one that does.
+            for _ in 0..3 {
+                if to == me {
+                    break;
+                }
+                match self.relay(r, to).await {
+                    Relayed::Answer(answer) => {
+                        self.inner.holders.note(r.id, to, claims.owner);
+                        return Some(answer);
+                    }
+                    Relayed::Moved(holder) => to = holder,
+                    Relayed::Unreachable => {
+                        self.inner.holders.forget(r.id);
+                        from = to;
+                        break;
+                    }
+                }
             }
         }
         let handover = handover?;
@@ -61,15 +80,18 @@ impl StreamableHttp {
             // Not its holder's: refused here as any other's request would be.
             return None;
         }
-        self.take_over(r, &claims, handover.as_ref()).await
+        self.take_over(r, from, claims.owner, handover.as_ref())
+            .await
     }
 
-    /// Takes the session over from `claims.owner`, gone, and resumes it here; when another
-    /// replica took it over first, the request goes there (if it may be forwarded).
+    /// Takes the session over from `from`, gone, and resumes it here; when another replica
+    /// holds it, the request goes there (a forwarded one is sent back to its sender with the
+    /// holder's name, while the holder is live: at most one hop at a time).
     async fn take_over(
         &self,
         r: &SessionRequest<'_>,
-        claims: &SessionClaims,
+        mut from: ReplicaId,
+        opened_by: ReplicaId,
         handover: &dyn SessionHandover,
     ) -> Option<Response<HttpBody>> {
         let me = self.inner.sealer.as_deref()?.replica();
@@ -79,7 +101,6 @@ impl StreamableHttp {
         if self.inner.sessions.holds(r.id) {
             return None;
         }
-        let mut from = claims.owner;
         // At most twice: the holder named by the record may be gone too.
         for _ in 0..2 {
             match handover.take_over(r.id, from).await {
@@ -88,11 +109,23 @@ impl StreamableHttp {
                     return None;
                 }
                 Ok(TakeOver::HeldBy(holder)) if holder != me => {
-                    if let Some(answer) = self.forward_direct(r, holder).await {
-                        return Some(answer);
+                    if !r.direct {
+                        if self.is_live(holder) {
+                            return Some(moved(holder));
+                        }
+                        from = holder;
+                        continue;
                     }
-                    from = holder;
+                    match self.relay(r, holder).await {
+                        Relayed::Answer(answer) => {
+                            self.inner.holders.note(r.id, holder, opened_by);
+                            return Some(answer);
+                        }
+                        Relayed::Moved(_) => return None,
+                        Relayed::Unreachable => from = holder,
+                    }
                 }
+                Ok(TakeOver::Gone) => return self.last_try(r, opened_by).await,
                 Ok(_) => return None,
                 Err(e) => {
                     // No split brain: without the store, no replica can take a session
@@ -103,22 +136,6 @@ impl StreamableHttp {
             }
         }
         None
-    }
-
-    /// The answer of replica `to`, if the request may be forwarded and `to` can be reached.
-    async fn forward_direct(
-        &self,
-        r: &SessionRequest<'_>,
-        to: ReplicaId,
-    ) -> Option<Response<HttpBody>> {
-        if !r.direct {
-            return None;
-        }
-        let forwarder = self.inner.forwarder.as_ref()?;
-        match forwarder.forward(to, r.parts, r.body.clone()).await {
-            Forwarded::Answer(answer) => Some(answer),
-            Forwarded::Unreachable => None,
-        }
     }
 
     /// Resumes the session taken over, from `snapshot`, and holds it here.
