@@ -6,7 +6,9 @@
 //! landing on replica 2, is served under the same session id, with no new
 //! `initialize`: its log level still reaches the upstream, and an update of the resource
 //! still reaches it. Another principal presenting the id takes nothing over; an id the
-//! store has no record of gets `404`.
+//! store has no record of gets `404`. And when the store lost a session's record and the
+//! registry its holder's entry (`FLUSHALL`) while the holder still serves, a request
+//! landing elsewhere still reaches the holder; once the holder is gone too, `404`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -20,7 +22,7 @@ use mcp_proxy::store::{
 };
 use mcp_proxy::{Aggregator, AggregatorOptions};
 use mcp_server::auth::{ApiKey, ApiKeys, Authorization, Principal, ProtectedResource};
-use mcp_server::http::{serve, HttpOptions, StreamableHttp};
+use mcp_server::http::{serve, HttpOptions, Peers, StreamableHttp};
 use mcp_server::seal::{ReplicaId, SealKey, Sealer};
 use mcp_server::{RequestContext, ServerHandler, Subscriber};
 use mcp_types::protocol::*;
@@ -111,17 +113,45 @@ impl ServerHandler for Upstream {
     }
 }
 
-/// One replica: what serves, and what to stop to kill it.
+/// A replica's view of the registry, which a test can make lose another replica (as a
+/// registry emptied by `FLUSHALL` has, until that replica announces itself again).
+struct Forgetful {
+    registry: Arc<StorePeers>,
+    forgotten: Mutex<Option<ReplicaId>>,
+}
+
+impl Peers for Forgetful {
+    fn address(&self, replica: ReplicaId) -> Option<http::Uri> {
+        let forgotten = *self.forgotten.lock().expect("lock") == Some(replica);
+        (!forgotten)
+            .then(|| self.registry.address(replica))
+            .flatten()
+    }
+
+    fn replicas(&self) -> Vec<ReplicaId> {
+        self.registry.replicas()
+    }
+
+    fn last_known(&self, replica: ReplicaId) -> Option<http::Uri> {
+        self.registry.last_known(replica)
+    }
+}
+
+/// One replica: what serves, and what to stop to kill it. Everything reaches it through its
+/// door (hosts and the other replica alike), which its death closes.
 struct Replica {
     agg: Aggregator,
     addr: std::net::SocketAddr,
+    door: Front,
+    peers: Arc<Forgetful>,
     serving: JoinHandle<()>,
     beating: JoinHandle<()>,
 }
 
 impl Replica {
-    /// Killed: no listener, no heartbeat, its aggregator gone.
+    /// Killed: no listener, no connection, no heartbeat, its aggregator gone.
     async fn kill(self) {
+        self.door.close();
         self.serving.abort();
         self.beating.abort();
         self.agg.shutdown().await;
@@ -134,16 +164,16 @@ async fn replicas(store: Arc<dyn StateStore>) -> [Replica; 2] {
     let mut registries = Vec::new();
     for n in 1..=2u16 {
         let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = l.local_addr().expect("addr");
-        let me = ReplicaEntry::new(ReplicaId(n), format!("http://{addr}"), "same config");
+        let door = Front::to(l.local_addr().expect("addr")).await;
+        let me = ReplicaEntry::new(ReplicaId(n), format!("http://{}", door.addr), "same config");
         registries.push(StorePeers::new(store.clone(), me, Duration::from_secs(3)));
-        bound.push((n, l, addr));
+        bound.push((n, l, door));
     }
     for r in &registries {
         r.beat().await.expect("announced");
     }
     let mut out = Vec::new();
-    for ((n, listener, addr), registry) in bound.into_iter().zip(registries) {
+    for ((n, listener, door), registry) in bound.into_iter().zip(registries) {
         registry.beat().await.expect("every replica known");
         let key = SealKey::new("shared", &[9; 32]).expect("key");
         let sealer = Arc::new(Sealer::new(vec![key], ReplicaId(n)).expect("sealer"));
@@ -162,16 +192,22 @@ async fn replicas(store: Arc<dyn StateStore>) -> [Replica; 2] {
             .with(ApiKey::new("alice", ALICE, Principal::new("alice")))
             .with(ApiKey::new("bob", BOB, Principal::new("bob")));
         let resource = ProtectedResource::new("http://127.0.0.1/mcp").expect("resource");
+        let peers = Arc::new(Forgetful {
+            registry: registry.clone(),
+            forgotten: Mutex::new(None),
+        });
         let http = HttpOptions::default()
             .sealer(sealer.clone())
-            .peers(registry.clone())
+            .peers(peers.clone())
             .placement(Arc::new(GatewayPlacement::new(sealer)))
             .session_handover(handover)
             .authorization(Authorization::new(keys, resource));
         let endpoint = StreamableHttp::new(agg.server(Default::default()), http);
         out.push(Replica {
             agg,
-            addr,
+            addr: door.addr,
+            door,
+            peers,
             serving: tokio::spawn(async move {
                 let _ = serve(listener, endpoint).await;
             }),
@@ -188,6 +224,23 @@ struct Front {
     addr: std::net::SocketAddr,
     backend: Arc<Mutex<std::net::SocketAddr>>,
     conns: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
+    /// Its accepting: aborted, its listener goes, and connecting is refused.
+    accepting: tokio::task::AbortHandle,
+}
+
+impl Front {
+    /// How many connections it holds now.
+    fn connections(&self) -> usize {
+        self.conns.lock().expect("lock").len()
+    }
+
+    /// Cuts every connection, and refuses every new one from now on.
+    fn close(&self) {
+        self.accepting.abort();
+        for c in self.conns.lock().expect("lock").drain(..) {
+            c.abort();
+        }
+    }
 }
 
 impl Front {
@@ -197,7 +250,7 @@ impl Front {
         let backend = Arc::new(Mutex::new(backend));
         let conns: Arc<Mutex<Vec<tokio::task::AbortHandle>>> = Arc::default();
         let (b, c) = (backend.clone(), conns.clone());
-        tokio::spawn(async move {
+        let accepting = tokio::spawn(async move {
             while let Ok((mut client, _)) = l.accept().await {
                 let to = *b.lock().expect("lock");
                 let relay = tokio::spawn(async move {
@@ -212,6 +265,7 @@ impl Front {
             addr,
             backend,
             conns,
+            accepting: accepting.abort_handle(),
         }
     }
 
@@ -339,6 +393,52 @@ async fn a_legacy_session_carries_on_at_another_replica_when_its_own_is_killed()
     host.call_tool("up__log", Map::new())
         .await
         .expect("still Alice's");
+    two.kill().await;
+}
+
+#[tokio::test]
+async fn a_holder_the_registry_and_the_store_both_lost_serves_on_until_it_is_gone() {
+    let recorded = Arc::new(Recorded::default());
+    let store: Arc<dyn StateStore> = recorded.clone();
+    let [one, two] = replicas(store.clone()).await;
+    let front = Front::to(one.addr).await;
+    let url = format!("http://{}/mcp", front.addr);
+    let renewals = Arc::new(AtomicU64::new(0));
+    let host = legacy_host(&url, ALICE, renewals.clone()).await;
+    host.call_tool("up__log", Map::new()).await.expect("called");
+    let written = mcp_examples::wait_until(Duration::from_secs(5), || async {
+        recorded.one_session().await.is_some()
+    })
+    .await;
+    assert!(written, "the session is recorded");
+    let id = recorded.one_session().await.expect("a record").id;
+    // The store loses the record and replica 2 the registry's entry of replica 1, which
+    // still serves: a request landing on 2 still reaches it.
+    store
+        .remove_session(&id, ReplicaId(1))
+        .await
+        .expect("removed");
+    *two.peers.forgotten.lock().expect("lock") = Some(ReplicaId(1));
+    front.switch(two.addr);
+    // The host opens its stream for notifications again (through replica 2): by then it
+    // has seen its connections cut.
+    let again =
+        mcp_examples::wait_until(Duration::from_secs(5), || async { front.connections() > 0 })
+            .await;
+    assert!(again, "the host connects again");
+    for _ in 0..5 {
+        host.call_tool("up__log", Map::new())
+            .await
+            .expect("served by replica 1 through replica 2");
+    }
+    assert_eq!(renewals.load(Ordering::SeqCst), 0, "the session stayed");
+    assert_eq!(recorded.one_session().await, None, "nobody took it over");
+    // Replica 1 gone too: nobody can serve the session, so 404 and a new one.
+    one.kill().await;
+    host.call_tool("up__log", Map::new())
+        .await
+        .expect("served in a new session");
+    assert_eq!(renewals.load(Ordering::SeqCst), 1, "initialized again");
     two.kill().await;
 }
 

@@ -10,7 +10,7 @@ use crate::store::{ReplicaEntry, StorePeers};
 use super::file;
 use super::Problem;
 
-/// How long a replica's announcement lasts: it beats every third of it, and one that
+/// How long a replica's announcement lasts: it beats every quarter of it, and one that
 /// stops is gone within it.
 pub const REGISTRY_TTL: Duration = Duration::from_secs(3);
 

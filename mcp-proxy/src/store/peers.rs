@@ -1,5 +1,5 @@
 //! [`StorePeers`]: where the other replicas are, as the store's registry says: this
-//! replica announces itself there every third of its TTL and reads the others back, so
+//! replica announces itself there every quarter of its TTL and reads the others back, so
 //! that replicas come and go without a list to edit. A replica that stops announcing is
 //! gone within its TTL; while the store cannot be reached, the last list read stands, and
 //! for a TTL after it answers again the replicas known before stay known (a store that
@@ -23,6 +23,8 @@ pub struct StorePeers {
     me: ReplicaEntry,
     ttl: Duration,
     known: RwLock<HashMap<ReplicaId, http::Uri>>,
+    /// Every replica ever read, at its last address (at most one per replica number).
+    seen: RwLock<HashMap<ReplicaId, http::Uri>>,
     lease: Arc<Lease>,
     /// Until when the replicas known before an outage stay known.
     grace: parking_lot::Mutex<Option<tokio::time::Instant>>,
@@ -45,6 +47,7 @@ impl StorePeers {
             me,
             ttl,
             known: RwLock::new(HashMap::new()),
+            seen: RwLock::new(HashMap::new()),
             lease: Arc::new(Lease::new(ttl)),
             grace: parking_lot::Mutex::new(None),
         })
@@ -71,6 +74,9 @@ impl StorePeers {
             .into_iter()
             .filter_map(|e| Some((e.replica, e.address.parse::<http::Uri>().ok()?)))
             .collect();
+        self.seen
+            .write()
+            .extend(known.iter().map(|(r, a)| (*r, a.clone())));
         let grace = *self.grace.lock();
         if grace.is_some_and(|until| tokio::time::Instant::now() < until) {
             for (replica, address) in self.known.read().iter() {
@@ -81,7 +87,7 @@ impl StorePeers {
         Ok(skewed)
     }
 
-    /// Beats every third of the TTL until the returned task is aborted (or the runtime
+    /// Beats every quarter of the TTL until the returned task is aborted (or the runtime
     /// ends); a failure is logged once per outage, and the last list read stands.
     pub fn start(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
         let me = self.clone();
@@ -106,7 +112,7 @@ impl StorePeers {
                     }
                     Err(_) => {}
                 }
-                tokio::time::sleep(me.ttl / 3).await;
+                tokio::time::sleep(me.ttl / BEATS_PER_TTL).await;
             }
         })
     }
@@ -133,6 +139,10 @@ impl StorePeers {
     }
 }
 
+/// How many times a replica announces itself within its TTL: a replica that stops is
+/// gone from the others' lists within the TTL and one beat.
+const BEATS_PER_TTL: u32 = 4;
+
 impl Peers for StorePeers {
     fn address(&self, replica: ReplicaId) -> Option<http::Uri> {
         self.known.read().get(&replica).cloned()
@@ -142,6 +152,10 @@ impl Peers for StorePeers {
         let mut all: Vec<ReplicaId> = self.known.read().keys().copied().collect();
         all.sort();
         all
+    }
+
+    fn last_known(&self, replica: ReplicaId) -> Option<http::Uri> {
+        self.seen.read().get(&replica).cloned()
     }
 }
 
