@@ -4,8 +4,11 @@
 //! `/readyz`, a request whose server refuses it retried on another).
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+use super::conformance::serve;
 use super::example;
+use super::redis::{installed, redis_server, scratch, Redis};
 
 /// Free ports on 127.0.0.1, released for the processes to take.
 pub fn free_ports(n: usize) -> Vec<u16> {
@@ -69,4 +72,150 @@ pub fn registry_config(dir: &Path, n: usize, key: &Path, url_file: &Path, port: 
     let path = dir.join(format!("registry-{n}.json"));
     std::fs::write(&path, text.to_string()).expect("write config");
     path
+}
+
+/// The registry's TTL (`REGISTRY_TTL` in `mcp-proxy`).
+pub const REGISTRY_TTL: Duration = Duration::from_secs(3);
+
+/// Redis, three replicas on `ports`, and HAProxy on `front`.
+pub struct Cluster {
+    pub dir: PathBuf,
+    pub redis: Redis,
+    pub redis_program: PathBuf,
+    pub key: PathBuf,
+    pub url_file: PathBuf,
+    pub ports: Vec<u16>,
+    pub replicas: Vec<Option<tokio::process::Child>>,
+    pub front: u16,
+    pub _haproxy: tokio::process::Child,
+}
+
+impl Cluster {
+    pub async fn start(tag: &str) -> Option<Cluster> {
+        let program = redis_server()?;
+        let haproxy = installed("haproxy", "haproxy")?;
+        let dir = scratch(tag);
+        let redis = Redis::start(&program, &dir, None).await;
+        let url_file = dir.join("redis.url");
+        std::fs::write(&url_file, redis.url(None)).expect("url file");
+        let key = dir.join("cluster.key");
+        std::fs::write(&key, "a test key of more than thirty-two bytes, shared").expect("key");
+        let all = free_ports(4);
+        let (front, ports) = (all[0], all[1..].to_vec());
+        let cfg = haproxy_config(&dir, front, &ports);
+        let haproxy = tokio::process::Command::new(haproxy)
+            .arg("-db")
+            .arg("-f")
+            .arg(&cfg)
+            .stdout(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("haproxy starts");
+        let mut cluster = Cluster {
+            dir,
+            redis,
+            redis_program: program,
+            key,
+            url_file,
+            replicas: vec![None, None, None],
+            ports,
+            front,
+            _haproxy: haproxy,
+        };
+        for n in 1..=3 {
+            cluster.start_replica(n).await;
+        }
+        let all_up = mcp_examples::wait_until(Duration::from_secs(10), || async {
+            cluster.redis.cli(&["SCARD", "e2e:replicas"]).await == ["3"]
+        })
+        .await;
+        assert!(all_up, "three replicas registered");
+        let up = mcp_examples::wait_until(Duration::from_secs(10), || ready(front)).await;
+        assert!(up, "haproxy serves the replicas' /readyz");
+        Some(cluster)
+    }
+
+    /// Starts replica `n` (1-based), and waits until it serves.
+    pub async fn start_replica(&mut self, n: usize) {
+        let port = self.ports[n - 1];
+        let path = registry_config(&self.dir, n, &self.key, &self.url_file, port);
+        let (path, listen) = (path.display().to_string(), format!("127.0.0.1:{port}"));
+        let args = ["--config", path.as_str(), "--http", listen.as_str()];
+        let (child, _url) = serve(&example("gateway"), &args).await;
+        self.replicas[n - 1] = Some(child);
+    }
+
+    /// Kills replica `n` (`SIGKILL`) and waits for it to be gone.
+    pub async fn kill(&mut self, n: usize) {
+        if let Some(mut child) = self.replicas[n - 1].take() {
+            child.kill().await.expect("killed");
+        }
+    }
+
+    /// Stops replica `n` as an operator would (`SIGTERM`), and waits for it to exit.
+    pub async fn terminate(&mut self, n: usize) {
+        self.signal(n, "TERM").await;
+        if let Some(mut child) = self.replicas[n - 1].take() {
+            let exited = tokio::time::timeout(Duration::from_secs(30), child.wait()).await;
+            assert!(exited.is_ok(), "replica {n} exits after SIGTERM");
+        }
+    }
+
+    /// Sends `signal` (`STOP`, `CONT`, `TERM`) to replica `n`.
+    pub async fn signal(&self, n: usize, signal: &str) {
+        let pid = self.replicas[n - 1]
+            .as_ref()
+            .and_then(tokio::process::Child::id)
+            .expect("running");
+        let status = tokio::process::Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(pid.to_string())
+            .status()
+            .await
+            .expect("kill runs");
+        assert!(status.success(), "kill -{signal}");
+    }
+
+    /// Starts Redis again, empty (it keeps nothing on disk), on the same socket.
+    pub async fn restart_redis(&mut self) {
+        self.redis = Redis::start(&self.redis_program, &self.dir, None).await;
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.front)
+    }
+
+    /// The ids of the legacy sessions recorded in Redis.
+    pub async fn sessions(&self) -> Vec<String> {
+        let keys = self.redis.cli(&["KEYS", "e2e:session:*"]).await;
+        keys.iter()
+            .filter_map(|k| k.strip_prefix("e2e:session:"))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// The id of the one legacy session recorded in Redis.
+    pub async fn session_id(&self) -> String {
+        let ids = self.sessions().await;
+        assert_eq!(ids.len(), 1, "one session recorded: {ids:?}");
+        ids[0].clone()
+    }
+
+    /// A field (`owner`, `epoch`, `record`) of session `id`'s record.
+    pub async fn field(&self, id: &str, field: &str) -> String {
+        let key = format!("e2e:session:{id}");
+        let out = self.redis.cli(&["HGET", &key, field]).await;
+        out.into_iter().next().unwrap_or_default()
+    }
+
+    /// The replica holding session `id`, by its record.
+    pub async fn owner(&self, id: &str) -> usize {
+        self.field(id, "owner").await.parse().expect("an owner")
+    }
+
+    pub async fn stop(self) {
+        drop(self.replicas);
+        self.redis.stop().await;
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }

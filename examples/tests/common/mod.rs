@@ -14,6 +14,7 @@ mod schemas;
 
 pub mod cluster;
 pub mod conformance;
+pub mod hosts;
 pub mod redis;
 
 /// Records every message a side sends and, if asked, every message it receives.
