@@ -40,6 +40,8 @@ pub(super) struct Forwarder {
     client: Client<HttpConnector, Full<Bytes>>,
     peers: Arc<dyn Peers>,
     sealer: Arc<Sealer>,
+    /// Counts what is forwarded, when the endpoint's server keeps counts.
+    stats: Option<Arc<crate::ServerStats>>,
 }
 
 impl Forwarder {
@@ -52,7 +54,14 @@ impl Forwarder {
             client,
             peers,
             sealer,
+            stats: None,
         }
+    }
+
+    /// Counting each request it forwards in `stats`.
+    pub(super) fn counted(mut self, stats: Arc<crate::ServerStats>) -> Forwarder {
+        self.stats = Some(stats);
+        self
     }
 
     /// This replica.
@@ -156,6 +165,9 @@ impl Forwarder {
         *request.uri_mut() = uri;
         copy_end_to_end(&parts.headers, request.headers_mut());
         request.headers_mut().insert(hop::HOP.clone(), signed);
+        if let Some(s) = &self.stats {
+            s.forward_sent();
+        }
         let answered = tokio::select! {
             r = self.client.request(request) => r,
             () = self.gone(to) => {
@@ -172,6 +184,13 @@ impl Forwarder {
                 Forwarded::Unreachable
             }
             Err(e) => {
+                if refuses_connections(&base).await {
+                    // It closed a kept-alive connection as the request went out, and takes
+                    // no new one: it is stopping (a graceful stop closes only connections
+                    // with nothing to answer) or gone. Served here, as if unreachable.
+                    tracing::warn!(replica = %to, "the replica holding a request's state closed its connection and takes no new one: {e}");
+                    return Forwarded::Unreachable;
+                }
                 tracing::warn!(replica = %to, "forwarding to the replica failed: {e}");
                 Forwarded::Answer(rpc_error(
                     StatusCode::BAD_GATEWAY,
@@ -201,6 +220,19 @@ impl Forwarder {
             }
         }
     }
+}
+
+/// Whether the replica at `base` refuses new connections now.
+async fn refuses_connections(base: &http::Uri) -> bool {
+    let Some(authority) = base.authority() else {
+        return false;
+    };
+    let port = authority.port_u16().unwrap_or(80);
+    let connecting = tokio::net::TcpStream::connect((authority.host(), port));
+    matches!(
+        tokio::time::timeout(CONNECT_TIMEOUT, connecting).await,
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused
+    )
 }
 
 /// How often a forward waiting for its answer looks whether the replica is still live.
