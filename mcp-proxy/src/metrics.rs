@@ -165,6 +165,7 @@ pub struct Metrics {
     refusals: Counter,
     session_evictions: Family<ReasonLabels, Counter>,
     session_refusals: Family<ReasonLabels, Counter>,
+    forwarded: Counter,
     /// The server in front of the aggregator, whose hosts are counted.
     server: Mutex<Option<Arc<mcp_server::ServerStats>>>,
     /// The (upstream, tool) pairs given labels of their own.
@@ -203,6 +204,7 @@ impl Metrics {
         let hosts = Family::<RevisionLabels, Gauge>::default();
         let refusals = Counter::default();
         let (session_evictions, session_refusals) = (Family::default(), Family::default());
+        let forwarded = Counter::default();
         registry.register(
             "upstream_calls",
             "Tool calls relayed to an upstream, by tool and outcome",
@@ -261,6 +263,12 @@ impl Metrics {
             session_evictions.clone(),
         );
         registry.register(
+            "http_forwarded",
+            "Requests taken to the replica holding their state (a legacy session, a parked \
+             call, a task), over the internal hop",
+            forwarded.clone(),
+        );
+        registry.register(
             "http_session_refusals",
             "Legacy HTTP initialize requests refused, every session that could make room in \
              use, by reason: table_full (503), client_quota (429)",
@@ -280,6 +288,7 @@ impl Metrics {
             refusals,
             session_evictions,
             session_refusals,
+            forwarded,
             server: Mutex::new(None),
             labelled: Mutex::new(HashSet::new()),
             rendering: Mutex::new(Vec::new()),
@@ -405,6 +414,7 @@ impl Metrics {
                     .set(i64::try_from(h.hosts).unwrap_or(i64::MAX));
             }
             catch_up(&self.refusals, stats.translation_refusals());
+            catch_up(&self.forwarded, stats.forwarded());
             let s = stats.sessions();
             let (evictions, refusals) = (&self.session_evictions, &self.session_refusals);
             catch_up(&evictions.get_or_create(&TABLE_FULL), s.evicted_table_full);

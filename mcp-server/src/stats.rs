@@ -17,6 +17,7 @@ pub struct ServerStats {
     /// By [`SessionPressure`]: idle sessions ended for a new one, `initialize`s refused.
     evicted: [AtomicU64; 2],
     refused: [AtomicU64; 2],
+    forwarded: AtomicU64,
 }
 
 /// What kept a legacy HTTP session's `initialize` from simply being added.
@@ -84,6 +85,16 @@ impl ServerStats {
             refused_table_full: get(&self.refused, SessionPressure::TableFull),
             refused_client_quota: get(&self.refused, SessionPressure::ClientQuota),
         }
+    }
+
+    /// Requests taken to the replica holding their state, over the internal hop (see
+    /// `mcp_server::http::HttpOptions::peers`), since the server started.
+    pub fn forwarded(&self) -> u64 {
+        self.forwarded.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn forward_sent(&self) {
+        self.forwarded.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn session_evicted(&self, why: SessionPressure) {

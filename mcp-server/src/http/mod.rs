@@ -140,11 +140,9 @@ impl StreamableHttp {
                 None
             }
         });
-        let forwarder = options
-            .peers
-            .as_ref()
-            .zip(sealer.clone())
-            .map(|(p, s)| Arc::new(forward::Forwarder::new(p.0.clone(), s)));
+        let forwarder = options.peers.as_ref().zip(sealer.clone()).map(|(p, s)| {
+            Arc::new(forward::Forwarder::new(p.0.clone(), s).counted(server.stats()))
+        });
         StreamableHttp {
             inner: Arc::new(Inner {
                 sessions: Sessions::new(
