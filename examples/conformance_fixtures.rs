@@ -22,6 +22,21 @@ const PNG: &str = crate::PIXEL_PNG;
 /// A tiny WAV header.
 const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEARKwAAIhYAQACABAAZGF0YQAAAAA=";
 
+/// A resource that changes ten times a second: each subscription to it gets an update
+/// every 100 ms for five seconds (a bounded stream, for tests of subscriptions).
+const TICKING: &str = "test://ticking-resource";
+
+/// Tells `s` of 50 updates of [`TICKING`], 100 ms apart, or fewer if it goes away.
+async fn tick(s: mcp_server::Subscriber) {
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let update = json!({"uri": TICKING});
+        if s.notify(method::RESOURCES_UPDATED, update).await.is_err() {
+            return;
+        }
+    }
+}
+
 fn text(t: impl Into<String>) -> ContentBlock {
     ContentBlock::text(t)
 }
@@ -739,6 +754,7 @@ impl ServerHandler for Conformance {
                 r("test://static-text", "static-text", "text/plain"),
                 r("test://static-binary", "static-binary", "image/png"),
                 r("test://watched-resource", "watched-resource", "text/plain"),
+                r(TICKING, "ticking-resource", "text/plain"),
                 r(
                     "test://embedded-resource",
                     "embedded-resource",
@@ -783,6 +799,7 @@ impl ServerHandler for Conformance {
             "test://static-text" => contents("text/plain", Some("This is the content of the static text resource.".into()), None),
             "test://static-binary" => contents("image/png", None, Some(PNG)),
             "test://watched-resource" => contents("text/plain", Some("Watched resource content.".into()), None),
+            TICKING => contents("text/plain", Some("A resource that changes ten times a second.".into()), None),
             "test://embedded-resource" => contents("text/plain", Some("This is an embedded resource content.".into()), None),
             uri => match uri.strip_prefix("test://template/").and_then(|r| r.strip_suffix("/data")) {
                 Some(id) => contents("application/json", Some(json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")}).to_string()), None),
@@ -799,10 +816,13 @@ impl ServerHandler for Conformance {
 
     async fn subscribe(
         &self,
-        _ctx: &RequestContext,
-        _p: ResourceRequestParams,
-        _subscribe: bool,
+        ctx: &RequestContext,
+        p: ResourceRequestParams,
+        subscribe: bool,
     ) -> Result<(), ErrorObject> {
+        if let (true, TICKING, Some(s)) = (subscribe, p.uri.as_str(), ctx.subscriber()) {
+            tokio::spawn(tick(s));
+        }
         Ok(())
     }
 

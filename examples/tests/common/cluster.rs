@@ -28,12 +28,13 @@ pub fn haproxy_config(dir: &Path, front: u16, ports: &[u16]) -> PathBuf {
         .map(|(i, p)| format!("  server g{i} 127.0.0.1:{p} check inter 500ms\n"))
         .collect();
     let text = format!(
-        "global\n  maxconn 1024\ndefaults\n  mode http\n  timeout connect 2s\n  \
+        "global\n  maxconn 1024\n  stats socket {}/haproxy.sock mode 600 level user\ndefaults\n  mode http\n  timeout connect 2s\n  \
          timeout client 120s\n  timeout server 120s\nfrontend mcp\n  bind 127.0.0.1:{front}\n  \
          default_backend gateways\nbackend gateways\n  balance roundrobin\n  \
          option httpchk GET /readyz\n  http-check expect status 200\n  \
          timeout check 500ms\n  retries 3\n  option redispatch 1\n  \
-         retry-on conn-failure empty-response\n{servers}"
+         retry-on conn-failure empty-response\n{servers}",
+        dir.display()
     );
     let path = dir.join("haproxy.cfg");
     std::fs::write(&path, text).expect("write haproxy.cfg");
@@ -62,13 +63,28 @@ pub async fn get(port: u16, path: &str) -> String {
 /// Replica `n`'s configuration with the registry in Redis at the URL in `url_file`,
 /// announcing `port`.
 pub fn registry_config(dir: &Path, n: usize, key: &Path, url_file: &Path, port: u16) -> PathBuf {
-    let text = serde_json::json!({
+    registry_config_paged(dir, n, key, url_file, port, None)
+}
+
+/// [`registry_config`], listing `page_size` items a page if given.
+pub fn registry_config_paged(
+    dir: &Path,
+    n: usize,
+    key: &Path,
+    url_file: &Path,
+    port: u16,
+    page_size: Option<u32>,
+) -> PathBuf {
+    let mut text = serde_json::json!({
         "mcpServers": {"conformance": {
             "command": example("conformance-server"), "args": ["--stdio"], "namespace": ""}},
         "gateway": {"startupWaitMillis": 60000, "cluster": {
             "replica": n, "keys": [{"name": "test", "secretFile": key}],
             "redis": {"urlFile": url_file, "prefix": "e2e"},
             "advertise": format!("http://127.0.0.1:{port}")}}});
+    if let Some(size) = page_size {
+        text["gateway"]["pageSize"] = size.into();
+    }
     let path = dir.join(format!("registry-{n}.json"));
     std::fs::write(&path, text.to_string()).expect("write config");
     path
@@ -88,10 +104,17 @@ pub struct Cluster {
     pub replicas: Vec<Option<tokio::process::Child>>,
     pub front: u16,
     pub _haproxy: tokio::process::Child,
+    /// Items a page of a list, if not the default.
+    pub page_size: Option<u32>,
 }
 
 impl Cluster {
     pub async fn start(tag: &str) -> Option<Cluster> {
+        Cluster::start_paged(tag, None).await
+    }
+
+    /// [`Cluster::start`], each replica listing `page_size` items a page if given.
+    pub async fn start_paged(tag: &str, page_size: Option<u32>) -> Option<Cluster> {
         let program = redis_server()?;
         let haproxy = installed("haproxy", "haproxy")?;
         let dir = scratch(tag);
@@ -121,6 +144,7 @@ impl Cluster {
             ports,
             front,
             _haproxy: haproxy,
+            page_size,
         };
         for n in 1..=3 {
             cluster.start_replica(n).await;
@@ -138,7 +162,8 @@ impl Cluster {
     /// Starts replica `n` (1-based), and waits until it serves.
     pub async fn start_replica(&mut self, n: usize) {
         let port = self.ports[n - 1];
-        let path = registry_config(&self.dir, n, &self.key, &self.url_file, port);
+        let (key, url_file) = (&self.key, &self.url_file);
+        let path = registry_config_paged(&self.dir, n, key, url_file, port, self.page_size);
         let (path, listen) = (path.display().to_string(), format!("127.0.0.1:{port}"));
         let args = ["--config", path.as_str(), "--http", listen.as_str()];
         let (child, _url) = serve(&example("gateway"), &args).await;
@@ -217,5 +242,55 @@ impl Cluster {
         drop(self.replicas);
         self.redis.stop().await;
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Cluster {
+    /// How many requests HAProxy has sent each replica so far, in the replicas' order
+    /// (`show stat` on its stats socket: each server's `stot`, one per request in HTTP mode).
+    pub async fn served(&self) -> Vec<u64> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = tokio::net::UnixStream::connect(self.dir.join("haproxy.sock"))
+            .await
+            .expect("haproxy's stats socket");
+        s.write_all(b"show stat\n").await.expect("asked");
+        let mut csv = String::new();
+        s.read_to_string(&mut csv).await.expect("read");
+        let mut lines = csv.lines();
+        let header: Vec<&str> = lines
+            .next()
+            .unwrap_or_default()
+            .trim_start_matches("# ")
+            .split(',')
+            .collect();
+        let at = |name: &str| header.iter().position(|h| *h == name).expect(name);
+        let (px, sv, stot) = (at("pxname"), at("svname"), at("stot"));
+        let mut counts = vec![0; self.ports.len()];
+        for line in lines {
+            let cells: Vec<&str> = line.split(',').collect();
+            if cells.get(px) != Some(&"gateways") {
+                continue;
+            }
+            let server = cells.get(sv).and_then(|n| n.strip_prefix('g'));
+            if let Some(i) = server.and_then(|n| n.parse::<usize>().ok()) {
+                counts[i] = cells.get(stot).and_then(|c| c.parse().ok()).unwrap_or(0);
+            }
+        }
+        counts
+    }
+
+    /// How many requests the live replicas have forwarded to another
+    /// (`mcp_gateway_http_forwarded_total` in their `/metrics`).
+    pub async fn forwarded(&self) -> u64 {
+        let mut total = 0;
+        for port in &self.ports {
+            let metrics = get(*port, "/metrics").await;
+            total += metrics
+                .lines()
+                .find_map(|l| l.strip_prefix("mcp_gateway_http_forwarded_total "))
+                .and_then(|n| n.trim().parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+        total
     }
 }
