@@ -4,7 +4,10 @@ elicitations, lists 3 pages of tools, and waits for 10 updates of a resource (su
 with `resources/subscribe` in legacy mode, on a `subscriptions/listen` stream in
 2026-07-28), then prints what it saw as JSON: counts and every error.
 
-usage: cluster_host.py MODE URL   (MODE: legacy | 2026-07-28)
+usage: cluster_host.py MODE URL   (MODE: legacy | 2025-06-18 | 2026-07-28)
+
+MODE 2025-06-18 is legacy mode offering 2025-06-18 at `initialize`, as a host on an SDK of
+that revision would (this SDK offers its newest handshake revision otherwise).
 """
 
 import asyncio
@@ -12,6 +15,7 @@ import json
 import sys
 
 import anyio
+import mcp.client.session
 import mcp_types as types
 from mcp import Client
 
@@ -56,6 +60,9 @@ async def wait_for_updates(n, seconds):
 async def main() -> None:
     global updates
     mode, url = sys.argv[1], sys.argv[2]
+    if mode == "2025-06-18":
+        mcp.client.session.LATEST_HANDSHAKE_VERSION = mode
+        mode = "legacy"
     async with Client(url, mode=mode, elicitation_callback=elicit, message_handler=on_message) as client:
         calls = 0
         for _ in range(300):

@@ -23,13 +23,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_client::http::HttpConfig;
-use mcp_client::{ClientOptions, EraChoice, NoHandler};
 use serde_json::{json, Map};
 
 mod common;
 use common::cluster::{get, ready, Cluster, REGISTRY_TTL};
-use common::hosts::{legacy_host, load, logs, settle};
+use common::hosts::{legacy_host, load, logs, modern_host, settle};
 
 #[tokio::test]
 async fn a_killed_replicas_sessions_carry_on_elsewhere_within_a_second() {
@@ -174,15 +172,7 @@ async fn with_redis_down_live_owners_serve_on_and_a_session_to_move_starts_again
         }
         host.close().await;
     };
-    let modern = Arc::new(
-        mcp_client::connect_http(
-            HttpConfig::new(&url),
-            NoHandler,
-            ClientOptions::default().era(EraChoice::Modern),
-        )
-        .await
-        .expect("a 2026 host"),
-    );
+    let modern = Arc::new(modern_host(&url).await);
 
     cluster.redis.kill().await;
     let down = Instant::now();
@@ -257,15 +247,7 @@ async fn rolling_sigterm_of_every_replica_under_load_fails_no_call() {
     let renewals = Arc::new(AtomicU64::new(0));
     let legacy = Arc::new(legacy_host(&url, renewals.clone()).await);
     let id = settle(&cluster, &legacy).await;
-    let modern = Arc::new(
-        mcp_client::connect_http(
-            HttpConfig::new(&url),
-            NoHandler,
-            ClientOptions::default().era(EraChoice::Modern),
-        )
-        .await
-        .expect("a 2026 host"),
-    );
+    let modern = Arc::new(modern_host(&url).await);
     let stop = Arc::new(AtomicBool::new(false));
     let loads = [
         tokio::spawn(load(legacy.clone(), stop.clone())),

@@ -10,13 +10,11 @@ use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use mcp_client::http::HttpConfig;
-use mcp_client::{ClientOptions, EraChoice, NoHandler};
 use serde_json::Map;
 
 mod common;
 use common::cluster::Cluster;
-use common::hosts::{legacy_host, settle};
+use common::hosts::{legacy_host, modern_host, settle};
 
 /// The commands a session's record costs: the scripts that write, claim and remove one,
 /// and its reads.
@@ -50,13 +48,7 @@ async fn a_call_costs_redis_nothing_and_a_legacy_session_a_few_commands() {
         return;
     };
     let url = cluster.url();
-    let modern = mcp_client::connect_http(
-        HttpConfig::new(&url),
-        NoHandler,
-        ClientOptions::default().era(EraChoice::Modern),
-    )
-    .await
-    .expect("a 2026 host");
+    let modern = modern_host(&url).await;
     cluster.redis.cli(&["CONFIG", "RESETSTAT"]).await;
     for _ in 0..1000 {
         modern

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod common;
-use common::cluster::{free_ports, haproxy_config, ready, registry_config};
+use common::cluster::{free_ports, haproxy_config, ready, registry_config, start_haproxy};
 use common::conformance::{scenarios_at, serve, suite};
 use common::example;
 use common::redis::{installed, redis_server, scratch, Redis};
@@ -58,15 +58,7 @@ async fn conformance_through_haproxy_in_front_of_three_replicas_is_the_single_ga
         // Each prints its URL once it serves (its upstream started).
         gateways.push(serve(&example("gateway"), &args).await);
     }
-    let cfg = haproxy_config(&dir, front, replicas);
-    let _haproxy = tokio::process::Command::new(haproxy)
-        .arg("-db")
-        .arg("-f")
-        .arg(&cfg)
-        .stdout(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("haproxy starts");
+    let _haproxy = start_haproxy(&haproxy, &haproxy_config(&dir, front, replicas));
     let url = format!("http://127.0.0.1:{front}/mcp");
     let up = mcp_examples::wait_until(Duration::from_secs(10), || ready(front)).await;
     assert!(up, "haproxy serves the replicas' /readyz");

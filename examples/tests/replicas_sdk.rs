@@ -1,7 +1,7 @@
 //! Hosts built on the official SDKs, through a real HAProxy (round-robin, no stickiness) in
 //! front of three gateway replicas sharing Redis, each with its own stdio conformance
-//! server and lists of two items a page: the TypeScript SDK host (legacy, 2025-11-25) and
-//! the Python SDK host (legacy, and 2026-07-28) each make 300 calls, answer 30
+//! server and lists of two items a page: the TypeScript SDK host (2025-11-25) and the
+//! Python SDK host (2025-06-18, and 2026-07-28) each make 300 calls, answer 30
 //! elicitations, list 3 pages and receive 10 updates of a resource they subscribed to,
 //! with no error and no new session; every replica got at least a fifth of the requests,
 //! and requests were forwarded to the replica holding their state.
@@ -73,11 +73,11 @@ async fn sdk_hosts_through_haproxy_in_front_of_three_replicas_see_one_gateway() 
     assert_eq!(ts["protocolVersion"], "2025-11-25", "{ts}");
     check(&ts, "TypeScript SDK host");
     let python = interop_dir().join(".venv/bin/python");
-    for (mode, revision) in [("legacy", "2025-11-25"), ("2026-07-28", "2026-07-28")] {
-        let args = ["cluster_host.py", mode, url.as_str()];
+    for revision in ["2025-06-18", "2026-07-28"] {
+        let args = ["cluster_host.py", revision, url.as_str()];
         let seen = run_json(&python, &args, limit).await;
         assert_eq!(seen["protocolVersion"], revision, "{seen}");
-        check(&seen, &format!("Python SDK host ({mode})"));
+        check(&seen, &format!("Python SDK host ({revision})"));
     }
     let served = cluster.served().await;
     let total: u64 = served.iter().sum();

@@ -41,6 +41,18 @@ pub fn haproxy_config(dir: &Path, front: u16, ports: &[u16]) -> PathBuf {
     path
 }
 
+/// HAProxy (`program`) running the configuration at `cfg`, until dropped.
+pub fn start_haproxy(program: &Path, cfg: &Path) -> tokio::process::Child {
+    tokio::process::Command::new(program)
+        .arg("-db")
+        .arg("-f")
+        .arg(cfg)
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("haproxy starts")
+}
+
 /// Whether `GET /readyz` on 127.0.0.1:`port` answers `200`.
 pub async fn ready(port: u16) -> bool {
     get(port, "/readyz").await.starts_with("HTTP/1.1 200")
@@ -125,15 +137,7 @@ impl Cluster {
         std::fs::write(&key, "a test key of more than thirty-two bytes, shared").expect("key");
         let all = free_ports(4);
         let (front, ports) = (all[0], all[1..].to_vec());
-        let cfg = haproxy_config(&dir, front, &ports);
-        let haproxy = tokio::process::Command::new(haproxy)
-            .arg("-db")
-            .arg("-f")
-            .arg(&cfg)
-            .stdout(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("haproxy starts");
+        let haproxy = start_haproxy(&haproxy, &haproxy_config(&dir, front, &ports));
         let mut cluster = Cluster {
             dir,
             redis,

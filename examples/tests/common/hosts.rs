@@ -13,6 +13,14 @@ use serde_json::{json, Map};
 
 use super::cluster::Cluster;
 
+/// A 2026-07-28 host (our client) at `url`.
+pub async fn modern_host(url: &str) -> Client {
+    let options = ClientOptions::default().era(EraChoice::Modern);
+    mcp_client::connect_http(HttpConfig::new(url), NoHandler, options)
+        .await
+        .expect("a 2026 host")
+}
+
 /// A legacy host at `url`, counting the sessions it had to start again.
 pub async fn legacy_host(url: &str, renewals: Arc<AtomicU64>) -> Client {
     let config = HttpConfig::new(url).on_session_renewed(Arc::new(move |_| {
