@@ -413,9 +413,6 @@ impl StreamableHttp {
             caller,
         ));
         let _initializing = session.hold();
-        if let Some(h) = self.inner.sessions.handover() {
-            session.keep_with(&id, h.clone());
-        }
         let added = self
             .inner
             .sessions

@@ -30,6 +30,16 @@ pub(super) struct SessionRequest<'a> {
     pub(super) direct: bool,
 }
 
+/// What came of following a session from replica to replica.
+enum Followed {
+    /// The holder's answer.
+    Answer(Response<HttpBody>),
+    /// This replica cannot be reached: the session is to be taken over from it.
+    Gone(ReplicaId),
+    /// Not reached (it led here, or past the hops allowed).
+    NotReached,
+}
+
 impl StreamableHttp {
     /// The answer of the replica holding the session `r` names, when that is another
     /// replica; `None`: serve it here (held here, taken over, or `404`).
@@ -50,29 +60,14 @@ impl StreamableHttp {
         }
         // An id this deployment did not issue is served here: `404`.
         let claims = session_id::open(sealer, r.id).ok()?;
-        let me = sealer.replica();
         let mut from = claims.owner;
         if r.direct {
             // Where the session was last found, else where it was opened.
-            let mut to = self.inner.holders.get(r.id).unwrap_or(claims.owner);
-            // At most three hops, each one: a replica that no longer holds the session
-            // names the one that does.
-            for _ in 0..3 {
-                if to == me {
-                    break;
-                }
-                match self.relay(r, to).await {
-                    Relayed::Answer(answer) => {
-                        self.inner.holders.note(r.id, to, claims.owner);
-                        return Some(answer);
-                    }
-                    Relayed::Moved(holder) => to = holder,
-                    Relayed::Unreachable => {
-                        self.inner.holders.forget(r.id);
-                        from = to;
-                        break;
-                    }
-                }
+            let to = self.inner.holders.get(r.id).unwrap_or(claims.owner);
+            match self.follow(r, to, claims.owner).await {
+                Followed::Answer(answer) => return Some(answer),
+                Followed::Gone(gone) => from = gone,
+                Followed::NotReached => {}
             }
         }
         let handover = handover?;
@@ -116,13 +111,10 @@ impl StreamableHttp {
                         from = holder;
                         continue;
                     }
-                    match self.relay(r, holder).await {
-                        Relayed::Answer(answer) => {
-                            self.inner.holders.note(r.id, holder, opened_by);
-                            return Some(answer);
-                        }
-                        Relayed::Moved(_) => return None,
-                        Relayed::Unreachable => from = holder,
+                    match self.follow(r, holder, opened_by).await {
+                        Followed::Answer(answer) => return Some(answer),
+                        Followed::Gone(gone) => from = gone,
+                        Followed::NotReached => return None,
                     }
                 }
                 Ok(TakeOver::Gone) => return self.last_try(r, opened_by).await,
@@ -136,6 +128,35 @@ impl StreamableHttp {
             }
         }
         None
+    }
+
+    /// The request taken to replica `to` and on, as each replica that no longer holds the
+    /// session names the one that does (at most three forwards, each one hop); where it
+    /// was answered is remembered for the session opened by `opened_by`.
+    async fn follow(
+        &self,
+        r: &SessionRequest<'_>,
+        mut to: ReplicaId,
+        opened_by: ReplicaId,
+    ) -> Followed {
+        let me = self.inner.sealer.as_deref().map(|s| s.replica());
+        for _ in 0..3 {
+            if Some(to) == me {
+                break;
+            }
+            match self.relay(r, to).await {
+                Relayed::Answer(answer) => {
+                    self.inner.holders.note(r.id, to, opened_by);
+                    return Followed::Answer(answer);
+                }
+                Relayed::Moved(holder) => to = holder,
+                Relayed::Unreachable => {
+                    self.inner.holders.forget(r.id);
+                    return Followed::Gone(to);
+                }
+            }
+        }
+        Followed::NotReached
     }
 
     /// Resumes the session taken over, from `snapshot`, and holds it here.
@@ -154,9 +175,6 @@ impl StreamableHttp {
         if !session.resume(&snapshot).await {
             session.end().await;
             return;
-        }
-        if let Some(h) = self.inner.sessions.handover() {
-            session.keep_with(r.id, h.clone());
         }
         let added = self
             .inner

@@ -190,7 +190,8 @@ impl Sessions {
     }
 
     /// Has the manager admit a session for `client` (`None`: no quota applies) and holds
-    /// it, ending the sessions taken out to make room.
+    /// it, its snapshot kept with the handover from then on (if replicas share sessions),
+    /// ending the sessions taken out to make room.
     pub(super) async fn insert(
         self: &Arc<Self>,
         id: String,
@@ -198,6 +199,9 @@ impl Sessions {
         client: Option<SessionClient>,
     ) -> Result<(), SessionRefused> {
         self.start_sweeper();
+        if let Some(h) = &self.handover {
+            session.keep_with(&id, h.clone());
+        }
         let record = SessionRecord::new(id.clone(), client);
         let admitted = match self.manager.create(record, session.activity()).await {
             Ok(a) => a,
