@@ -94,11 +94,7 @@ mod tests {
         let heard = Arc::new(Mutex::new(Vec::new()));
         let announcer = Announcer::default();
         // Nobody listens yet: nothing to tell, and nothing fails.
-        let ids: Vec<UpstreamId> = [()]
-            .into_iter()
-            .collect::<super::super::id::PerUpstream<()>>()
-            .ids()
-            .collect();
+        let ids = super::super::test_parts::ids(1);
         let changed = ListsChanged {
             tools: true,
             resources: true,
@@ -124,11 +120,7 @@ mod tests {
         let told = Arc::new(Mutex::new(Vec::new()));
         let sink = told.clone();
         let announcer = Announcer::with_peers(Box::new(move |i, c| sink.lock().push((i, c))));
-        let ids: Vec<UpstreamId> = [()]
-            .into_iter()
-            .collect::<super::super::id::PerUpstream<()>>()
-            .ids()
-            .collect();
+        let ids = super::super::test_parts::ids(1);
         let changed = ListsChanged {
             prompts: true,
             ..Default::default()
