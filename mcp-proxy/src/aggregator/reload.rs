@@ -119,6 +119,7 @@ impl Aggregator {
 
     /// What it seals with and tells the other replicas through: a reload keeps them (the
     /// cluster's configuration is read at start).
+    #[cfg(feature = "cli")]
     pub(crate) fn cluster(
         &self,
     ) -> (

@@ -24,12 +24,13 @@ use crate::placement::GatewayPlacement;
 use super::file;
 use super::{join, Problem};
 
-/// The listener's options, the registry and the session handover (with `redis`).
-type Clustered = (
-    HttpOptions,
-    Option<Arc<StorePeers>>,
-    Option<Arc<StoreHandover>>,
-);
+/// What `gateway.cluster` makes: the listener's options, and with `redis` the registry
+/// and the session handover.
+pub(super) struct Clustered {
+    pub(super) http: HttpOptions,
+    pub(super) registry: Option<Arc<StorePeers>>,
+    pub(super) handover: Option<Arc<StoreHandover>>,
+}
 
 /// What `gateway.cluster` describes, for the aggregator (its sealer and, with peers, the
 /// link to the other replicas) and for the listener (`http` given the sealer and, with
@@ -77,7 +78,11 @@ pub(super) fn cluster(
         let placement = GatewayPlacement::new(sealer);
         http = http.peers(p).placement(Arc::new(placement));
     }
-    Ok((http, registry, handover))
+    Ok(Clustered {
+        http,
+        registry,
+        handover,
+    })
 }
 
 /// `gateway.cluster.advertise`, required with `redis`.

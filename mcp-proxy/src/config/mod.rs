@@ -284,7 +284,8 @@ fn gateway(
     let mut http = http.map(http::http).unwrap_or_default();
     let (mut registry, mut handover) = (None, None);
     if let Some(c) = cluster {
-        (http, registry, handover) = cluster::cluster(c, &mut options, http, config_digest)?;
+        let made = cluster::cluster(c, &mut options, http, config_digest)?;
+        (http, registry, handover) = (made.http, made.registry, made.handover);
     }
     Ok(Gateway {
         upstreams: Vec::new(),
