@@ -7,6 +7,7 @@
 //! fixtures are in `conformance_tasks`.
 
 use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,13 +23,15 @@ const PNG: &str = crate::PIXEL_PNG;
 /// A tiny WAV header.
 const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEARKwAAIhYAQACABAAZGF0YQAAAAA=";
 
-/// A resource that changes ten times a second: each subscription to it gets an update
-/// every 100 ms for five seconds (a bounded stream, for tests of subscriptions).
+/// A resource that changes ten times a second: each subscriber gets an update every
+/// 100 ms from its subscription until it unsubscribes or goes away (at most ten minutes), for
+/// tests of subscriptions.
 const TICKING: &str = "test://ticking-resource";
 
-/// Tells `s` of 50 updates of [`TICKING`], 100 ms apart, or fewer if it goes away.
+/// Tells `s` of updates of [`TICKING`], 100 ms apart, until it goes away or ten minutes
+/// have passed (the task is aborted when `s` unsubscribes).
 async fn tick(s: mcp_server::Subscriber) {
-    for _ in 0..50 {
+    for _ in 0..6000 {
         tokio::time::sleep(Duration::from_millis(100)).await;
         let update = json!({"uri": TICKING});
         if s.notify(method::RESOURCES_UPDATED, update).await.is_err() {
@@ -495,6 +498,8 @@ fn embedded(uri: &str, mime: &str, body: &str) -> ContentBlock {
 pub struct Conformance {
     tools: ToolRegistry,
     tasks: crate::conformance_tasks::TaskFixtures,
+    /// The updates of [`TICKING`] sent to each subscriber, stopped when it unsubscribes.
+    tickers: std::sync::Mutex<HashMap<mcp_server::SubscriberId, tokio::task::AbortHandle>>,
 }
 
 impl Default for Conformance {
@@ -502,6 +507,7 @@ impl Default for Conformance {
         Conformance {
             tools: tools(),
             tasks: Default::default(),
+            tickers: Default::default(),
         }
     }
 }
@@ -820,8 +826,15 @@ impl ServerHandler for Conformance {
         p: ResourceRequestParams,
         subscribe: bool,
     ) -> Result<(), ErrorObject> {
-        if let (true, TICKING, Some(s)) = (subscribe, p.uri.as_str(), ctx.subscriber()) {
-            tokio::spawn(tick(s));
+        let (Some(s), TICKING) = (ctx.subscriber(), p.uri.as_str()) else {
+            return Ok(());
+        };
+        let mut tickers = self.tickers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(running) = tickers.remove(&s.id()) {
+            running.abort();
+        }
+        if subscribe {
+            tickers.insert(s.id(), tokio::spawn(tick(s)).abort_handle());
         }
         Ok(())
     }
