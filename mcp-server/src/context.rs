@@ -205,6 +205,11 @@ impl RequestContext {
         self.principal.as_deref()
     }
 
+    /// [`RequestContext::principal`], shared: for keeping beyond the request.
+    pub fn principal_shared(&self) -> Option<&Arc<crate::auth::Principal>> {
+        self.principal.as_ref()
+    }
+
     /// The host session this request came in (a stdio connection, a legacy HTTP
     /// session); `None` for a 2026-07-28 request over HTTP, which stands alone.
     pub fn host_session(&self) -> Option<&crate::HostSession> {

@@ -78,6 +78,30 @@ pub struct AuthorizationServerMetadata {
     pub raw: Value,
 }
 
+impl AuthorizationServerMetadata {
+    /// The metadata of the server `issuer` known only by its `token_endpoint` (configured
+    /// rather than discovered).
+    pub fn with_token_endpoint(
+        issuer: impl Into<String>,
+        token_endpoint: impl Into<String>,
+    ) -> Self {
+        AuthorizationServerMetadata {
+            issuer: issuer.into(),
+            authorization_endpoint: None,
+            token_endpoint: Some(token_endpoint.into()),
+            registration_endpoint: None,
+            scopes_supported: None,
+            code_challenge_methods_supported: None,
+            token_endpoint_auth_methods_supported: None,
+            grant_types_supported: None,
+            client_id_metadata_document_supported: None,
+            authorization_response_iss_parameter_supported: None,
+            dpop_signing_alg_values_supported: None,
+            raw: Value::Null,
+        }
+    }
+}
+
 /// What discovery found.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]

@@ -8,6 +8,7 @@ mod assertion;
 mod challenge;
 pub mod discovery;
 mod dpop;
+mod exchange;
 mod grant;
 mod grant_assertion;
 mod id_jag;
@@ -25,6 +26,7 @@ pub use discovery::{
     discover, AuthorizationServerMetadata, Discovery, DiscoveryError, ProtectedResourceMetadata,
 };
 pub use dpop::DpopKey;
+pub use exchange::{TokenExchange, ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE_GRANT};
 pub use grant::JWT_BEARER_GRANT;
 pub use grant_assertion::{AssertionFile, GrantAssertion, StaticAssertion};
 pub use id_jag::IdJagExchange;

@@ -222,31 +222,41 @@ pub(crate) async fn request_token_with(
         .as_deref()
         .ok_or(TokenError::NoEndpoint("token endpoint"))?;
     let body = post_token_request(endpoint, &server.issuer, client, params, dpop).await?;
-    let t: TokenResponse = serde_json::from_value(body)
-        .map_err(|e| TokenError::Transport(format!("token response: {e}")))?;
-    let kind = t.token_type.as_deref().unwrap_or("Bearer");
-    let bound = dpop.is_some() && kind.eq_ignore_ascii_case("dpop");
-    if dpop.is_some() && !bound {
-        // RFC 9449 §5: a server may issue a Bearer token to a DPoP request.
-        tracing::warn!(
-            "asked {} for a DPoP-bound token, got a {kind} one",
-            server.issuer
-        );
+    Token::from_response_with(body, dpop.is_some(), &server.issuer)
+}
+
+impl Token {
+    /// The token a successful token response (RFC 6749 §5.1) gives: a Bearer token.
+    pub(crate) fn from_response(body: Value) -> Result<Token, TokenError> {
+        Token::from_response_with(body, false, "")
     }
-    if !bound && !kind.eq_ignore_ascii_case("bearer") {
-        return Err(TokenError::Transport(format!(
-            "token type {kind:?} is not Bearer"
-        )));
+
+    /// The token of `body`, which may be DPoP-bound when one was asked for (`dpop`) of
+    /// the server `issuer`.
+    fn from_response_with(body: Value, dpop: bool, issuer: &str) -> Result<Token, TokenError> {
+        let t: TokenResponse = serde_json::from_value(body)
+            .map_err(|e| TokenError::Transport(format!("token response: {e}")))?;
+        let kind = t.token_type.as_deref().unwrap_or("Bearer");
+        let bound = dpop && kind.eq_ignore_ascii_case("dpop");
+        if dpop && !bound {
+            // RFC 9449 §5: a server may issue a Bearer token to a DPoP request.
+            tracing::warn!("asked {issuer} for a DPoP-bound token, got a {kind} one");
+        }
+        if !bound && !kind.eq_ignore_ascii_case("bearer") {
+            return Err(TokenError::Transport(format!(
+                "token type {kind:?} is not Bearer"
+            )));
+        }
+        Ok(Token {
+            access_token: t.access_token,
+            refresh_token: t.refresh_token,
+            expires_at: t
+                .expires_in
+                .map(|s| Instant::now() + Duration::from_secs(s)),
+            scope: t.scope,
+            dpop: bound,
+        })
     }
-    Ok(Token {
-        access_token: t.access_token,
-        refresh_token: t.refresh_token,
-        expires_at: t
-            .expires_in
-            .map(|s| Instant::now() + Duration::from_secs(s)),
-        scope: t.scope,
-        dpop: bound,
-    })
 }
 
 /// POSTs a token request (`params` and `client`'s authentication) to `endpoint` of the

@@ -36,6 +36,9 @@ pub struct JwtOptions {
     pub audience: String,
     /// Clock skew allowed on `exp` and `nbf` (default 30 s).
     pub leeway: Duration,
+    /// Keep each accepted token in its principal ([`Principal::subject_token`]) for a
+    /// gateway that exchanges it upstream (RFC 8693). Off by default.
+    pub keep_subject_token: bool,
     algorithms: Vec<Algorithm>,
 }
 
@@ -51,6 +54,7 @@ impl JwtOptions {
             issuer: issuer.into(),
             audience: audience.into(),
             leeway: Duration::from_secs(30),
+            keep_subject_token: false,
             algorithms: DEFAULT_ALGORITHMS.to_vec(),
         }
     }
@@ -73,6 +77,12 @@ impl JwtOptions {
     /// With `leeway` allowed on `exp` and `nbf`.
     pub fn leeway(mut self, leeway: Duration) -> Self {
         self.leeway = leeway;
+        self
+    }
+
+    /// Keeping (or not) each accepted token in its principal, for token exchange.
+    pub fn keep_subject_token(mut self, keep: bool) -> Self {
+        self.keep_subject_token = keep;
         self
     }
 }
@@ -177,12 +187,13 @@ impl Authenticator for JwtAuthenticator {
             .find_map(|c| claims.get(*c).and_then(Value::as_str))
             .ok_or_else(|| Refusal::InvalidToken("token names no subject".into()))?
             .to_owned();
-        Ok(Principal {
-            scopes: scopes(&claims),
-            subject,
-            credential: None,
-            claims,
-        })
+        let mut principal = Principal::new(subject)
+            .with_scopes(scopes(&claims))
+            .with_claims(claims);
+        if self.options.keep_subject_token {
+            principal = principal.with_subject_token(super::SubjectToken::new(token));
+        }
+        Ok(principal)
     }
 }
 

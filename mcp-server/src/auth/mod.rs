@@ -12,7 +12,8 @@
 //! Two authenticators come ready: [`JwtAuthenticator`] (JWT access tokens checked against
 //! a JWKS: signature, algorithm allow-list, `iss`, `aud`, `exp`, `nbf`) and [`ApiKeys`]
 //! (static bearer tokens compared in constant time). Credentials stop here: they are not
-//! in the principal, not passed to the handler, not logged.
+//! passed to the handler and not logged, and they are in the principal only when a
+//! gateway asks to exchange them ([`JwtOptions::keep_subject_token`]).
 
 mod api_keys;
 mod jwks;
@@ -27,7 +28,7 @@ use async_trait::async_trait;
 pub use api_keys::{ApiKey, ApiKeys};
 pub use jwks::{JwkSet, JwksError, JwksFile, KeySource, VerifyingKey};
 pub use jwt::{JwtAuthenticator, JwtOptions, RejectedAlgorithm};
-pub use principal::{Principal, PrincipalDigest};
+pub use principal::{Principal, PrincipalDigest, SubjectToken};
 pub use resource::{InvalidResource, ProtectedResource, METADATA_PATH};
 
 /// Why a request's credentials were not accepted, as the spec's HTTP answers say it.

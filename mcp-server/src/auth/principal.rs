@@ -3,7 +3,9 @@
 use serde_json::{Map, Value};
 
 /// Who a request is made for, as its credentials say: a subject, the scopes granted and,
-/// for a token, its claims (never the token itself).
+/// for a token, its claims. The token itself is kept only when the authenticator was told
+/// to keep it for token exchange ([`crate::auth::JwtOptions::keep_subject_token`]), and
+/// then only as an opaque [`SubjectToken`].
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Principal {
@@ -15,6 +17,33 @@ pub struct Principal {
     pub credential: Option<String>,
     /// A token's claims as it carried them; empty for API keys.
     pub claims: Map<String, Value>,
+    /// The access token itself, for a gateway that exchanges it (RFC 8693), if kept.
+    subject_token: Option<SubjectToken>,
+}
+
+/// A principal's own access token, kept so that a gateway can exchange it for a token of
+/// an upstream (RFC 8693 `subject_token`): never printed (its `Debug` says only that it is
+/// there), never compared by its text outside [`PartialEq`], never sent anywhere but to a
+/// token endpoint.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SubjectToken(std::sync::Arc<str>);
+
+impl SubjectToken {
+    /// `token` as a subject token.
+    pub fn new(token: impl Into<std::sync::Arc<str>>) -> Self {
+        SubjectToken(token.into())
+    }
+
+    /// The token's text, to send to a token endpoint and nowhere else.
+    pub fn secret(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SubjectToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SubjectToken(..)")
+    }
 }
 
 impl Principal {
@@ -25,7 +54,32 @@ impl Principal {
             scopes: Vec::new(),
             credential: None,
             claims: Map::new(),
+            subject_token: None,
         }
+    }
+
+    /// With `claims` as its token carried them.
+    pub fn with_claims(mut self, claims: Map<String, Value>) -> Self {
+        self.claims = claims;
+        self
+    }
+
+    /// Keeping `token`, the access token it was authenticated by, for token exchange.
+    pub fn with_subject_token(mut self, token: SubjectToken) -> Self {
+        self.subject_token = Some(token);
+        self
+    }
+
+    /// The access token it was authenticated by, if the authenticator kept it (see
+    /// [`SubjectToken`]).
+    pub fn subject_token(&self) -> Option<&SubjectToken> {
+        self.subject_token.as_ref()
+    }
+
+    /// When its token expires (`exp`), if it says.
+    pub fn expires_at(&self) -> Option<std::time::SystemTime> {
+        let exp = self.claims.get("exp")?.as_u64()?;
+        std::time::UNIX_EPOCH.checked_add(std::time::Duration::from_secs(exp))
     }
 
     /// With `scopes` granted.
@@ -92,5 +146,17 @@ mod tests {
         );
         assert_ne!(PrincipalDigest::of(Some(&a)), PrincipalDigest::of(Some(&b)));
         assert_ne!(PrincipalDigest::of(Some(&a)), anonymous);
+    }
+
+    #[test]
+    fn a_kept_subject_token_is_never_printed() {
+        let p = Principal::new("alice").with_subject_token(SubjectToken::new("eyJ.secret.sig"));
+        assert_eq!(
+            p.subject_token().map(SubjectToken::secret),
+            Some("eyJ.secret.sig")
+        );
+        let printed = format!("{p:?} {:?}", p.subject_token());
+        assert!(!printed.contains("secret"), "{printed}");
+        assert_eq!(p.identity(), Principal::new("alice").identity());
     }
 }
