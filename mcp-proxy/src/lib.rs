@@ -29,6 +29,7 @@ mod aggregator;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod config;
+pub mod credentials;
 pub mod dispatcher;
 #[doc(hidden)]
 pub mod fuzzing;

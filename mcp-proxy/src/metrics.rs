@@ -530,6 +530,7 @@ mod tests {
             connected: true,
             last_error: None,
             host_sessions: 0,
+            principal_connections: 0,
             pooled_sessions: 0,
             pooled_waiting: 0,
             revision: None,

@@ -14,6 +14,9 @@ pub struct UpstreamStatus {
     /// Upstream sessions open (or opening) for hosts of their own ([`crate::sessions::SessionMode::PerHost`],
     /// or hosts that keep state upstream under [`crate::sessions::SessionMode::Pooled`]).
     pub host_sessions: usize,
+    /// Connections open (or opening) for principals, for an upstream that acts as each
+    /// user ([`crate::credentials::PerUser`]).
+    pub principal_connections: usize,
     /// Pooled upstream sessions open (or opening) ([`crate::sessions::SessionMode::Pooled`]).
     pub pooled_sessions: usize,
     /// Calls waiting for a pooled session, every one being lent out.

@@ -24,6 +24,7 @@ impl Health for Aggregator {
                     "restarts": u.restarts,
                     "sessionRenewals": u.session_renewals,
                     "hostSessions": u.host_sessions,
+                    "principalConnections": u.principal_connections,
                     "pooledSessions": u.pooled_sessions,
                     "pooledWaiting": u.pooled_waiting,
                 })

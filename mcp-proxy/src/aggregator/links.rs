@@ -12,9 +12,11 @@ use mcp_types::protocol::ClientCapabilities;
 
 use super::own_lists::OwnSessions;
 use super::pool::{Pool, Upstream};
+use crate::credentials::{CredentialError, PerUser, PrincipalAuth};
 use crate::sessions::host::HostLinks;
 use crate::sessions::pool::{SessionPool, Sharer};
-use crate::sessions::{bridged_capabilities, fits_start, Link};
+use crate::sessions::principal::PrincipalLinks;
+use crate::sessions::{bridged_capabilities, fits_start, start_capabilities, Link};
 use crate::upstream_questions::Calls;
 
 /// What a host's request needs of the upstream session it goes on.
@@ -47,6 +49,8 @@ enum Via<'a> {
     /// A pooled session per call (or per host that can be asked nothing), or the host's
     /// own once it keeps state upstream ([`crate::SessionMode::Pooled`]).
     Pool(&'a Arc<SessionPool>, &'a Arc<HostLinks>, &'a HostSession),
+    /// The connection of the request's principal ([`crate::credentials::PerUser`]).
+    Principal(&'a Arc<PrincipalLinks>, &'a PerUser),
 }
 
 /// Which connection each host's request to an upstream goes on (see the module's docs),
@@ -75,6 +79,9 @@ impl Links {
     /// has it).
     fn via<'a>(&'a self, i: UpstreamId, ctx: &'a RequestContext) -> Via<'a> {
         let u = &self.pool.get(i);
+        if let (Some(links), Some(per_user)) = (&u.principals, &u.config.per_user) {
+            return Via::Principal(links, per_user);
+        }
         let (Some(links), Some(host)) = (u.links.as_ref(), ctx.host_session()) else {
             return Via::Shared;
         };
@@ -100,6 +107,7 @@ impl Links {
     pub(super) fn link_now(&self, i: UpstreamId, ctx: &RequestContext) -> Option<Link> {
         let u = &self.pool.get(i);
         match self.via(i, ctx) {
+            Via::Principal(links, _) => return links.ready(ctx.principal()?),
             Via::Own(links, host) => return links.get(host.id()),
             Via::Pool(pool, links, host) => {
                 let capabilities = bridged_capabilities(ctx.client_capabilities());
@@ -134,6 +142,9 @@ impl Links {
         let u = self.pool.get(i);
         let shared = self.pool.shared(i)?;
         let (pool, links, host) = match self.via(i, ctx) {
+            Via::Principal(links, per_user) => {
+                return self.principal_link(i, ctx, links, per_user, shared).await
+            }
             Via::Shared => {
                 return Ok(Link {
                     client: shared,
@@ -186,6 +197,60 @@ impl Links {
         };
         links
             .get_or_open(&u.config.key, host, open)
+            .await
+            .map_err(|e| ClientError::Unavailable(e.to_string()))
+    }
+
+    /// The connection of `ctx`'s principal to upstream `i`, opened (speaking the revision
+    /// of `shared`, declaring what the gateway can bridge, as the shared connection
+    /// does) with that principal's credentials if it has none; its token renewed first
+    /// when the one held is not good any more.
+    async fn principal_link(
+        &self,
+        i: UpstreamId,
+        ctx: &RequestContext,
+        links: &Arc<PrincipalLinks>,
+        per_user: &PerUser,
+        shared: mcp_client::Client,
+    ) -> Result<Link, ClientError> {
+        let u = self.pool.get(i);
+        let key = u.config.key.as_str();
+        let principal = ctx.principal_shared().ok_or_else(|| {
+            let e = CredentialError::NoPrincipal {
+                upstream: key.into(),
+            };
+            ClientError::Unavailable(e.to_string())
+        })?;
+        let resource = match &u.config.transport {
+            crate::UpstreamTransport::Http(h) => h.url.as_str(),
+            _ => "",
+        };
+        let era = match features::per_request_meta(shared.revision()) {
+            true => EraChoice::Modern,
+            false => EraChoice::Legacy(shared.revision()),
+        };
+        let auth = || {
+            PrincipalAuth::new(
+                per_user.credentials.clone(),
+                key,
+                resource,
+                principal.clone(),
+            )
+        };
+        let open = |auth: Arc<PrincipalAuth>| async move {
+            let calls = Arc::new(Calls::default());
+            let client = self
+                .pool
+                .open_as(u, calls.clone(), start_capabilities(), era, Some(auth))
+                .await?;
+            Ok(Link {
+                client,
+                calls,
+                lease: None,
+            })
+        };
+        links
+            .get_or_open(key, principal, auth, open)
             .await
             .map_err(|e| ClientError::Unavailable(e.to_string()))
     }

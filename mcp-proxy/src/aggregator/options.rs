@@ -101,6 +101,11 @@ pub struct UpstreamConfig {
     /// session there is a session of its own). Default: off: a server that answers both
     /// but cannot serve them at once must not get one.
     pub legacy_session: bool,
+    /// For an HTTP upstream that acts as each user: every host request goes on a
+    /// connection of the host's principal, with that principal's token (see
+    /// [`crate::credentials::PerUser`]); its [`UpstreamConfig::session`] does not apply.
+    /// Default: none, every host's requests go as the gateway.
+    pub per_user: Option<crate::credentials::PerUser>,
 }
 
 impl UpstreamConfig {
@@ -121,6 +126,7 @@ impl UpstreamConfig {
             overrides: Default::default(),
             required: false,
             legacy_session: false,
+            per_user: None,
         }
     }
 }
@@ -321,6 +327,8 @@ mcp_types::setters! {
         required: bool;
         /// Sets [`UpstreamConfig::legacy_session`].
         legacy_session: bool;
+        /// Sets [`UpstreamConfig::per_user`].
+        per_user: Option<crate::credentials::PerUser>;
     }
 }
 

@@ -18,6 +18,7 @@ use super::options::{UpstreamConfig, UpstreamTransport};
 use crate::metrics::Metrics;
 use crate::sessions::host::HostLinks;
 use crate::sessions::pool::SessionPool;
+use crate::sessions::principal::PrincipalLinks;
 use crate::sessions::{start_capabilities, SessionMode};
 use crate::upstream_error::UpstreamError;
 use crate::upstream_questions::{Bridge, Calls};
@@ -37,6 +38,8 @@ pub(super) struct Upstream {
     pub(super) links: Option<Arc<HostLinks>>,
     /// The sessions lent to hosts' calls one at a time ([`SessionMode::Pooled`]).
     pub(super) pool: Option<Arc<SessionPool>>,
+    /// The connections of principals, for an upstream that acts as each user.
+    pub(super) principals: Option<Arc<PrincipalLinks>>,
     /// How often its connection ended (and it was started again).
     pub(super) restarts: std::sync::atomic::AtomicU64,
     /// How often an HTTP upstream ended one of our sessions and a new one was started.
@@ -49,7 +52,12 @@ pub(super) struct Upstream {
 impl Upstream {
     /// An upstream not connected yet.
     pub(super) fn new(config: UpstreamConfig, namespace: String) -> Self {
+        let principals = config
+            .per_user
+            .as_ref()
+            .map(|p| Arc::new(PrincipalLinks::new(p)));
         let (links, pool) = match &config.session {
+            _ if principals.is_some() => (None, None),
             SessionMode::PerHost(limits) => (Some(HostLinks::new(limits.clone())), None),
             SessionMode::Pooled(limits) => (
                 Some(HostLinks::new(limits.hosts.clone())),
@@ -60,6 +68,7 @@ impl Upstream {
         Upstream {
             links: links.map(Arc::new),
             pool,
+            principals,
             config,
             namespace,
             client: RwLock::new(None),
@@ -272,6 +281,7 @@ impl Pool {
                     connected: client.is_some(),
                     last_error: u.last_error.lock().clone(),
                     host_sessions: u.links.as_ref().map_or(0, |l| l.len()),
+                    principal_connections: u.principals.as_ref().map_or(0, |p| p.len()),
                     pooled_sessions: u.pool.as_ref().map_or(0, |p| p.len()),
                     pooled_waiting: u.pool.as_ref().map_or(0, |p| p.waiting()),
                     revision: client.map(|c| c.revision()),
@@ -350,6 +360,19 @@ impl Pool {
         capabilities: ClientCapabilities,
         era: EraChoice,
     ) -> Result<Client, UpstreamError> {
+        self.open_as(u, calls, capabilities, era, None).await
+    }
+
+    /// [`Pool::open`] with `auth`'s credentials instead of the gateway's own, for an HTTP
+    /// upstream (one principal's connection).
+    pub(super) async fn open_as(
+        &self,
+        u: &Upstream,
+        calls: Arc<Calls>,
+        capabilities: ClientCapabilities,
+        era: EraChoice,
+        auth: Option<Arc<dyn mcp_client::auth::AuthProvider>>,
+    ) -> Result<Client, UpstreamError> {
         let config = &u.config;
         let bridge = || Bridge {
             calls: calls.clone(),
@@ -377,6 +400,12 @@ impl Pool {
                 }
                 UpstreamTransport::Http(h) => {
                     let mut h = self.counting_renewals(u, h.clone());
+                    if let Some(auth) = auth {
+                        // Another's credentials: none of the gateway's own go with them.
+                        h.headers
+                            .retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
+                        h.auth = Some(auth);
+                    }
                     if let Some(limit) = config.max_message_bytes {
                         h = h.max_message_bytes(limit);
                     }
@@ -475,6 +504,10 @@ pub(super) async fn close_upstreams<'a>(upstreams: impl Iterator<Item = &'a Arc<
             let pool = pool.clone();
             closing.spawn(async move { pool.close_all().await });
         }
+        if let Some(principals) = &u.principals {
+            let principals = principals.clone();
+            closing.spawn(async move { principals.close_all().await });
+        }
     }
     let all = async { while closing.join_next().await.is_some() {} };
     if tokio::time::timeout(Pool::SHUTDOWN_LIMIT, all)
@@ -494,6 +527,7 @@ pub(super) fn in_flight(u: &Upstream) -> usize {
     u.calls.in_flight()
         + u.links.as_ref().map_or(0, |l| l.in_flight())
         + u.pool.as_ref().map_or(0, |p| p.in_flight())
+        + u.principals.as_ref().map_or(0, |p| p.in_flight())
 }
 
 #[cfg(test)]

@@ -45,8 +45,9 @@ pub(super) fn secret(
     }
 }
 
-/// The `auth` object at `gateway.auth`.
-pub(super) fn authorization(auth: file::Auth) -> Result<Authorization, Problem> {
+/// The `auth` object at `gateway.auth`; `keep_tokens`: the JWT authenticator keeps each
+/// token in its principal, for an upstream that exchanges it.
+pub(super) fn authorization(auth: file::Auth, keep_tokens: bool) -> Result<Authorization, Problem> {
     let at = "gateway.auth";
     let file::Auth {
         resource,
@@ -79,7 +80,7 @@ pub(super) fn authorization(auth: file::Auth) -> Result<Authorization, Problem> 
         configured = true;
     }
     if let Some(jwt) = jwt {
-        any = any.or(jwt_authenticator(jwt, &uri)?);
+        any = any.or(jwt_authenticator(jwt, &uri, keep_tokens)?);
         configured = true;
     }
     if !configured {
@@ -88,7 +89,11 @@ pub(super) fn authorization(auth: file::Auth) -> Result<Authorization, Problem> 
     Ok(Authorization::new(any, resource).require_scopes(required))
 }
 
-fn jwt_authenticator(jwt: file::Jwt, resource: &str) -> Result<JwtAuthenticator, Problem> {
+fn jwt_authenticator(
+    jwt: file::Jwt,
+    resource: &str,
+    keep_tokens: bool,
+) -> Result<JwtAuthenticator, Problem> {
     let at = "gateway.auth.jwt";
     let problem = |field: &str, problem: String| Problem::new(join(at, field), problem);
     let file::Jwt {
@@ -103,7 +108,7 @@ fn jwt_authenticator(jwt: file::Jwt, resource: &str) -> Result<JwtAuthenticator,
     let issuer =
         issuer.ok_or_else(|| problem("issuer", "required: the `iss` tokens carry".into()))?;
     let audience = audience.unwrap_or_else(|| resource.to_owned());
-    let mut options = JwtOptions::new(issuer.clone(), audience);
+    let mut options = JwtOptions::new(issuer.clone(), audience).keep_subject_token(keep_tokens);
     let algorithms = algorithms.unwrap_or_default();
     if !algorithms.is_empty() {
         options = options

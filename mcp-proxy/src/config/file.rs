@@ -99,6 +99,11 @@ pub(super) struct Server {
     /// How the gateway gets its own tokens for it (`url` only).
     #[serde(default, deserialize_with = "given")]
     pub(super) auth: Option<UpstreamAuth>,
+    /// It acts as each signed-in user: how each user's tokens for it are had (`url`
+    /// only; needs `gateway.auth.jwt`). `auth`, if given, is then used only to list what
+    /// it offers.
+    #[serde(default, deserialize_with = "given")]
+    pub(super) user_auth: Option<UserAuth>,
     /// The gateway is not ready (`/readyz`) until it is connected.
     pub(super) required: Option<bool>,
     /// It serves both eras on one connection: opened with `initialize`, it speaks
@@ -179,6 +184,52 @@ pub(super) struct UpstreamAuth {
     pub(super) dpop: Option<bool>,
     /// The authorization server the credentials are for.
     pub(super) issuer: Option<String>,
+}
+
+/// A `url` server's `userAuth`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, expecting = "an object")]
+pub(super) struct UserAuth {
+    /// How each user's tokens are had: `"tokenExchange"` (RFC 8693), the user's own
+    /// access token traded for one whose audience is the upstream.
+    #[serde(rename = "type")]
+    #[schemars(with = "UserAuthType")]
+    pub(super) kind: Option<Choice<UserAuthType>>,
+    /// The authorization server exchanged at (its metadata names the token endpoint).
+    pub(super) issuer: Option<String>,
+    /// Its token endpoint, instead of discovering it.
+    pub(super) token_endpoint: Option<String>,
+    /// The gateway's client there.
+    pub(super) client_id: Option<String>,
+    /// Its secret.
+    pub(super) client_secret: Option<String>,
+    /// The environment variable holding its secret.
+    pub(super) client_secret_env: Option<String>,
+    /// A PEM key it signs its assertions with (`private_key_jwt`).
+    pub(super) private_key_file: Option<String>,
+    /// That key's algorithm (default ES256).
+    pub(super) signing_algorithm: Option<String>,
+    /// That key's `kid`.
+    pub(super) key_id: Option<String>,
+    /// The resource the tokens are for (default: the server's `url`).
+    pub(super) resource: Option<String>,
+    /// An `audience` to name as well.
+    pub(super) audience: Option<String>,
+    /// The scopes asked for.
+    pub(super) scopes: Option<Vec<String>>,
+    /// Most users with a connection open to it at once (default 256).
+    #[serde(default, deserialize_with = "given")]
+    pub(super) max_users: Option<Positive>,
+    /// Seconds a user's idle connection is kept (default 600).
+    #[serde(default, deserialize_with = "given")]
+    pub(super) idle_seconds: Option<Positive>,
+}
+
+/// A `userAuth`'s `type`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) enum UserAuthType {
+    TokenExchange,
 }
 
 /// An upstream `auth`'s `type`.

@@ -48,6 +48,7 @@ mod server;
 #[cfg(test)]
 mod tests;
 mod upstream_auth;
+mod user_auth;
 mod values;
 mod views;
 
@@ -176,6 +177,17 @@ fn read(text: &str) -> Result<Gateway, Problem> {
         upstreams.extend(server::upstream(key, s)?);
     }
     let keys: Vec<&str> = upstreams.iter().map(|u| u.key.as_str()).collect();
+    let per_user = upstreams.iter().find(|u| u.per_user.is_some());
+    if let Some(u) = per_user {
+        let users = file.gateway.as_ref().and_then(|g| g.auth.as_ref());
+        if users.is_none_or(|a| a.jwt.is_none()) {
+            return Err(Problem::new(
+                join(&join("mcpServers", &u.key), "userAuth"),
+                "needs `gateway.auth.jwt`: the signed-in users it acts as, and their tokens to exchange",
+            ));
+        }
+    }
+    let exchanges = per_user.is_some();
     let mut parsed = match file.gateway {
         // Without `gateway`, `startup_wait` stays unset (the aggregator's own default),
         // as it always has: only a `gateway` object brings `startupWaitMillis`'s default.
@@ -192,7 +204,7 @@ fn read(text: &str) -> Result<Gateway, Problem> {
             registry: None,
             handover: None,
         },
-        Some(g) => gateway(g, &keys, &digest)?,
+        Some(g) => gateway(g, &keys, &digest, exchanges)?,
     };
     parsed.upstreams = upstreams;
     Ok(parsed)
@@ -228,10 +240,13 @@ fn config_digest(root: &Value) -> String {
     d.as_ref()[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The `gateway` object; `exchanges`: an upstream exchanges users' tokens, so the
+/// authenticator keeps them.
 fn gateway(
     g: file::Gateway,
     upstream_keys: &[&str],
     config_digest: &str,
+    exchanges: bool,
 ) -> Result<Gateway, Problem> {
     let file::Gateway {
         auth,
@@ -290,7 +305,9 @@ fn gateway(
     Ok(Gateway {
         upstreams: Vec::new(),
         options,
-        authorization: auth.map(auth::authorization).transpose()?,
+        authorization: auth
+            .map(|a| auth::authorization(a, exchanges))
+            .transpose()?,
         local_principal: stdio_subject.map(mcp_server::auth::Principal::new),
         pin_file,
         http,

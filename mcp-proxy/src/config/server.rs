@@ -10,7 +10,7 @@ use mcp_client::StdioCommand;
 
 use super::file::{self, ServerType, SessionKind};
 use super::values::{Choice, HttpUrl, Pinned, Positive};
-use super::{join, overrides, upstream_auth, Problem};
+use super::{join, overrides, upstream_auth, user_auth, Problem};
 use crate::aggregator::{UpstreamConfig, UpstreamTransport};
 use crate::policy::GlobFilter;
 use crate::sessions::{PerHostLimits, PoolLimits, SessionMode};
@@ -46,6 +46,7 @@ pub(super) fn upstream(
         max_message_bytes,
         overrides,
         auth,
+        user_auth,
         required,
         legacy_session,
     } = server;
@@ -68,6 +69,21 @@ pub(super) fn upstream(
         }
         (None, None) => return Err(Problem::new(at, "needs `command` (stdio) or `url` (HTTP)")),
     };
+    let per_user = match user_auth {
+        None => None,
+        Some(_) if !matches!(transport, UpstreamTransport::Http(_)) => {
+            let at = join(&at, "userAuth");
+            return Err(Problem::new(at, "is for a `url` server only"));
+        }
+        Some(u) => Some(user_auth::user_auth(u, &join(&at, "userAuth"))?),
+    };
+    if per_user.is_some() && has_authorization_header(&transport) {
+        let at = join(&at, "headers");
+        return Err(Problem::new(
+            at,
+            "an `Authorization` header would go with every user's requests: with `userAuth`, give the gateway's own credentials as `auth`",
+        ));
+    }
     let legacy_session = legacy_session == Some(true);
     if legacy_session && matches!(transport, UpstreamTransport::Http(_)) {
         let at = join(&at, "legacySession");
@@ -95,7 +111,19 @@ pub(super) fn upstream(
         overrides: Arc::new(overrides::overrides(overrides.unwrap_or_default())),
         required: required.unwrap_or(false),
         legacy_session,
+        per_user,
     }))
+}
+
+/// Whether `transport` sends a configured `Authorization` header.
+fn has_authorization_header(transport: &UpstreamTransport) -> bool {
+    match transport {
+        UpstreamTransport::Http(h) => h
+            .headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("authorization")),
+        _ => false,
+    }
 }
 
 /// `Err` when the server's `type`, if any, says one transport and its members the other.

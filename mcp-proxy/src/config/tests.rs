@@ -86,7 +86,7 @@ fn a_table_of_files_and_what_the_reader_says_is_wrong() {
             "mcpServers.a.allow: unknown key `allow`; known keys here: allowTools, args, auth, \
              callTimeoutSeconds, command, cwd, denyTools, disabled, env, headers, hostSessionIdleSeconds, \
              legacySession, maxHostSessions, maxMessageBytes, maxPooledSessions, namespace, overrides, \
-             protocolVersion, required, session, trusted, type, url, withholdHints",
+             protocolVersion, required, session, trusted, type, url, userAuth, withholdHints",
         ),
         (
             r#"{"mcpServers": {"a": {"command": 1}}}"#,
@@ -335,4 +335,57 @@ fn separators_patterns_and_types_are_validated() {
 /// The filter an upstream was given, written out: a trait object compares by that.
 fn filter_of(u: &crate::aggregator::UpstreamConfig) -> String {
     format!("{:?}", u.tools)
+}
+
+#[test]
+fn user_auth_is_read_and_its_needs_are_checked() {
+    let users = r#""gateway": {"auth": {"resource": "https://gw/mcp",
+                              "jwt": {"issuer": "https://idp", "jwksUri": "https://idp/jwks"}}}"#;
+    let exchange = r#""userAuth": {"type": "tokenExchange", "issuer": "https://as",
+                                   "clientId": "gw", "clientSecret": "s3cret-value",
+                                   "maxUsers": 3, "idleSeconds": 9}"#;
+    let ok = format!(r#"{{"mcpServers": {{"desk": {{"url": "https://desk/mcp", {exchange}}}}}, {users}}}"#);
+    let g = super::parse(&ok, "c.json").unwrap_or_else(|e| panic!("{e}"));
+    let per_user = g.upstreams[0].per_user.as_ref().expect("per user");
+    assert_eq!(per_user.max_principals, 3);
+    assert_eq!(per_user.idle_timeout, std::time::Duration::from_secs(9));
+    let debug = format!("{:?}", g.upstreams[0]);
+    assert!(!debug.contains("s3cret-value"), "{debug}");
+    for (text, at, says) in [
+        (
+            format!(r#"{{"mcpServers": {{"desk": {{"url": "https://desk/mcp", {exchange}}}}}}}"#),
+            "mcpServers.desk.userAuth",
+            "needs `gateway.auth.jwt`",
+        ),
+        (
+            format!(r#"{{"mcpServers": {{"desk": {{"command": "x", {exchange}}}}}, {users}}}"#),
+            "mcpServers.desk.userAuth",
+            "for a `url` server only",
+        ),
+        (
+            format!(
+                r#"{{"mcpServers": {{"desk": {{"url": "https://desk/mcp", "headers": {{"authorization": "Bearer x"}}, {exchange}}}}}, {users}}}"#
+            ),
+            "mcpServers.desk.headers",
+            "every user's requests",
+        ),
+        (
+            format!(
+                r#"{{"mcpServers": {{"desk": {{"url": "https://desk/mcp", "userAuth": {{"type": "tokenExchange", "issuer": "https://as", "clientId": "gw"}}}}}}, {users}}}"#
+            ),
+            "mcpServers.desk.userAuth",
+            "needs `clientSecret`",
+        ),
+        (
+            format!(
+                r#"{{"mcpServers": {{"desk": {{"url": "https://desk/mcp", "userAuth": {{"type": "magic"}}}}}}, {users}}}"#
+            ),
+            "mcpServers.desk.userAuth.type",
+            "",
+        ),
+    ] {
+        let e = super::parse(&text, "c.json").expect_err(&text);
+        assert_eq!(e.location, at, "{text}: {e}");
+        assert!(e.problem.contains(says), "{text}: {e}");
+    }
 }

@@ -135,15 +135,15 @@ fn provider(
 }
 
 /// `privateKeyFile`, with the algorithm and key id its assertions are signed with.
-struct KeyFile {
-    path: String,
-    algorithm: Option<String>,
-    key_id: Option<String>,
+pub(super) struct KeyFile {
+    pub(super) path: String,
+    pub(super) algorithm: Option<String>,
+    pub(super) key_id: Option<String>,
 }
 
 /// The pre-registered client `id` (of the `auth` at `at`): with a secret, a signing key,
 /// or neither (a public client).
-fn client(
+pub(super) fn client(
     id: String,
     secret: Option<String>,
     key: Option<KeyFile>,

@@ -28,6 +28,7 @@
 
 pub(crate) mod host;
 pub(crate) mod pool;
+pub(crate) mod principal;
 
 use std::sync::Arc;
 use std::time::Duration;

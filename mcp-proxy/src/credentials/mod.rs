@@ -1,0 +1,191 @@
+//! Per-user upstream credentials: an upstream that acts as each signed-in user is called
+//! with a token of that user, never with the gateway's own identity and never with the
+//! host's token itself.
+//!
+//! [`UpstreamCredentials`] is the one trait: given who is calling and which upstream, a
+//! token to send there, or why there is none. [`TokenExchangeCredentials`] is the ready
+//! implementation that trades the host's own access token for one whose audience is the
+//! upstream (RFC 8693); a Vault, a cloud secret manager or an embedder's own store stands
+//! behind the same trait. Tokens are secrets: [`UpstreamToken`]'s `Debug` never shows one,
+//! and no error here carries one.
+
+mod cache;
+mod exchange;
+mod provider;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use mcp_server::auth::Principal;
+
+pub use exchange::TokenExchangeCredentials;
+pub(crate) use provider::PrincipalAuth;
+
+/// Who a token is asked for and where it goes.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct CredentialRequest<'a> {
+    /// The principal calling (from the gateway's own authorization).
+    pub principal: &'a Principal,
+    /// The upstream's configuration key.
+    pub upstream: &'a str,
+    /// The upstream's resource URI (its MCP endpoint), the audience the token must have.
+    pub resource: &'a str,
+}
+
+impl<'a> CredentialRequest<'a> {
+    /// A token for `principal` at `upstream`, whose resource is `resource`.
+    pub fn new(principal: &'a Principal, upstream: &'a str, resource: &'a str) -> Self {
+        CredentialRequest {
+            principal,
+            upstream,
+            resource,
+        }
+    }
+}
+
+/// An access token for one principal at one upstream.
+#[derive(Clone, PartialEq, Eq)]
+pub struct UpstreamToken {
+    secret: std::sync::Arc<str>,
+    expires_at: Option<Instant>,
+}
+
+impl std::fmt::Debug for UpstreamToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpstreamToken")
+            .field("expires_at", &self.expires_at)
+            .finish_non_exhaustive()
+    }
+}
+
+impl UpstreamToken {
+    /// `token`, good until `expires_at` if it says.
+    pub fn new(token: impl Into<std::sync::Arc<str>>, expires_at: Option<Instant>) -> Self {
+        UpstreamToken {
+            secret: token.into(),
+            expires_at,
+        }
+    }
+
+    /// The token's text, for the upstream's `Authorization` header and nowhere else.
+    pub fn secret(&self) -> &str {
+        &self.secret
+    }
+
+    /// When it expires, if known.
+    pub fn expires_at(&self) -> Option<Instant> {
+        self.expires_at
+    }
+
+    /// Whether it is still good at `now`, with `margin` to spare.
+    pub fn good_at(&self, now: Instant, margin: std::time::Duration) -> bool {
+        self.expires_at.is_none_or(|e| e > now + margin)
+    }
+}
+
+/// Why a principal has no token for an upstream. The text is for the host's user: it
+/// names the upstream and the reason, never a token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CredentialError {
+    /// The request carries no signed-in user (no `gateway.auth`, or a stdio host).
+    #[error("upstream `{upstream}` acts as each signed-in user, and this request has none")]
+    NoPrincipal {
+        /// The upstream's key.
+        upstream: String,
+    },
+    /// The user signed in with a credential that cannot be exchanged (an API key).
+    #[error("upstream `{upstream}` acts as each signed-in user through token exchange, and this user signed in without an access token to exchange")]
+    NoSubjectToken {
+        /// The upstream's key.
+        upstream: String,
+    },
+    /// The authorization server refused (its OAuth error and description).
+    #[error("the authorization server refused a token for upstream `{upstream}`: {reason}")]
+    Refused {
+        /// The upstream's key.
+        upstream: String,
+        /// What the server said.
+        reason: String,
+    },
+    /// The authorization server could not be reached or answered nonsense.
+    #[error("no token for upstream `{upstream}`: {reason}")]
+    Unavailable {
+        /// The upstream's key.
+        upstream: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Where the tokens a principal's requests to an upstream carry come from.
+///
+/// Asked before each request goes on a principal's connection that has no good token,
+/// so it should answer from its own cache while the token it gave is still good; told
+/// when the upstream refuses a token it gave, so that it gets another rather than give
+/// the same one again.
+#[async_trait]
+pub trait UpstreamCredentials: Send + Sync + 'static {
+    /// A token for `request`'s principal at its upstream.
+    async fn token(
+        &self,
+        request: &CredentialRequest<'_>,
+    ) -> Result<UpstreamToken, CredentialError>;
+
+    /// The upstream refused `token` (`401`): it is not to be given again.
+    async fn refused(&self, request: &CredentialRequest<'_>, token: &UpstreamToken) {
+        let _ = (request, token);
+    }
+}
+
+/// How an upstream acts as each user: where each principal's tokens come from, and the
+/// bounds on the connections opened for principals.
+///
+/// With it, every request a host makes of the upstream (a call, a read, a prompt, a
+/// completion, a subscription, a task) goes on a connection of the host's principal alone,
+/// carrying that principal's token; the upstream's shared connection, with the gateway's
+/// own credentials, only lists what it offers and hears its notices. A request without a
+/// principal is refused.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct PerUser {
+    /// Where each principal's tokens come from.
+    pub credentials: Arc<dyn UpstreamCredentials>,
+    /// Most principals with a connection open at once (default 256): at the bound the
+    /// one idle longest is closed for a new one; when none is idle, the new one is
+    /// refused.
+    pub max_principals: usize,
+    /// How long a principal's connection is kept without requests (default 10 minutes).
+    pub idle_timeout: Duration,
+}
+
+impl std::fmt::Debug for PerUser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PerUser")
+            .field("max_principals", &self.max_principals)
+            .field("idle_timeout", &self.idle_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PerUser {
+    /// Each principal's tokens from `credentials`, with the default bounds.
+    pub fn new(credentials: Arc<dyn UpstreamCredentials>) -> Self {
+        PerUser {
+            credentials,
+            max_principals: 256,
+            idle_timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+mcp_types::setters! {
+    PerUser {
+        /// Sets [`PerUser::max_principals`].
+        max_principals: usize;
+        /// Sets [`PerUser::idle_timeout`].
+        idle_timeout: Duration;
+    }
+}
