@@ -12,6 +12,7 @@ use serde_json::Value;
 #[path = "../../../mcp-revisions/tests/common/schemas.rs"]
 mod schemas;
 
+pub mod browser;
 pub mod cluster;
 pub mod conformance;
 pub mod hosts;
