@@ -33,6 +33,25 @@ pub const STREAMABLE_HTTP: RevisionSet = RevisionSet::parse(".XXXX");
 /// them, 2024-11-05 inherits them from JSON-RPC 2.0, and 2025-06-18 removed them.
 pub const JSON_RPC_BATCHES: RevisionSet = RevisionSet::parse("XX...");
 
+/// Revisions with URL-mode elicitation (a client declaring `elicitation.url` can be sent
+/// to a URL of the server's own).
+pub const URL_ELICITATION: RevisionSet = RevisionSet::parse("...XX");
+
+/// Revisions in which a request that needs a URL-mode elicitation first may be answered
+/// with the error `-32042` (`URLElicitationRequiredError`) and its completion announced by
+/// `notifications/elicitation/complete`; 2026-07-28 answers `InputRequiredResult` instead.
+pub const URL_ELICITATION_ERROR: RevisionSet = RevisionSet::parse("...X.");
+
+/// Whether a client of `revision` may declare and be sent URL-mode elicitations.
+pub fn url_elicitation(revision: Revision) -> bool {
+    URL_ELICITATION.contains(revision)
+}
+
+/// Whether a server of `revision` may answer `-32042` and announce its completion.
+pub fn url_elicitation_error(revision: Revision) -> bool {
+    URL_ELICITATION_ERROR.contains(revision)
+}
+
 /// Whether a connection of `revision` takes JSON-RPC batches.
 pub fn json_rpc_batches(revision: Revision) -> bool {
     JSON_RPC_BATCHES.contains(revision)

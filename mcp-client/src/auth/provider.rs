@@ -155,4 +155,8 @@ pub enum AuthError {
     /// The user (or the handler) did not complete the authorization.
     #[error("authorization not completed: {0}")]
     NotCompleted(String),
+    /// No token until the user acts, as this JSON-RPC error tells the user's client (a
+    /// URL-mode elicitation, `-32042`): the request fails with it as it is.
+    #[error("{}", .0.message)]
+    UserAction(Box<mcp_types::ErrorObject>),
 }

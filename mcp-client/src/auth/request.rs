@@ -160,6 +160,12 @@ impl AuthorizationRequest {
         })
     }
 
+    /// Its `state`, which the redirect must bring back (a server that keeps requests in
+    /// flight for many users finds each one by it).
+    pub fn state(&self) -> &str {
+        &self.state
+    }
+
     /// The PKCE verifier, for the token request.
     pub fn code_verifier(&self) -> &str {
         self.pkce.verifier()

@@ -117,6 +117,10 @@ impl Shared {
                 return Ok(resp);
             };
             if let Err(e) = auth.unauthorized(refused).await {
+                if let super::super::auth::AuthError::UserAction(e) = e {
+                    // The user's to act on, not an HTTP failure.
+                    return Err(*e);
+                }
                 tracing::warn!("authorization for {} failed: {e}", self.url);
                 return Err(ErrorObject::new(
                     codes::INTERNAL_ERROR,

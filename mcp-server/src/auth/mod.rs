@@ -139,6 +139,12 @@ impl Authorization {
         &self.resource
     }
 
+    /// The principal behind `request`, as the authenticator says, its scopes not checked
+    /// (who it is, not what it may do here).
+    pub async fn authenticate(&self, request: &http::request::Parts) -> Result<Principal, Refusal> {
+        self.authenticator.authenticate(request).await
+    }
+
     /// The principal behind `request`, its scopes checked.
     pub async fn check(&self, request: &http::request::Parts) -> Result<Principal, Refusal> {
         let principal = self.authenticator.authenticate(request).await?;

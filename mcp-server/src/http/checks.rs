@@ -236,6 +236,21 @@ pub(super) fn forbidden(what: &str) -> Response<HttpBody> {
 
 /// The `Host` and `Origin` checks (DNS rebinding): which of the two failed, if one did
 /// (logged when `log`: a probe from an orchestrator's address is no incident).
+/// The `Host` half of [`origin_check`], for a browser's top-level navigation (which may
+/// come from any site): `Some("Host")` when the `Host` is not allowed.
+pub(super) fn origin_check_host(
+    o: &HttpOptions,
+    parts: &http::request::Parts,
+) -> Option<&'static str> {
+    let host =
+        header_str(&parts.headers, &header::HOST).or(parts.uri.authority().map(|a| a.as_str()));
+    if !host.is_some_and(|h| allowed(&o.allowed_hosts, host_of(h))) {
+        tracing::warn!(?host, "page refused: Host not allowed");
+        return Some("Host");
+    }
+    None
+}
+
 pub(super) fn origin_check(
     o: &HttpOptions,
     parts: &http::request::Parts,

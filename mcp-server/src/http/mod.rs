@@ -55,6 +55,7 @@ mod metrics;
 mod modern;
 mod moved;
 mod options;
+mod pages;
 mod placed;
 mod rehome;
 mod reply;
@@ -83,7 +84,9 @@ use crate::auth::Principal;
 use crate::seal::Sealer;
 use crate::Server;
 pub use admin::{bind_admin, Admin, AdminOptions};
-use checks::{accepts_sse, check_post_media, forbidden, header_str, names, origin_check};
+use checks::{
+    accepts_sse, check_post_media, forbidden, header_str, names, origin_check, origin_check_host,
+};
 pub use cluster::{PeerNotices, Peers, Placement, ReplicaLink, StaticPeers, PEER_NOTICE};
 pub use conn::{serve, serve_with_shutdown};
 pub use handover::{SessionHandover, SessionSnapshot, TakeOver};
@@ -94,6 +97,7 @@ pub use options::{
     HealthCheck, HttpOptions, PeerNoticesHandle, PeersHandle, PlacementHandle,
     SessionHandoverHandle, SessionManagerHandle,
 };
+pub use pages::{Pages, PagesHandle};
 pub use reply::HttpBody;
 use reply::{empty, respond, rpc_error};
 #[doc(hidden)]
@@ -244,6 +248,12 @@ impl StreamableHttp {
             if let Some(r) = health::probe(h.0.as_ref(), &parts.method, parts.uri.path(), trusted) {
                 return r;
             }
+        }
+        if let Some(pages) = o.pages.as_ref().filter(|p| p.serves(parts.uri.path())) {
+            if let Some(what) = origin_check_host(o, &parts) {
+                return forbidden(what);
+            }
+            return pages.0.serve(&parts).await;
         }
         // Metrics name every upstream and tool, whatever a token's views: not for tokens.
         let scrape = o

@@ -153,6 +153,9 @@ pub struct HttpOptions {
     /// with [`HttpOptions::peers`]. `None` (the default): a session lives and dies with
     /// the replica that opened it.
     pub session_handover: Option<SessionHandoverHandle>,
+    /// Browser pages served beside the endpoint (see [`super::Pages`]); `None` (the
+    /// default): none.
+    pub pages: Option<super::PagesHandle>,
 }
 
 /// The [`super::SessionHandover`] an endpoint's replicas share.
@@ -249,6 +252,7 @@ impl Default for HttpOptions {
             placement: None,
             peer_notices: None,
             session_handover: None,
+            pages: None,
         }
     }
 }
@@ -258,6 +262,13 @@ impl HttpOptions {
     #[must_use]
     pub fn path(mut self, path: impl Into<String>) -> Self {
         self.path = path.into();
+        self
+    }
+
+    /// Serves `pages` beside the endpoint (see [`HttpOptions::pages`]).
+    #[must_use]
+    pub fn with_pages(mut self, pages: std::sync::Arc<dyn super::Pages>) -> Self {
+        self.pages = Some(super::PagesHandle(pages));
         self
     }
 
