@@ -47,6 +47,8 @@ pub(super) enum Resumed {
     Flight(Flight),
     /// The upstream's own state, for a new request to the upstream that issued it.
     Upstream(String),
+    /// The request, to go upstream afresh (the gateway asked for a consent).
+    Afresh,
 }
 
 impl Flights {
@@ -94,6 +96,34 @@ impl Flights {
                 tracing::debug!("an upstream's requestState is too long to seal: relayed as it is")
             }
         }
+    }
+
+    /// How the host of `ctx` hears that its request to upstream `i` (the one `binding`
+    /// names) needs the consents `e` carries (see `consent.rs`).
+    pub(super) fn ask_consent(
+        &self,
+        i: UpstreamId,
+        ctx: &RequestContext,
+        e: ErrorObject,
+        binding: RequestBinding,
+    ) -> super::consent::Asked {
+        let state = || {
+            let wait = super::consent::CONSENT_WAIT;
+            request_state::seal(&self.sealer, &Held::Consent, wait, ctx.principal(), binding).ok()
+        };
+        let credentials = self
+            .pool()
+            .get(i)
+            .config
+            .per_user
+            .as_ref()
+            .map(|p| p.credentials.clone());
+        let sent = |id: &str, host: mcp_server::Subscriber| {
+            if let Some(c) = &credentials {
+                c.elicitation_sent(id, host);
+            }
+        };
+        super::consent::ask(ctx, e, state, sent)
     }
 
     /// What seals the ids hosts hold (states, task ids).
@@ -181,6 +211,11 @@ impl Flights {
                 Resumed::Flight(flight) => return self.drive(flight, ctx).await,
                 // The upstream gets its own state back, and answers the retry anew.
                 Resumed::Upstream(theirs) => params.insert_str("requestState", &theirs),
+                // The answer was the user's consent, given elsewhere: nothing to send on.
+                Resumed::Afresh => {
+                    params.remove("requestState");
+                    params.remove("inputResponses");
+                }
             }
         }
         let need = super::links::Need::of(method_name, &params);
@@ -204,10 +239,23 @@ impl Flights {
     ) -> Result<Outcome<T>, ErrorObject> {
         let key = self.pool().key(i);
         let binding = RequestBinding::of_value(key, method_name, &params);
-        let v = self
-            .upstream_call(i, method_name, params, ctx)
-            .await
-            .map_err(|e| upstream_error(key, e))?;
+        let v = match self.upstream_call(i, method_name, params, ctx).await {
+            Ok(v) => v,
+            Err(e) => {
+                let e = upstream_error(key, e);
+                if !super::consent::needs_consent(&e) {
+                    return Err(e);
+                }
+                return match self.ask_consent(i, ctx, e, binding) {
+                    super::consent::Asked::Error(e) => Err(e),
+                    super::consent::Asked::InputRequired(ir) => Ok(Outcome::InputRequired(ir)),
+                    super::consent::Asked::Told(text) => {
+                        Err(ErrorObject::new(codes::INTERNAL_ERROR, text)
+                            .with_data(json!({"upstream": key, "kind": "consent_required"})))
+                    }
+                };
+            }
+        };
         if let Some(mut ir) = input_required(key, &v)? {
             self.seal_upstream_state(&mut ir, binding, ctx);
             return Ok(Outcome::InputRequired(ir));
@@ -333,6 +381,7 @@ impl Flights {
         let slot = match claims.held {
             Held::Slot(slot) => slot,
             Held::Upstream(theirs) => return Ok(Resumed::Upstream(theirs)),
+            Held::Consent => return Ok(Resumed::Afresh),
         };
         // A task run for a tools/call is resumed by the host's tools/call retry. A request
         // of another method leaves it parked for its own.

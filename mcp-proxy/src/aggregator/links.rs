@@ -15,7 +15,7 @@ use super::pool::{Pool, Upstream};
 use crate::credentials::{CredentialError, PerUser, PrincipalAuth};
 use crate::sessions::host::HostLinks;
 use crate::sessions::pool::{SessionPool, Sharer};
-use crate::sessions::principal::PrincipalLinks;
+use crate::sessions::principal::{PrincipalLinkError, PrincipalLinks};
 use crate::sessions::{bridged_capabilities, fits_start, start_capabilities, Link};
 use crate::upstream_questions::Calls;
 
@@ -252,7 +252,13 @@ impl Links {
         links
             .get_or_open(key, principal, auth, open)
             .await
-            .map_err(|e| ClientError::Unavailable(e.to_string()))
+            .map_err(|e| match e {
+                // The user's to act on: the host is asked (`consent.rs`).
+                PrincipalLinkError::Credentials(CredentialError::ConsentRequired(c)) => {
+                    ClientError::Server(c.to_error())
+                }
+                other => ClientError::Unavailable(other.to_string()),
+            })
     }
 
     /// A new session on `u` for hosts that declared `capabilities`.

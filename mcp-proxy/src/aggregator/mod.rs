@@ -32,6 +32,7 @@ mod announcer;
 mod answers;
 mod catalog;
 mod connector;
+mod consent;
 mod definitions;
 mod dispatching;
 mod downgrade;

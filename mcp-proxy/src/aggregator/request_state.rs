@@ -59,6 +59,9 @@ pub(crate) enum Held {
     /// An upstream's own `requestState`, sealed in so that the retry finds the replica
     /// whose upstream issued it, and only for this host's own request.
     Upstream(String),
+    /// A consent the gateway asked the host's user for (a URL-mode elicitation): the
+    /// retry goes upstream afresh, on any replica.
+    Consent,
 }
 
 /// What a gateway `requestState` says.
@@ -77,6 +80,7 @@ pub(crate) struct StateClaims {
 const FIXED_LEN: usize = 8 + 16 + 16;
 const SLOT: u8 = 0;
 const UPSTREAM: u8 = 1;
+const CONSENT: u8 = 2;
 
 /// Why a presented state names no call this retry may resume.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -114,6 +118,7 @@ pub(crate) fn seal(
             payload.extend_from_slice(state.as_bytes());
             UPSTREAM
         }
+        Held::Consent => CONSENT,
     };
     let token = sealer.seal(Purpose::RequestState, kind, &payload)?;
     Ok(format!("{STATE_PREFIX}{token}"))
@@ -160,6 +165,7 @@ fn open_at(
         (UPSTREAM, _) => {
             Held::Upstream(String::from_utf8(rest.to_vec()).map_err(|_| OpenError::Forged)?)
         }
+        (CONSENT, 0) => Held::Consent,
         _ => return Err(OpenError::Truncated.into()),
     };
     let claims = StateClaims {

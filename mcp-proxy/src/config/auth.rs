@@ -56,6 +56,8 @@ pub(super) fn authorization(auth: file::Auth, keep_tokens: bool) -> Result<Autho
         scopes_supported,
         jwt,
         api_keys: keys,
+        // Read (and taken) by the connect pages: `connect.rs`.
+        login: _,
     } = auth;
     let uri = resource.ok_or_else(|| {
         Problem::new(

@@ -191,11 +191,14 @@ pub(super) struct UpstreamAuth {
 #[serde(rename_all = "camelCase", deny_unknown_fields, expecting = "an object")]
 pub(super) struct UserAuth {
     /// How each user's tokens are had: `"tokenExchange"` (RFC 8693), the user's own
-    /// access token traded for one whose audience is the upstream.
+    /// access token traded for one whose audience is the upstream; or `"oauth"`, each
+    /// user's consent at the upstream's authorization server, asked through a link to
+    /// the gateway's connect page.
     #[serde(rename = "type")]
     #[schemars(with = "UserAuthType")]
     pub(super) kind: Option<Choice<UserAuthType>>,
-    /// The authorization server exchanged at (its metadata names the token endpoint).
+    /// The authorization server (`tokenExchange`: exchanged at, its metadata naming the
+    /// token endpoint; `oauth`: default, the one the upstream's metadata names).
     pub(super) issuer: Option<String>,
     /// Its token endpoint, instead of discovering it.
     pub(super) token_endpoint: Option<String>,
@@ -226,10 +229,12 @@ pub(super) struct UserAuth {
 }
 
 /// A `userAuth`'s `type`.
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub(super) enum UserAuthType {
     TokenExchange,
+    #[serde(rename = "oauth")]
+    OAuth,
 }
 
 /// An upstream `auth`'s `type`.
@@ -286,6 +291,9 @@ pub(super) struct Gateway {
     /// holds what an id names and that it is genuine, and where the others are.
     #[serde(default, deserialize_with = "given")]
     pub(super) cluster: Option<Cluster>,
+    /// Where users' upstream grants are kept (`userAuth` of type `oauth`).
+    #[serde(default, deserialize_with = "given")]
+    pub(super) grants: Option<Grants>,
 }
 
 /// `gateway.cluster`.
@@ -402,6 +410,47 @@ pub(super) struct Auth {
     /// Static API keys.
     #[serde(default, deserialize_with = "given")]
     pub(super) api_keys: Option<Vec<ApiKey>>,
+    /// How the connect pages log a browser's user in, to check that whoever opens a
+    /// consent link is the user it was made for (needed by a `userAuth` of type `oauth`).
+    #[serde(default, deserialize_with = "given")]
+    pub(super) login: Option<Login>,
+}
+
+/// `gateway.auth.login`: the gateway as a client of its users' issuer.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, expecting = "an object")]
+pub(super) struct Login {
+    /// The issuer users log in at (default: `jwt.issuer`).
+    pub(super) issuer: Option<String>,
+    /// The gateway's client there.
+    #[schemars(required)]
+    pub(super) client_id: Option<String>,
+    /// Its secret.
+    pub(super) client_secret: Option<String>,
+    /// The environment variable holding its secret.
+    pub(super) client_secret_env: Option<String>,
+    /// A PEM key it signs its assertions with (`private_key_jwt`).
+    pub(super) private_key_file: Option<String>,
+    /// That key's algorithm (default ES256).
+    pub(super) signing_algorithm: Option<String>,
+    /// That key's `kid`.
+    pub(super) key_id: Option<String>,
+    /// The scopes asked for at login.
+    pub(super) scopes: Option<Vec<String>>,
+}
+
+/// `gateway.grants`: where users' upstream grants are kept, and the keys they are sealed
+/// with.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, expecting = "an object")]
+pub(super) struct Grants {
+    /// A file the sealed grants are kept in across restarts (default: memory only).
+    pub(super) file: Option<String>,
+    /// The environment variable holding the keys: `name:secret` (32 bytes, base64),
+    /// comma-separated, the first sealing.
+    pub(super) keys_env: Option<String>,
+    /// A file holding the keys, one `name:secret` per line, the first sealing.
+    pub(super) keys_file: Option<String>,
 }
 
 /// `gateway.auth.jwt`.

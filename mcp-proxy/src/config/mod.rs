@@ -38,6 +38,7 @@ use serde_json::Value;
 mod auth;
 mod cluster;
 mod cluster_store;
+mod connect;
 mod file;
 mod http;
 mod keys;
@@ -103,6 +104,9 @@ pub struct Gateway {
     /// With `gateway.cluster.redis`: what hands this replica's legacy sessions over to
     /// another when it is gone (already in `http`; here for its counts).
     pub handover: Option<Arc<crate::store::StoreHandover>>,
+    /// With a `userAuth` of type `oauth`: where users' upstream grants are kept (the
+    /// connect pages are already in `http`), for forgetting a user's grant.
+    pub grants: Option<crate::credentials::GrantVault>,
 }
 
 /// Where in the file something is wrong, and what.
@@ -172,23 +176,58 @@ fn read(text: &str) -> Result<Gateway, Problem> {
     let servers = file
         .mcp_servers
         .ok_or_else(|| Problem::new("mcpServers", "missing, or not an object of servers"))?;
-    let mut upstreams = Vec::with_capacity(servers.len());
-    for (key, s) in servers {
-        upstreams.extend(server::upstream(key, s)?);
-    }
-    let keys: Vec<&str> = upstreams.iter().map(|u| u.key.as_str()).collect();
-    let per_user = upstreams.iter().find(|u| u.per_user.is_some());
-    if let Some(u) = per_user {
-        let users = file.gateway.as_ref().and_then(|g| g.auth.as_ref());
-        if users.is_none_or(|a| a.jwt.is_none()) {
+    let mut gateway_file = file.gateway;
+    let users = UserAuths::of(&servers);
+    // `gateway.auth` first: the connect pages check users with it.
+    let auth_file = gateway_file.as_mut().and_then(|g| g.auth.take());
+    if let Some(key) = &users.first {
+        if auth_file.as_ref().is_none_or(|a| a.jwt.is_none()) {
             return Err(Problem::new(
-                join(&join("mcpServers", &u.key), "userAuth"),
-                "needs `gateway.auth.jwt`: the signed-in users it acts as, and their tokens to exchange",
+                join(&join("mcpServers", key), "userAuth"),
+                "needs `gateway.auth.jwt`: the signed-in users it acts as",
             ));
         }
     }
-    let exchanges = per_user.is_some();
-    let mut parsed = match file.gateway {
+    let (authorization, desk) = match auth_file {
+        None if gateway_file.as_ref().is_some_and(|g| g.grants.is_some()) => {
+            let why =
+                "is for servers whose `userAuth` is of type \"oauth\", which needs `gateway.auth`";
+            return Err(Problem::new("gateway.grants", why));
+        }
+        None => (None, None),
+        Some(mut a) => {
+            let login = a.login.take();
+            let resource = a.resource.clone().unwrap_or_default();
+            let jwt_issuer = a.jwt.as_ref().and_then(|j| j.issuer.clone());
+            let authorization = auth::authorization(a, users.exchange)?;
+            let grants = gateway_file.as_mut().and_then(|g| g.grants.take());
+            let desk = match users.oauth {
+                true => Some(connect::desk(
+                    login,
+                    grants,
+                    &authorization,
+                    &resource,
+                    jwt_issuer,
+                )?),
+                false if login.is_some() => {
+                    let why = "is for servers whose `userAuth` is of type \"oauth\": none is";
+                    return Err(Problem::new("gateway.auth.login", why));
+                }
+                false if grants.is_some() => {
+                    let why = "is for servers whose `userAuth` is of type \"oauth\": none is";
+                    return Err(Problem::new("gateway.grants", why));
+                }
+                false => None,
+            };
+            (Some(authorization), desk)
+        }
+    };
+    let mut upstreams = Vec::with_capacity(servers.len());
+    for (key, s) in servers {
+        upstreams.extend(server::upstream(key, s, desk.as_ref())?);
+    }
+    let keys: Vec<&str> = upstreams.iter().map(|u| u.key.as_str()).collect();
+    let mut parsed = match gateway_file {
         // Without `gateway`, `startup_wait` stays unset (the aggregator's own default),
         // as it always has: only a `gateway` object brings `startupWaitMillis`'s default.
         None => Gateway {
@@ -203,9 +242,14 @@ fn read(text: &str) -> Result<Gateway, Problem> {
             http: Default::default(),
             registry: None,
             handover: None,
+            grants: None,
         },
-        Some(g) => gateway(g, &keys, &digest, exchanges)?,
+        Some(g) => gateway(g, &keys, &digest, authorization)?,
     };
+    if let Some(desk) = desk {
+        parsed.grants = Some(desk.vault().clone());
+        parsed.http = parsed.http.with_pages(desk);
+    }
     parsed.upstreams = upstreams;
     Ok(parsed)
 }
@@ -240,16 +284,16 @@ fn config_digest(root: &Value) -> String {
     d.as_ref()[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The `gateway` object; `exchanges`: an upstream exchanges users' tokens, so the
-/// authenticator keeps them.
+/// The `gateway` object, its `auth` already read into `authorization`.
 fn gateway(
     g: file::Gateway,
     upstream_keys: &[&str],
     config_digest: &str,
-    exchanges: bool,
+    authorization: Option<mcp_server::auth::Authorization>,
 ) -> Result<Gateway, Problem> {
     let file::Gateway {
-        auth,
+        auth: _,
+        grants: _,
         views,
         pins,
         stdio_subject,
@@ -305,13 +349,38 @@ fn gateway(
     Ok(Gateway {
         upstreams: Vec::new(),
         options,
-        authorization: auth
-            .map(|a| auth::authorization(a, exchanges))
-            .transpose()?,
+        authorization,
         local_principal: stdio_subject.map(mcp_server::auth::Principal::new),
         pin_file,
         http,
         registry,
         handover,
+        grants: None,
     })
+}
+
+/// Which kinds of `userAuth` the servers have: the first server with one, whether one
+/// exchanges users' tokens, and whether one asks users' consent.
+struct UserAuths {
+    first: Option<String>,
+    exchange: bool,
+    oauth: bool,
+}
+
+impl UserAuths {
+    fn of(servers: &std::collections::BTreeMap<String, file::Server>) -> UserAuths {
+        let kinds: Vec<(&String, Option<file::UserAuthType>)> = servers
+            .iter()
+            .filter_map(|(k, s)| Some((k, s.user_auth.as_ref()?.kind.as_ref().map(|c| c.0))))
+            .collect();
+        UserAuths {
+            first: kinds.first().map(|(k, _)| (*k).clone()),
+            exchange: kinds
+                .iter()
+                .any(|(_, t)| *t == Some(file::UserAuthType::TokenExchange)),
+            oauth: kinds
+                .iter()
+                .any(|(_, t)| *t == Some(file::UserAuthType::OAuth)),
+        }
+    }
 }

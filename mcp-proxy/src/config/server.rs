@@ -15,10 +15,12 @@ use crate::aggregator::{UpstreamConfig, UpstreamTransport};
 use crate::policy::GlobFilter;
 use crate::sessions::{PerHostLimits, PoolLimits, SessionMode};
 
-/// The server at `mcpServers.<key>`; `None` if it is disabled.
+/// The server at `mcpServers.<key>`; `None` if it is disabled. `desk`: the connect
+/// pages, for a `userAuth` of type `oauth`.
 pub(super) fn upstream(
     key: String,
     server: file::Server,
+    desk: Option<&Arc<crate::credentials::ConnectDesk>>,
 ) -> Result<Option<UpstreamConfig>, Problem> {
     let at = join("mcpServers", &key);
     // Each member by name, so that a member added to `file::Server` and not read here is
@@ -75,7 +77,19 @@ pub(super) fn upstream(
             let at = join(&at, "userAuth");
             return Err(Problem::new(at, "is for a `url` server only"));
         }
-        Some(u) => Some(user_auth::user_auth(u, &join(&at, "userAuth"))?),
+        Some(u) => {
+            let url = match &transport {
+                UpstreamTransport::Http(h) => h.url.clone(),
+                _ => String::new(),
+            };
+            Some(user_auth::user_auth(
+                u,
+                &join(&at, "userAuth"),
+                &key,
+                &url,
+                desk,
+            )?)
+        }
     };
     if per_user.is_some() && has_authorization_header(&transport) {
         let at = join(&at, "headers");

@@ -344,7 +344,9 @@ fn user_auth_is_read_and_its_needs_are_checked() {
     let exchange = r#""userAuth": {"type": "tokenExchange", "issuer": "https://as",
                                    "clientId": "gw", "clientSecret": "s3cret-value",
                                    "maxUsers": 3, "idleSeconds": 9}"#;
-    let ok = format!(r#"{{"mcpServers": {{"desk": {{"url": "https://desk/mcp", {exchange}}}}}, {users}}}"#);
+    let ok = format!(
+        r#"{{"mcpServers": {{"desk": {{"url": "https://desk/mcp", {exchange}}}}}, {users}}}"#
+    );
     let g = super::parse(&ok, "c.json").unwrap_or_else(|e| panic!("{e}"));
     let per_user = g.upstreams[0].per_user.as_ref().expect("per user");
     assert_eq!(per_user.max_principals, 3);

@@ -10,8 +10,13 @@
 //! and no error here carries one.
 
 mod cache;
+mod cipher;
+mod connect;
 mod exchange;
+mod grants;
+mod mailbox;
 mod provider;
+mod user_oauth;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,8 +24,13 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use mcp_server::auth::Principal;
 
+pub use cipher::{GrantKeyError, GrantKeys};
+pub use connect::{ConnectDesk, ConnectLogin, CONNECT_PATH};
 pub use exchange::TokenExchangeCredentials;
+pub use grants::{grant_place, FileGrants, GrantStore, GrantStoreError, GrantVault, MemoryGrants};
+pub use mailbox::ElicitationMailbox;
 pub(crate) use provider::PrincipalAuth;
+pub use user_oauth::UserOAuthCredentials;
 
 /// Who a token is asked for and where it goes.
 #[derive(Debug, Clone, Copy)]
@@ -118,6 +128,55 @@ pub enum CredentialError {
         /// Why.
         reason: String,
     },
+    /// The user must consent first, at a page of the gateway's own (a URL-mode
+    /// elicitation); the request is answered the way its host can be asked.
+    #[error("{}", .0.message)]
+    ConsentRequired(Box<Consent>),
+}
+
+/// A consent the user must give before an upstream can be reached as them: where to go,
+/// and what to tell them. The URL is the gateway's own connect page (never the upstream's
+/// authorization endpoint), and carries nothing sensitive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Consent {
+    /// The upstream's key.
+    pub upstream: String,
+    /// The elicitation's id (2025-11-25 `elicitationId`).
+    pub elicitation_id: String,
+    /// The connect page.
+    pub url: String,
+    /// What the user is told.
+    pub message: String,
+}
+
+impl Consent {
+    /// A consent to `upstream` at `url`, under `elicitation_id`.
+    pub fn new(upstream: &str, elicitation_id: String, url: String) -> Self {
+        Consent {
+            message: format!(
+                "Upstream `{upstream}` acts as you: open this link, sign in, and allow the gateway to use it on your behalf; then try again."
+            ),
+            upstream: upstream.to_owned(),
+            elicitation_id,
+            url,
+        }
+    }
+
+    /// The `-32042` (`URLElicitationRequiredError`) error that carries it.
+    pub fn to_error(&self) -> mcp_types::ErrorObject {
+        let elicitation = serde_json::json!({
+            "mode": "url",
+            "elicitationId": self.elicitation_id,
+            "url": self.url,
+            "message": self.message,
+        });
+        mcp_types::ErrorObject::new(
+            mcp_types::codes::URL_ELICITATION_REQUIRED,
+            self.message.clone(),
+        )
+        .with_data(serde_json::json!({"elicitations": [elicitation]}))
+    }
 }
 
 /// Where the tokens a principal's requests to an upstream carry come from.
@@ -137,6 +196,13 @@ pub trait UpstreamCredentials: Send + Sync + 'static {
     /// The upstream refused `token` (`401`): it is not to be given again.
     async fn refused(&self, request: &CredentialRequest<'_>, token: &UpstreamToken) {
         let _ = (request, token);
+    }
+
+    /// The consent `elicitation_id` (of a [`CredentialError::ConsentRequired`] it gave)
+    /// was sent to `host` as a URL-mode elicitation: tell it when that completes
+    /// (`notifications/elicitation/complete`). By default nobody is told.
+    fn elicitation_sent(&self, elicitation_id: &str, host: mcp_server::Subscriber) {
+        let _ = (elicitation_id, host);
     }
 }
 

@@ -98,7 +98,12 @@ impl AuthProvider for PrincipalAuth {
             .credentials
             .token(&request)
             .await
-            .map_err(|e| AuthError::NotCompleted(e.to_string()))?;
+            .map_err(|e| match e {
+                CredentialError::ConsentRequired(c) => {
+                    AuthError::UserAction(Box::new(c.to_error()))
+                }
+                other => AuthError::NotCompleted(other.to_string()),
+            })?;
         if same(&token) {
             return Err(AuthError::NotCompleted(format!(
                 "upstream `{}` refused the token its credentials give for this user",

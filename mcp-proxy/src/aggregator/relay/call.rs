@@ -25,6 +25,7 @@ use serde_json::{json, Map, Value};
 use super::gates::{self, Admitted, OWN_KEYS};
 use super::Relay;
 use crate::aggregator::answers::{call_failure, created_task_id, input_required};
+use crate::aggregator::consent;
 use crate::aggregator::metered;
 use crate::aggregator::request_state::RequestBinding;
 use crate::aggregator::route::Route;
@@ -72,9 +73,38 @@ impl Relay {
         self.relay_admitted(ctx, params, &name, admitted).await
     }
 
+    /// A call the gates let through, driven on a task (see [`Relay::relay_gated`]); one
+    /// that needs the user's consent first is answered the way the host can be asked.
+    pub(super) async fn relay_admitted(
+        &self,
+        ctx: &RequestContext,
+        params: &RawObject<'_>,
+        name: &str,
+        admitted: Admitted,
+    ) -> Result<Outcome<RawResult>, ErrorObject> {
+        let i = admitted.route.upstream;
+        let binding = RequestBinding::of(
+            self.pool().key(i),
+            method::TOOLS_CALL,
+            &admitted.route.tool.name,
+        );
+        match self.relay_gated(ctx, params, name, admitted).await {
+            Err(e) if consent::needs_consent(&e) => {
+                match self.flights().ask_consent(i, ctx, e, binding) {
+                    consent::Asked::Error(e) => Err(e),
+                    consent::Asked::InputRequired(ir) => Ok(Outcome::InputRequired(ir)),
+                    consent::Asked::Told(text) => canonical(Outcome::Complete(
+                        crate::aggregator::answers::tool_error(text),
+                    )),
+                }
+            }
+            other => other,
+        }
+    }
+
     /// A call the gates let through, driven on a task: the questions they ask first, then
     /// the owning upstream.
-    pub(super) async fn relay_admitted(
+    async fn relay_gated(
         &self,
         ctx: &RequestContext,
         params: &RawObject<'_>,

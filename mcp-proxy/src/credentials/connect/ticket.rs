@@ -1,0 +1,92 @@
+//! A connect link's ticket: whose consent, to which upstream, for which elicitation, until
+//! when; sealed (AES-GCM under the grant keys), so it carries nothing readable and cannot
+//! be altered, and used once.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+
+use super::super::cipher::GrantKeys;
+
+/// What a ticket is sealed for (the associated data): a ticket opens as nothing else.
+const PLACE: &str = "connect-ticket";
+
+/// Most tickets remembered as used at once (each only for its life).
+const MAX_USED: usize = 100_000;
+
+/// What a connect link says, once opened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Ticket {
+    /// The grant's place: the principal's digest and the upstream.
+    pub(crate) place: String,
+    /// The upstream's key.
+    pub(crate) upstream: String,
+    /// The elicitation it answers.
+    pub(crate) elicitation: String,
+    /// Unix seconds after which it is refused.
+    pub(crate) expires: u64,
+    /// Makes each ticket one of a kind, and marks it used.
+    pub(crate) nonce: String,
+}
+
+/// Why a ticket was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TicketRefused {
+    #[error("this link is not one of this gateway's, or it was altered")]
+    Forged,
+    #[error("this link has expired")]
+    Expired,
+    #[error("this link was used already")]
+    Used,
+}
+
+/// Seals tickets and remembers which were used.
+pub(crate) struct Tickets {
+    used: Mutex<HashMap<String, Instant>>,
+}
+
+impl Tickets {
+    pub(crate) fn new() -> Self {
+        Tickets {
+            used: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// `ticket`, sealed for a URL.
+    pub(crate) fn seal(&self, keys: &GrantKeys, ticket: &Ticket) -> Option<String> {
+        let plain = serde_json::to_vec(ticket).ok()?;
+        keys.seal(PLACE, &plain).ok()
+    }
+
+    /// The ticket `text` seals, if genuine and in time (not marked used: see
+    /// [`Tickets::use_once`]).
+    pub(crate) fn open(
+        &self,
+        keys: &GrantKeys,
+        text: &str,
+        now: u64,
+    ) -> Result<Ticket, TicketRefused> {
+        let plain = keys.open(PLACE, text).map_err(|_| TicketRefused::Forged)?;
+        let ticket: Ticket = serde_json::from_slice(&plain).map_err(|_| TicketRefused::Forged)?;
+        if ticket.expires < now {
+            return Err(TicketRefused::Expired);
+        }
+        Ok(ticket)
+    }
+
+    /// Marks `ticket` used: `Err` if it was already.
+    pub(crate) fn use_once(&self, ticket: &Ticket, life: Duration) -> Result<(), TicketRefused> {
+        let mut used = self.used.lock();
+        let now = Instant::now();
+        if used.len() >= MAX_USED {
+            used.retain(|_, until| *until > now);
+        }
+        if used.contains_key(&ticket.nonce) {
+            return Err(TicketRefused::Used);
+        }
+        used.insert(ticket.nonce.clone(), now + life);
+        Ok(())
+    }
+}

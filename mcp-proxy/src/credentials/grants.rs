@@ -1,0 +1,323 @@
+//! Users' upstream grants (the tokens a user's consent gave the gateway for one
+//! upstream), kept sealed ([`GrantKeys`]) in a [`GrantStore`]: in memory, in a file that
+//! outlives a restart ([`FileGrants`]), or wherever an embedder keeps secrets. Each grant
+//! is kept under its place: the principal's digest (never its name) and the upstream's
+//! key. A record that does not open (another key, altered, moved) is treated as absent,
+//! and said so in the log.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use mcp_server::auth::{Principal, PrincipalDigest};
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+
+use super::cipher::GrantKeys;
+
+/// Why a grant store failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("grant store: {0}")]
+pub struct GrantStoreError(pub String);
+
+/// Where sealed grants are kept, by place. Only sealed text passes through it.
+#[async_trait]
+pub trait GrantStore: Send + Sync + 'static {
+    /// The record at `place`, if any.
+    async fn get(&self, place: &str) -> Result<Option<String>, GrantStoreError>;
+    /// Keeps `sealed` at `place`, replacing what was there.
+    async fn put(&self, place: &str, sealed: String) -> Result<(), GrantStoreError>;
+    /// Forgets the record at `place`; whether there was one.
+    async fn remove(&self, place: &str) -> Result<bool, GrantStoreError>;
+}
+
+/// Grants kept in this process only (they end with it).
+#[derive(Debug, Default)]
+pub struct MemoryGrants(Mutex<BTreeMap<String, String>>);
+
+#[async_trait]
+impl GrantStore for MemoryGrants {
+    async fn get(&self, place: &str) -> Result<Option<String>, GrantStoreError> {
+        Ok(self.0.lock().get(place).cloned())
+    }
+    async fn put(&self, place: &str, sealed: String) -> Result<(), GrantStoreError> {
+        self.0.lock().insert(place.to_owned(), sealed);
+        Ok(())
+    }
+    async fn remove(&self, place: &str) -> Result<bool, GrantStoreError> {
+        Ok(self.0.lock().remove(place).is_some())
+    }
+}
+
+/// Grants kept in one JSON file (mode 0600 on Unix), rewritten whole on each change
+/// (written beside it, then renamed over it). A file that is not such a document is
+/// treated as empty, and said so in the log; it is replaced at the next change.
+#[derive(Debug)]
+pub struct FileGrants {
+    path: PathBuf,
+    records: tokio::sync::Mutex<BTreeMap<String, String>>,
+}
+
+impl FileGrants {
+    /// The grants in `path` (made at the first change if it does not exist).
+    pub fn open(path: impl Into<PathBuf>) -> Result<FileGrants, GrantStoreError> {
+        let path = path.into();
+        let records = match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+                tracing::error!(file = %path.display(), "grant file unreadable ({e}): treated as empty");
+                BTreeMap::new()
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
+            Err(e) => return Err(GrantStoreError(format!("{}: {e}", path.display()))),
+        };
+        Ok(FileGrants {
+            path,
+            records: tokio::sync::Mutex::new(records),
+        })
+    }
+
+    async fn write(&self, records: &BTreeMap<String, String>) -> Result<(), GrantStoreError> {
+        let text =
+            serde_json::to_vec_pretty(records).map_err(|e| GrantStoreError(e.to_string()))?;
+        let path = self.path.clone();
+        tokio::task::spawn_blocking(move || write_private(&path, &text))
+            .await
+            .map_err(|e| GrantStoreError(e.to_string()))?
+            .map_err(|e| GrantStoreError(format!("{}: {e}", self.path.display())))
+    }
+}
+
+/// `text` into `path` by way of a file beside it, readable by its owner only.
+fn write_private(path: &std::path::Path, text: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut beside = path.as_os_str().to_owned();
+    beside.push(".new");
+    let beside = PathBuf::from(beside);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut f = options.open(&beside)?;
+    f.write_all(text)?;
+    f.sync_all()?;
+    std::fs::rename(&beside, path)
+}
+
+#[async_trait]
+impl GrantStore for FileGrants {
+    async fn get(&self, place: &str) -> Result<Option<String>, GrantStoreError> {
+        Ok(self.records.lock().await.get(place).cloned())
+    }
+    async fn put(&self, place: &str, sealed: String) -> Result<(), GrantStoreError> {
+        let mut records = self.records.lock().await;
+        records.insert(place.to_owned(), sealed);
+        self.write(&records).await
+    }
+    async fn remove(&self, place: &str) -> Result<bool, GrantStoreError> {
+        let mut records = self.records.lock().await;
+        let had = records.remove(place).is_some();
+        if had {
+            self.write(&records).await?;
+        }
+        Ok(had)
+    }
+}
+
+/// What a user's consent gave the gateway for one upstream.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Grant {
+    pub(crate) access_token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) refresh_token: Option<String>,
+    /// Unix seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) expires_at: Option<u64>,
+    /// When it was obtained, Unix seconds.
+    #[serde(default)]
+    pub(crate) obtained_at: u64,
+}
+
+impl std::fmt::Debug for Grant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Grant")
+            .field("refresh_token", &self.refresh_token.is_some())
+            .field("expires_at", &self.expires_at)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Grant {
+    /// The grant `token` gives.
+    pub(crate) fn of(token: &mcp_client::auth::Token) -> Grant {
+        let now = SystemTime::now();
+        let expires_at = token.expires_at.map(|at| {
+            let left = at.saturating_duration_since(std::time::Instant::now());
+            unix(now + left)
+        });
+        Grant {
+            access_token: token.access_token.clone(),
+            refresh_token: token.refresh_token.clone(),
+            expires_at,
+            obtained_at: unix(now),
+        }
+    }
+
+    /// How long its access token was good for when obtained, if it says.
+    pub(crate) fn life(&self) -> Option<Duration> {
+        let end = self.expires_at?;
+        Some(Duration::from_secs(end.saturating_sub(self.obtained_at)))
+    }
+
+    /// When its access token expires, on the monotonic clock.
+    pub(crate) fn expires_instant(&self) -> Option<std::time::Instant> {
+        let at = UNIX_EPOCH + Duration::from_secs(self.expires_at?);
+        let left = at.duration_since(SystemTime::now()).unwrap_or_default();
+        Some(std::time::Instant::now() + left)
+    }
+}
+
+fn unix(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// The place of `principal`'s grant for `upstream`: its digest, never its name.
+pub fn grant_place(principal: &Principal, upstream: &str) -> String {
+    let digest = PrincipalDigest::of(Some(principal)).0;
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{hex}:{upstream}")
+}
+
+/// Grants sealed under keys in a store.
+#[derive(Clone)]
+pub struct GrantVault {
+    store: Arc<dyn GrantStore>,
+    keys: Arc<GrantKeys>,
+}
+
+impl std::fmt::Debug for GrantVault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GrantVault")
+            .field("keys", &self.keys)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GrantVault {
+    /// Grants in `store`, sealed under `keys`.
+    pub fn new(store: Arc<dyn GrantStore>, keys: GrantKeys) -> Self {
+        GrantVault {
+            store,
+            keys: Arc::new(keys),
+        }
+    }
+
+    /// The grant at `place`, if one opens there.
+    pub(crate) async fn get(&self, place: &str) -> Result<Option<Grant>, GrantStoreError> {
+        let Some(sealed) = self.store.get(place).await? else {
+            return Ok(None);
+        };
+        let opened = self.keys.open(place, &sealed).map_err(|e| e.to_string());
+        match opened.and_then(|plain| serde_json::from_slice(&plain).map_err(|e| e.to_string())) {
+            Ok(grant) => Ok(Some(grant)),
+            Err(why) => {
+                tracing::warn!(place = %place_label(place), "a kept grant does not open ({why}): treated as absent");
+                Ok(None)
+            }
+        }
+    }
+
+    /// Keeps `grant` at `place`.
+    pub(crate) async fn put(&self, place: &str, grant: &Grant) -> Result<(), GrantStoreError> {
+        let plain = serde_json::to_vec(grant).map_err(|e| GrantStoreError(e.to_string()))?;
+        let sealed = self
+            .keys
+            .seal(place, &plain)
+            .map_err(|e| GrantStoreError(e.to_string()))?;
+        self.store.put(place, sealed).await
+    }
+
+    /// The keys it seals with.
+    pub(crate) fn keys(&self) -> &GrantKeys {
+        &self.keys
+    }
+
+    /// Forgets the grant at `place`; whether there was one.
+    pub async fn forget(&self, place: &str) -> Result<bool, GrantStoreError> {
+        self.store.remove(place).await
+    }
+}
+
+/// What a log may say of a place: the upstream, not the principal's digest.
+fn place_label(place: &str) -> &str {
+    place.split_once(':').map_or("", |(_, upstream)| upstream)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(byte: u8) -> GrantKeys {
+        GrantKeys::new(vec![("k".into(), [byte; 32])]).expect("keys")
+    }
+
+    fn grant() -> Grant {
+        Grant {
+            access_token: "access-SECRET-1".into(),
+            refresh_token: Some("refresh-SECRET-2".into()),
+            expires_at: Some(4_000_000_000),
+            obtained_at: 3_999_999_000,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_file_of_grants_holds_no_token_text_and_outlives_its_vault() {
+        let dir = std::env::temp_dir().join(format!("grants-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("grants.json");
+        let _ = std::fs::remove_file(&path);
+        let place = grant_place(&Principal::new("alice"), "desk");
+        let vault = GrantVault::new(Arc::new(FileGrants::open(&path).expect("open")), keys(1));
+        vault.put(&place, &grant()).await.expect("put");
+        let text = std::fs::read_to_string(&path).expect("file");
+        assert!(
+            !text.contains("SECRET") && !text.contains("alice"),
+            "{text}"
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        // Read again, as after a restart; another key reads nothing.
+        let again = GrantVault::new(Arc::new(FileGrants::open(&path).expect("open")), keys(1));
+        assert_eq!(again.get(&place).await.expect("get"), Some(grant()));
+        let other = GrantVault::new(Arc::new(FileGrants::open(&path).expect("open")), keys(2));
+        assert_eq!(other.get(&place).await.expect("get"), None);
+        // A record moved to another user's place does not open there.
+        let bob = grant_place(&Principal::new("bob"), "desk");
+        let store = FileGrants::open(&path).expect("open");
+        let sealed = store.get(&place).await.expect("get").expect("record");
+        store.put(&bob, sealed).await.expect("put");
+        let moved = GrantVault::new(Arc::new(store), keys(1));
+        assert_eq!(moved.get(&bob).await.expect("get"), None);
+        // A file altered into nonsense: empty.
+        std::fs::write(&path, b"{not json").expect("write");
+        let broken = GrantVault::new(Arc::new(FileGrants::open(&path).expect("open")), keys(1));
+        assert_eq!(broken.get(&place).await.expect("get"), None);
+        assert!(vault.forget(&place).await.expect("forget"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_place_names_the_upstream_and_not_the_principal() {
+        let a = grant_place(&Principal::new("alice"), "desk");
+        assert!(a.ends_with(":desk") && !a.contains("alice"));
+        assert_ne!(a, grant_place(&Principal::new("bob"), "desk"));
+        assert_eq!(place_label(&a), "desk");
+        let printed = format!("{:?}", grant());
+        assert!(!printed.contains("SECRET"), "{printed}");
+    }
+}
