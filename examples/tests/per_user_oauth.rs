@@ -10,305 +10,17 @@
 //! error result naming the link. After the browser flow every call reaches the upstream
 //! as its own user, never as another.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use mcp_client::http::HttpConfig;
-use mcp_client::{connect_http, Client, ClientError, ClientHandler, ClientOptions, EraChoice};
-use mcp_server::auth::{
-    bearer_token, Authenticator, Authorization, JwtAuthenticator, JwtOptions, Principal,
-    ProtectedResource, Refusal,
-};
-use mcp_server::http::{bind, HttpOptions};
-use mcp_server::{Outcome, RequestContext, Server, ServerHandler};
+use mcp_client::{ClientError, EraChoice};
 use mcp_types::protocol::*;
-use mcp_types::{ErrorObject, Revision};
-use serde_json::{json, Value};
+use mcp_types::Revision;
+use serde_json::json;
 
 mod common;
-use common::browser::{jwt_claims, user_access_token, Browser, Providers};
-use common::{example, free_port};
-
-const SECRET: &str = "gateway-secret-for-tests-only";
-const HOST_REDIRECT: &str = "http://127.0.0.1:9/cb";
-const GRANT_KEYS: &str = "k1:AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE";
-
-/// What the upstream saw of each call: the token's `sub` and `aud`, and the token.
-#[derive(Clone, Default)]
-struct Seen(Arc<Mutex<Vec<(String, Value, String)>>>);
-
-/// The upstream's authenticator: the issuer's JWTs, each token it is shown noted.
-struct Noting {
-    inner: JwtAuthenticator,
-    tokens: Arc<Mutex<Vec<String>>>,
-}
-
-#[async_trait]
-impl Authenticator for Noting {
-    async fn authenticate(&self, request: &http::request::Parts) -> Result<Principal, Refusal> {
-        if let Some(t) = bearer_token(&request.headers) {
-            self.tokens.lock().expect("tokens").push(t.to_owned());
-        }
-        self.inner.authenticate(request).await
-    }
-}
-
-#[derive(Clone)]
-struct WhoAmI(Seen);
-
-#[async_trait]
-impl ServerHandler for WhoAmI {
-    fn capabilities(&self) -> ServerCapabilities {
-        ServerCapabilities {
-            tools: Some(Default::default()),
-            ..Default::default()
-        }
-    }
-    async fn list_tools(
-        &self,
-        _: &RequestContext,
-        _: PaginatedRequestParams,
-    ) -> Result<ListToolsResult, ErrorObject> {
-        let tool: Tool = serde_json::from_value(json!({
-            "name": "whoami", "inputSchema": {"type": "object"}}))
-        .map_err(|e| ErrorObject::new(-32603, e.to_string()))?;
-        Ok(ListToolsResult {
-            tools: vec![tool],
-            ..Default::default()
-        })
-    }
-    async fn call_tool(
-        &self,
-        ctx: &RequestContext,
-        _: CallToolRequestParams,
-    ) -> Result<Outcome<CallToolResult>, ErrorObject> {
-        let p = ctx
-            .principal()
-            .cloned()
-            .unwrap_or_else(|| Principal::new(""));
-        let aud = p.claims.get("aud").cloned().unwrap_or(Value::Null);
-        self.0
-             .0
-            .lock()
-            .expect("seen")
-            .push((p.subject.clone(), aud, String::new()));
-        Ok(Outcome::Complete(CallToolResult {
-            content: vec![ContentBlock::text(p.subject)],
-            ..Default::default()
-        }))
-    }
-}
-
-/// Everything one run holds: the providers, the upstream, the gateway.
-struct World {
-    providers: Providers,
-    gateway: tokio::process::Child,
-    gateway_url: String,
-    upstream_url: String,
-    seen: Seen,
-    upstream_tokens: Arc<Mutex<Vec<String>>>,
-    log: std::path::PathBuf,
-    dir: std::path::PathBuf,
-}
-
-impl Drop for World {
-    fn drop(&mut self) {
-        let _ = self.gateway.start_kill();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-async fn world(ttl: u64) -> Option<World> {
-    let gw_port = free_port();
-    let up_port = free_port();
-    let gateway_origin = format!("http://127.0.0.1:{gw_port}");
-    let gateway_url = format!("{gateway_origin}/mcp");
-    let upstream_url = format!("http://127.0.0.1:{up_port}/mcp");
-    let providers = Providers::start(json!({
-        "gatewayResource": gateway_url,
-        "upstreamResource": upstream_url,
-        "hostRedirectUri": HOST_REDIRECT,
-        "gatewayLoginRedirectUri": format!("{gateway_origin}/connect/login"),
-        "gatewayCallbackUri": format!("{gateway_origin}/connect/callback"),
-        "gatewayClientSecret": SECRET,
-        "accessTokenTtl": ttl,
-    }))
-    .await?;
-    // The upstream: only the upstream issuer's tokens, for its own resource.
-    let seen = Seen::default();
-    let upstream_tokens = Arc::new(Mutex::new(Vec::new()));
-    let keys = mcp_proxy::jwks::JwksUri::discover(providers.upstream.clone());
-    let jwt = JwtAuthenticator::new(
-        keys,
-        JwtOptions::new(providers.upstream.clone(), upstream_url.clone()),
-    );
-    let noting = Noting {
-        inner: jwt,
-        tokens: upstream_tokens.clone(),
-    };
-    let resource = ProtectedResource::new(upstream_url.clone())
-        .expect("resource")
-        .authorization_server(providers.upstream.clone());
-    let options = HttpOptions::default().authorization(Authorization::new(noting, resource));
-    bind(
-        format!("127.0.0.1:{up_port}").parse().expect("address"),
-        Server::new(WhoAmI(seen.clone())),
-        options,
-    )
-    .await
-    .expect("upstream binds");
-    // The gateway.
-    let dir = std::env::temp_dir().join(format!("per-user-oauth-{}-{gw_port}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let config = json!({
-        "mcpServers": {"desk": {
-            "url": upstream_url,
-            "auth": {"type": "clientCredentials", "issuer": providers.upstream, "clientId": "gateway",
-                     "clientSecretEnv": "GW_SECRET", "scopes": ["mcp"]},
-            "userAuth": {"type": "oauth", "issuer": providers.upstream, "clientId": "gateway",
-                         "clientSecretEnv": "GW_SECRET", "scopes": ["mcp"]}
-        }},
-        "gateway": {
-            "auth": {"resource": gateway_url, "jwt": {"issuer": providers.users},
-                     "login": {"clientId": "gateway-login", "clientSecretEnv": "GW_SECRET", "scopes": ["mcp"]}},
-            "grants": {"file": dir.join("grants.json"), "keysEnv": "GW_GRANT_KEYS"}
-        }
-    });
-    let path = dir.join("gateway.json");
-    std::fs::write(&path, config.to_string()).expect("config");
-    let log = dir.join("gateway.log");
-    let (gateway, printed) = spawn_gateway(&path, gw_port, &log).await;
-    assert_eq!(printed, gateway_url);
-    Some(World {
-        providers,
-        gateway,
-        gateway_url,
-        upstream_url,
-        seen,
-        upstream_tokens,
-        log,
-        dir,
-    })
-}
-
-async fn spawn_gateway(
-    config: &std::path::Path,
-    port: u16,
-    log: &std::path::Path,
-) -> (tokio::process::Child, String) {
-    let err = std::fs::File::create(log).expect("log");
-    let mut child = tokio::process::Command::new(example("gateway"))
-        .args([
-            "--config",
-            &config.display().to_string(),
-            "--http",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .env("GW_SECRET", SECRET)
-        .env("GW_GRANT_KEYS", GRANT_KEYS)
-        .env("RUST_LOG", "trace")
-        .stdout(std::process::Stdio::piped())
-        .stderr(err)
-        .kill_on_drop(true)
-        .spawn()
-        .expect("gateway");
-    let out = child.stdout.take().expect("stdout");
-    let url = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(out)).next_line(),
-    )
-    .await
-    .expect("the gateway started")
-    .expect("read")
-    .expect("a URL");
-    (child, url)
-}
-
-/// A host of `user` (its bearer `token`) in `era`, declaring URL-mode elicitation if
-/// `url_mode`; its elicitations opened in `browser`.
-async fn host(
-    w: &World,
-    token: &str,
-    era: EraChoice,
-    url_mode: bool,
-    browser: Arc<Browser>,
-) -> Client {
-    let mut config = HttpConfig::new(&w.gateway_url);
-    config
-        .headers
-        .push(("Authorization".into(), format!("Bearer {token}")));
-    let mut caps = ClientCapabilities::default();
-    if url_mode {
-        caps.elicitation = Some(serde_json::from_value(json!({"url": {}})).expect("caps"));
-    }
-    let options = ClientOptions::default().era(era).capabilities(caps);
-    connect_http(config, Opener(browser), options)
-        .await
-        .expect("host connects")
-}
-
-/// A host whose user opens each URL elicitation in their browser and accepts it.
-#[derive(Clone)]
-struct Opener(Arc<Browser>);
-
-#[async_trait]
-impl ClientHandler for Opener {
-    async fn elicit(&self, p: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
-        let url = p
-            .url
-            .ok_or_else(|| ErrorObject::new(-32602, "form mode not here"))?;
-        let page = self.0.visit(&url).await;
-        assert!(
-            page.body.contains("Connected"),
-            "{} {}",
-            page.status,
-            page.body
-        );
-        Ok(ElicitResult {
-            action: ElicitAction::Accept,
-            ..Default::default()
-        })
-    }
-}
-
-async fn whoami(host: &Client) -> Result<CallToolResult, ClientError> {
-    host.call_tool("desk__whoami", Default::default())
-        .await
-        .map(|r| r.result)
-}
-
-fn text(r: &CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text(t) => Some(t.text.as_str()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// The connect URL of a `-32042` error.
-fn elicitation_url(e: &ErrorObject) -> (String, String) {
-    let el = &e.data.as_ref().expect("data")["elicitations"][0];
-    assert_eq!(el["mode"], "url");
-    (
-        el["url"].as_str().expect("url").to_owned(),
-        el["elicitationId"].as_str().expect("id").to_owned(),
-    )
-}
-
-async fn user_token(w: &World, login: &str) -> String {
-    user_access_token(
-        &w.providers.users,
-        "host-app",
-        HOST_REDIRECT,
-        &w.gateway_url,
-        login,
-    )
-    .await
-}
+use common::browser::{jwt_claims, Browser};
+use common::consent::{elicitation_url, host, text, user_token, whoami, world};
 
 #[tokio::test]
 async fn each_user_consents_once_in_the_form_their_host_can_take_and_is_then_themselves() {
@@ -434,4 +146,245 @@ async fn each_user_consents_once_in_the_form_their_host_can_take_and_is_then_the
     assert!(upstream_tokens
         .iter()
         .all(|t| jwt_claims(t)["iss"] == json!(w.providers.upstream)));
+}
+
+/// The `-32042` a 2025-11-25 URL-mode host gets for `tool`, and its link.
+async fn consent_link(h: &mcp_client::Client, tool: &str) -> String {
+    match h.call_tool(tool, Default::default()).await {
+        Err(ClientError::Server(e)) if e.code == -32042 => elicitation_url(&e).0,
+        other => panic!("no elicitation for {tool}: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_link_opened_by_another_user_used_twice_altered_or_for_another_upstream_binds_nothing() {
+    let Some(w) = world(300).await else { return };
+    let alice_token = user_token(&w, "alice").await;
+    let alice = Arc::new(Browser::new_as("alice"));
+    let bob = Arc::new(Browser::new_as("bob"));
+    let a = host(
+        &w,
+        &alice_token,
+        EraChoice::Legacy(Revision::V2025_11_25),
+        true,
+        alice.clone(),
+    )
+    .await;
+
+    // Phishing: alice's link opened in bob's browser, bob logged in there already.
+    let _ = bob
+        .visit(
+            &consent_link(
+                &host(
+                    &w,
+                    &user_token(&w, "bob").await,
+                    EraChoice::Legacy(Revision::V2025_11_25),
+                    true,
+                    bob.clone(),
+                )
+                .await,
+                "desk__whoami",
+            )
+            .await,
+        )
+        .await;
+    let phished = bob.visit(&consent_link(&a, "desk__whoami").await).await;
+    assert_eq!(phished.status, 403, "{}", phished.body);
+    assert!(
+        phished.body.contains("made for another user"),
+        "{}",
+        phished.body
+    );
+    assert!(
+        phished.body.contains("Nothing was linked"),
+        "{}",
+        phished.body
+    );
+    // A flow carried midway to another browser (the login's return opened elsewhere).
+    let base = w.gateway_url.trim_end_matches("/mcp");
+    let midway = Browser::new_as("alice").stop_at(&format!("{base}/connect/login"));
+    let stopped = midway.visit(&consent_link(&a, "desk__whoami").await).await;
+    assert!(stopped.stopped, "{}", stopped.url);
+    let elsewhere = Browser::new_as("alice").visit(&stopped.url).await;
+    assert_eq!(elsewhere.status, 403, "{}", elsewhere.body);
+    assert!(
+        elsewhere.body.contains("another browser"),
+        "{}",
+        elsewhere.body
+    );
+    // alice still has no grant; bob's own grant is bob's.
+    let again = consent_link(&a, "desk__whoami").await;
+
+    // Altered in any byte: refused, nothing bound (and the link stays good for its user).
+    let ticket_at = again.find("?t=").expect("ticket") + 3;
+    let stranger = Browser::new_as("alice");
+    for i in ticket_at..again.len() {
+        let mut bytes = again.clone().into_bytes();
+        bytes[i] = if bytes[i] == b'A' { b'B' } else { b'A' };
+        let altered = String::from_utf8(bytes).expect("ascii");
+        let page = stranger.visit(&altered).await;
+        assert_eq!(page.status, 400, "byte {i}: {}", page.body);
+        assert!(page.body.contains("Nothing was linked"), "{}", page.body);
+    }
+    // Used once: linked; used twice: refused.
+    assert!(alice.visit(&again).await.body.contains("Connected"));
+    let twice = alice.visit(&again).await;
+    assert_eq!(twice.status, 400);
+    assert!(twice.body.contains("used already"), "{}", twice.body);
+    assert_eq!(text(&whoami(&a).await.expect("served")), "alice");
+    // The grant is for `desk` only: `desk2` asks for its own.
+    let other = consent_link(&a, "desk2__whoami").await;
+    assert!(alice.visit(&other).await.body.contains("Connected"));
+    let served = a
+        .call_tool("desk2__whoami", Default::default())
+        .await
+        .expect("served");
+    assert_eq!(text(&served.result), "alice");
+    // A link of an unknown page or without a ticket.
+    assert_eq!(
+        alice.visit(&format!("{base}/connect/start")).await.status,
+        400
+    );
+    assert_eq!(
+        alice
+            .visit(&format!("{base}/connect/elsewhere"))
+            .await
+            .status,
+        404
+    );
+    let seen = w.seen.0.lock().expect("seen").clone();
+    assert!(
+        seen.iter()
+            .all(|(sub, _, _)| sub == "alice" || sub == "bob"),
+        "{seen:?}"
+    );
+    assert_eq!(seen.iter().filter(|(s, _, _)| s == "alice").count(), 2);
+}
+
+#[tokio::test]
+async fn grants_are_sealed_at_rest_survive_a_restart_and_only_their_key_reads_them() {
+    let Some(mut w) = world(300).await else {
+        return;
+    };
+    let token = user_token(&w, "alice").await;
+    let alice = Arc::new(Browser::new_as("alice"));
+    let a = host(&w, &token, EraChoice::Modern, true, alice.clone()).await;
+    assert_eq!(text(&whoami(&a).await.expect("served")), "alice");
+    let upstream_tokens = w.upstream_tokens.lock().expect("tokens").clone();
+    let file = std::fs::read_to_string(w.grants_file()).expect("grants file");
+    for t in &upstream_tokens {
+        let signature = t.rsplit('.').next().expect("jwt");
+        assert!(!file.contains(signature), "a token in the grants file");
+    }
+    assert!(!file.contains("alice"), "a user's name in the grants file");
+
+    // Restarted with the same keys: alice is still herself, with no consent asked.
+    w.restart(common::consent::GRANT_KEYS).await;
+    let a = host(
+        &w,
+        &token,
+        EraChoice::Legacy(Revision::V2025_11_25),
+        true,
+        alice.clone(),
+    )
+    .await;
+    assert_eq!(
+        text(&whoami(&a).await.expect("served after a restart")),
+        "alice"
+    );
+
+    // Restarted with another key: the grant does not open, and consent is asked again.
+    w.restart("k2:AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI")
+        .await;
+    let a = host(
+        &w,
+        &token,
+        EraChoice::Legacy(Revision::V2025_11_25),
+        true,
+        alice.clone(),
+    )
+    .await;
+    let link = consent_link(&a, "desk__whoami").await;
+    let log = std::fs::read_to_string(&w.log).expect("log");
+    assert!(
+        log.contains("does not open"),
+        "the unreadable grant is logged"
+    );
+    assert!(alice.visit(&link).await.body.contains("Connected"));
+    assert_eq!(text(&whoami(&a).await.expect("served")), "alice");
+
+    // A tampered file: treated as empty (and said so), consent asked again.
+    std::fs::write(w.grants_file(), b"{\"tampered\": ").expect("tamper");
+    w.restart("k2:AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI")
+        .await;
+    let a = host(
+        &w,
+        &token,
+        EraChoice::Legacy(Revision::V2025_11_25),
+        true,
+        alice.clone(),
+    )
+    .await;
+    let link = consent_link(&a, "desk__whoami").await;
+    let log = std::fs::read_to_string(&w.log).expect("log");
+    assert!(
+        log.contains("grant file unreadable"),
+        "the tampered file is logged"
+    );
+    assert!(alice.visit(&link).await.body.contains("Connected"));
+    assert_eq!(text(&whoami(&a).await.expect("served")), "alice");
+}
+
+#[tokio::test]
+async fn a_grant_is_refreshed_without_the_user_and_a_revoked_one_asks_again() {
+    // Access tokens good for 4 s: renewed by refresh before they end.
+    let Some(w) = world(4).await else { return };
+    let token = user_token(&w, "alice").await;
+    let alice = Arc::new(Browser::new_as("alice"));
+    let a = host(
+        &w,
+        &token,
+        EraChoice::Legacy(Revision::V2025_11_25),
+        true,
+        alice.clone(),
+    )
+    .await;
+    let link = consent_link(&a, "desk__whoami").await;
+    assert!(alice.visit(&link).await.body.contains("Connected"));
+    let distinct = || {
+        let mut t: Vec<String> = w
+            .upstream_tokens
+            .lock()
+            .expect("tokens")
+            .iter()
+            .filter(|t| jwt_claims(t)["sub"] == json!("alice"))
+            .cloned()
+            .collect();
+        t.sort();
+        t.dedup();
+        t.len()
+    };
+    // Calls go on, served as alice, until the upstream has seen a second token of hers:
+    // the grant was refreshed, and nobody was asked.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while distinct() < 2 {
+        assert!(tokio::time::Instant::now() < deadline, "never refreshed");
+        assert_eq!(text(&whoami(&a).await.expect("served")), "alice");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Revoked at the authorization server: calls go on while the last token lasts, then
+    // the next one asks for consent again — never another error.
+    assert!(w.providers.revoke_grants("alice").await >= 1);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let link = loop {
+        assert!(tokio::time::Instant::now() < deadline, "never asked again");
+        match whoami(&a).await {
+            Ok(r) => assert_eq!(text(&r), "alice"),
+            Err(ClientError::Server(e)) if e.code == -32042 => break elicitation_url(&e).0,
+            Err(e) => panic!("an error instead of a new consent: {e:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(alice.visit(&link).await.body.contains("Connected"));
+    assert_eq!(text(&whoami(&a).await.expect("served")), "alice");
 }

@@ -44,6 +44,8 @@
 //
 // Test-only endpoint (outside oidc-provider, on the "upstream" server):
 //   GET /_test/exchanges -> {"count":N,"bySubject":{"alice":1,…},"refused":M}
+//   POST /_test/revoke-grants?sub=alice -> {"revoked":N}: every grant alice gave the
+//   upstream's clients revoked, as an administrator would (refresh tokens, the grant)
 //   (N successful token exchanges, M refused ones.)
 //
 // Endpoints are oidc-provider's defaults: discovery at
@@ -404,11 +406,47 @@ upstream.registerGrantType(
 
 usersServer.on('request', users.callback());
 
+// The grants each user gave the upstream's clients, for an administrator's revocation.
+const grantsBySubject = new Map();
+upstream.on('refresh_token.saved', (token) => {
+  if (!grantsBySubject.has(token.accountId)) grantsBySubject.set(token.accountId, new Set());
+  grantsBySubject.get(token.accountId).add(token.grantId);
+});
+
+/** Revokes every grant `sub` gave, as an administrator would: its refresh tokens, its
+ * access tokens (those kept: JWT access tokens stay valid until they expire), the grant. */
+async function revokeGrants(sub) {
+  const ids = [...(grantsBySubject.get(sub) ?? [])];
+  for (const id of ids) {
+    await upstream.RefreshToken.revokeByGrantId(id);
+    await upstream.AccessToken.revokeByGrantId(id);
+    await upstream.Grant.adapter.destroy(id);
+  }
+  grantsBySubject.delete(sub);
+  return ids.length;
+}
+
 const upstreamApp = upstream.callback();
 upstreamServer.on('request', (req, res) => {
-  if (req.method === 'GET' && req.url.split('?')[0] === '/_test/exchanges') {
+  const [path, query] = req.url.split('?');
+  if (req.method === 'GET' && path === '/_test/exchanges') {
     res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
     res.end(JSON.stringify(exchanges));
+    return;
+  }
+  if (req.method === 'POST' && path === '/_test/revoke-grants') {
+    const sub = new URLSearchParams(query ?? '').get('sub') ?? '';
+    revokeGrants(sub).then(
+      (revoked) => {
+        res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+        res.end(JSON.stringify({ revoked }));
+      },
+      (err) => {
+        console.error(`revoking the grants of ${sub} failed:`, err);
+        res.writeHead(500);
+        res.end();
+      },
+    );
     return;
   }
   upstreamApp(req, res);

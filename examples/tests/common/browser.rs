@@ -660,6 +660,23 @@ impl Providers {
             .unwrap_or_else(|e| panic!("GET {url}: {e}"))
     }
 
+    /// Revokes every grant `sub` gave the upstream's clients, as an administrator would;
+    /// how many there were.
+    pub async fn revoke_grants(&self, sub: &str) -> u64 {
+        let url = format!("{}/_test/revoke-grants?sub={sub}", self.upstream);
+        let v: Value = http_client()
+            .post(&url)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("POST {url}: {e}"))
+            .json()
+            .await
+            .unwrap_or_else(|e| panic!("POST {url}: {e}"));
+        v["revoked"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("POST {url}: {v}"))
+    }
+
     /// What the providers wrote to stderr so far (warnings, errors; never a token).
     pub fn stderr(&self) -> String {
         self.stderr.lock().map(|l| l.clone()).unwrap_or_default()

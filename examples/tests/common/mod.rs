@@ -15,6 +15,7 @@ mod schemas;
 pub mod browser;
 pub mod cluster;
 pub mod conformance;
+pub mod consent;
 pub mod hosts;
 pub mod redis;
 
