@@ -388,3 +388,21 @@ async fn a_grant_is_refreshed_without_the_user_and_a_revoked_one_asks_again() {
     assert!(alice.visit(&link).await.body.contains("Connected"));
     assert_eq!(text(&whoami(&a).await.expect("served")), "alice");
 }
+
+#[tokio::test]
+async fn a_user_no_issuer_names_is_told_they_cannot_consent() {
+    let Some(w) = world(300).await else { return };
+    let nobody = Arc::new(Browser::new_as("ci-bot"));
+    for era in [EraChoice::Modern, EraChoice::Legacy(Revision::V2025_11_25)] {
+        let ci = host(&w, common::consent::CI_KEY, era, true, nobody.clone()).await;
+        let r = whoami(&ci).await.expect("answered");
+        assert_eq!(r.is_error, Some(true));
+        let said = text(&r);
+        assert!(
+            said.contains("upstream `desk`") && said.contains("cannot give it"),
+            "{said}"
+        );
+        assert!(!said.contains("/connect/"), "{said}");
+    }
+    assert!(w.seen.0.lock().expect("seen").is_empty());
+}

@@ -26,6 +26,8 @@ use super::{example, free_port};
 
 pub const SECRET: &str = "gateway-secret-for-tests-only";
 pub const HOST_REDIRECT: &str = "http://127.0.0.1:9/cb";
+/// The API key of a principal no issuer names (`ci-bot`).
+pub const CI_KEY: &str = "ci-key-0123456789abcdef";
 pub const GRANT_KEYS: &str = "k1:AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE";
 
 /// What the upstream saw of each call: the token's `sub` and `aud`, and the token.
@@ -191,6 +193,7 @@ pub async fn world(ttl: u64) -> Option<World> {
         "mcpServers": {"desk": desk, "desk2": desk},
         "gateway": {
             "auth": {"resource": gateway_url, "jwt": {"issuer": providers.users},
+                     "apiKeys": [{"name": "ci", "keyEnv": "GW_CI_KEY", "subject": "ci-bot"}],
                      "login": {"clientId": "gateway-login", "clientSecretEnv": "GW_SECRET", "scopes": ["mcp"]}},
             "grants": {"file": dir.join("grants.json"), "keysEnv": "GW_GRANT_KEYS"}
         }
@@ -232,6 +235,7 @@ pub async fn spawn_gateway(
         ])
         .env("GW_SECRET", SECRET)
         .env("GW_GRANT_KEYS", keys)
+        .env("GW_CI_KEY", CI_KEY)
         .env("RUST_LOG", "trace")
         .stdout(std::process::Stdio::piped())
         .stderr(err)

@@ -112,6 +112,14 @@ pub enum CredentialError {
         /// The upstream's key.
         upstream: String,
     },
+    /// The user cannot give consent in a browser: they were not signed in by the
+    /// gateway's issuer (an API key, or a local stdio user), so no login could show that
+    /// whoever opens a consent link is them.
+    #[error("upstream `{upstream}` acts as each user by the user's own consent, given in a browser by a user of the gateway's issuer; this user signed in otherwise (an API key, or a local user) and cannot give it")]
+    CannotConsent {
+        /// The upstream's key.
+        upstream: String,
+    },
     /// The authorization server refused (its OAuth error and description).
     #[error("the authorization server refused a token for upstream `{upstream}`: {reason}")]
     Refused {

@@ -130,6 +130,12 @@ impl UpstreamCredentials for UserOAuthCredentials {
         &self,
         request: &CredentialRequest<'_>,
     ) -> Result<UpstreamToken, CredentialError> {
+        // Only a user an issuer names can log in to show who opens a link.
+        if request.principal.claims.get("iss").is_none() {
+            return Err(CredentialError::CannotConsent {
+                upstream: self.upstream.clone(),
+            });
+        }
         let place = grant_place(request.principal, &self.upstream);
         self.cache
             .get_or_fetch(&place, None, || self.kept_token(request, &place))

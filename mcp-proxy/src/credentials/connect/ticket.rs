@@ -90,3 +90,42 @@ impl Tickets {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ticket() -> Ticket {
+        Ticket {
+            place: "00ff:desk".into(),
+            upstream: "desk".into(),
+            elicitation: "e1".into(),
+            expires: 1_000,
+            nonce: "n1".into(),
+        }
+    }
+
+    #[test]
+    fn a_ticket_opens_in_time_once_and_only_as_sealed() {
+        let keys = GrantKeys::new(vec![("k".into(), [7; 32])]).expect("keys");
+        let tickets = Tickets::new();
+        let sealed = tickets.seal(&keys, &ticket()).expect("sealed");
+        assert!(
+            !sealed.contains("desk") && !sealed.contains("00ff"),
+            "{sealed}"
+        );
+        assert_eq!(tickets.open(&keys, &sealed, 1_000), Ok(ticket()));
+        assert_eq!(
+            tickets.open(&keys, &sealed, 1_001),
+            Err(TicketRefused::Expired)
+        );
+        let other = GrantKeys::new(vec![("k".into(), [8; 32])]).expect("keys");
+        assert_eq!(tickets.open(&other, &sealed, 1), Err(TicketRefused::Forged));
+        // A grant sealed with the same keys is no ticket (another place).
+        let grant = keys.seal("00ff:desk", b"{}").expect("sealed");
+        assert_eq!(tickets.open(&keys, &grant, 1), Err(TicketRefused::Forged));
+        let life = Duration::from_secs(60);
+        assert_eq!(tickets.use_once(&ticket(), life), Ok(()));
+        assert_eq!(tickets.use_once(&ticket(), life), Err(TicketRefused::Used));
+    }
+}
