@@ -333,6 +333,45 @@ async fn grants_are_sealed_at_rest_survive_a_restart_and_only_their_key_reads_th
     );
     assert!(alice.visit(&link).await.body.contains("Connected"));
     assert_eq!(text(&whoami(&a).await.expect("served")), "alice");
+
+    // An operator forgets alice's grant: she is asked again (here, after a restart that
+    // drops the token the gateway held in memory).
+    let forget = || async {
+        let out = tokio::process::Command::new(common::example("gateway"))
+            .args([
+                "--config",
+                &w.dir.join("gateway.json").display().to_string(),
+            ])
+            .args(["--forget-grant", "desk", "--subject", "alice"])
+            .env("GW_SECRET", common::consent::SECRET)
+            .env(
+                "GW_GRANT_KEYS",
+                "k2:AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI",
+            )
+            .env("GW_CI_KEY", common::consent::CI_KEY)
+            .output()
+            .await
+            .expect("forget");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(forget().await.trim(), "forgot the grant of alice for desk");
+    assert_eq!(forget().await.trim(), "no grant of alice for desk was kept");
+    w.restart("k2:AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI")
+        .await;
+    let a = host(
+        &w,
+        &token,
+        EraChoice::Legacy(Revision::V2025_11_25),
+        true,
+        alice.clone(),
+    )
+    .await;
+    let _ = consent_link(&a, "desk__whoami").await;
 }
 
 #[tokio::test]

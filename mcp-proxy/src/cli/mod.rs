@@ -66,6 +66,17 @@ pub struct Args {
     /// exit.
     #[arg(long)]
     pub pin: bool,
+    /// Forget the grant a user gave the gateway for UPSTREAM (a server whose `userAuth`
+    /// is of type `oauth`; with `--subject`, and `--issuer` unless it is the one users log
+    /// in at), and exit: the user is asked again at their next request there.
+    #[arg(long, value_name = "UPSTREAM", requires = "subject")]
+    pub forget_grant: Option<String>,
+    /// The user whose grant `--forget-grant` forgets (their `sub`).
+    #[arg(long, value_name = "SUB", requires = "forget_grant")]
+    pub subject: Option<String>,
+    /// The issuer of `--subject` (default: the one users log in at).
+    #[arg(long, value_name = "ISSUER", requires = "forget_grant")]
+    pub issuer: Option<String>,
     /// Worker threads (1: one thread, which a relay is fastest on).
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub threads: usize,
@@ -101,6 +112,9 @@ pub fn main(default: Option<Default>) -> ExitCode {
     }
     if args.check_config {
         return check_config(args.config.as_deref());
+    }
+    if let Some(upstream) = &args.forget_grant {
+        return forget_grant(&args, upstream);
     }
     let runtime = match args.threads {
         0 | 1 => tokio::runtime::Builder::new_current_thread()
@@ -154,6 +168,52 @@ fn check_config(path: Option<&str>) -> ExitCode {
         Err(e) => {
             eprintln!("gateway: {e}");
             ExitCode::from(2)
+        }
+    }
+}
+
+/// `--forget-grant UPSTREAM --subject SUB [--issuer ISSUER]`.
+fn forget_grant(args: &Args, upstream: &str) -> ExitCode {
+    let Some(path) = args.config.as_deref() else {
+        eprintln!("gateway: --forget-grant needs --config FILE");
+        return ExitCode::from(2);
+    };
+    let desk = match load(path) {
+        Ok((g, _)) => g.connect,
+        Err(e) => {
+            eprintln!("gateway: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let Some(desk) = desk else {
+        eprintln!(
+            "gateway: {path}: no server has a `userAuth` of type \"oauth\": no grants are kept"
+        );
+        return ExitCode::from(2);
+    };
+    let subject = args.subject.as_deref().unwrap_or_default();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    let forgot = match runtime {
+        Ok(rt) => rt.block_on(desk.forget(subject, args.issuer.as_deref(), upstream)),
+        Err(e) => {
+            eprintln!("gateway: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match forgot {
+        Ok(true) => {
+            println!("forgot the grant of {subject} for {upstream}");
+            ExitCode::SUCCESS
+        }
+        Ok(false) => {
+            println!("no grant of {subject} for {upstream} was kept");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("gateway: {e}");
+            ExitCode::from(1)
         }
     }
 }

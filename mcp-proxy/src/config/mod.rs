@@ -104,9 +104,9 @@ pub struct Gateway {
     /// With `gateway.cluster.redis`: what hands this replica's legacy sessions over to
     /// another when it is gone (already in `http`; here for its counts).
     pub handover: Option<Arc<crate::store::StoreHandover>>,
-    /// With a `userAuth` of type `oauth`: where users' upstream grants are kept (the
-    /// connect pages are already in `http`), for forgetting a user's grant.
-    pub grants: Option<crate::credentials::GrantVault>,
+    /// With a `userAuth` of type `oauth`: the connect pages (already in `http`) and the
+    /// grants they keep, for forgetting a user's grant.
+    pub connect: Option<Arc<crate::credentials::ConnectDesk>>,
 }
 
 /// Where in the file something is wrong, and what.
@@ -242,13 +242,13 @@ fn read(text: &str) -> Result<Gateway, Problem> {
             http: Default::default(),
             registry: None,
             handover: None,
-            grants: None,
+            connect: None,
         },
         Some(g) => gateway(g, &keys, &digest, authorization)?,
     };
     if let Some(desk) = desk {
-        parsed.grants = Some(desk.vault().clone());
-        parsed.http = parsed.http.with_pages(desk);
+        parsed.http = parsed.http.with_pages(desk.clone());
+        parsed.connect = Some(desk);
     }
     parsed.upstreams = upstreams;
     Ok(parsed)
@@ -355,7 +355,7 @@ fn gateway(
         http,
         registry,
         handover,
-        grants: None,
+        connect: None,
     })
 }
 

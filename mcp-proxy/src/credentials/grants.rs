@@ -51,31 +51,51 @@ impl GrantStore for MemoryGrants {
     }
 }
 
-/// Grants kept in one JSON file (mode 0600 on Unix), rewritten whole on each change
-/// (written beside it, then renamed over it). A file that is not such a document is
-/// treated as empty, and said so in the log; it is replaced at the next change.
+/// Grants kept in one JSON file (mode 0600 on Unix), read at each use and rewritten whole
+/// on each change (written beside it, then renamed over it), so that another process (the
+/// `--forget-grant` command) may change it while the gateway runs. A file that is not such
+/// a document is treated as empty, and said so in the log; it is replaced at the next
+/// change.
 #[derive(Debug)]
 pub struct FileGrants {
     path: PathBuf,
-    records: tokio::sync::Mutex<BTreeMap<String, String>>,
+    /// One change at a time in this process.
+    writing: tokio::sync::Mutex<()>,
 }
 
 impl FileGrants {
-    /// The grants in `path` (made at the first change if it does not exist).
+    /// The grants in `path` (made at the first change if it does not exist); `Err` if
+    /// it cannot be read.
     pub fn open(path: impl Into<PathBuf>) -> Result<FileGrants, GrantStoreError> {
-        let path = path.into();
-        let records = match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
-                tracing::error!(file = %path.display(), "grant file unreadable ({e}): treated as empty");
-                BTreeMap::new()
-            }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
-            Err(e) => return Err(GrantStoreError(format!("{}: {e}", path.display()))),
+        let grants = FileGrants {
+            path: path.into(),
+            writing: tokio::sync::Mutex::new(()),
         };
-        Ok(FileGrants {
+        grants.read_now()?;
+        Ok(grants)
+    }
+
+    /// The records in the file now.
+    fn read_now(&self) -> Result<BTreeMap<String, String>, GrantStoreError> {
+        match std::fs::read(&self.path) {
+            Ok(bytes) => Ok(serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+                tracing::error!(file = %self.path.display(), "grant file unreadable ({e}): treated as empty");
+                BTreeMap::new()
+            })),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
+            Err(e) => Err(GrantStoreError(format!("{}: {e}", self.path.display()))),
+        }
+    }
+
+    async fn read(&self) -> Result<BTreeMap<String, String>, GrantStoreError> {
+        let path = self.path.clone();
+        let me = FileGrants {
             path,
-            records: tokio::sync::Mutex::new(records),
-        })
+            writing: tokio::sync::Mutex::new(()),
+        };
+        tokio::task::spawn_blocking(move || me.read_now())
+            .await
+            .map_err(|e| GrantStoreError(e.to_string()))?
     }
 
     async fn write(&self, records: &BTreeMap<String, String>) -> Result<(), GrantStoreError> {
@@ -93,7 +113,7 @@ impl FileGrants {
 fn write_private(path: &std::path::Path, text: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let mut beside = path.as_os_str().to_owned();
-    beside.push(".new");
+    beside.push(format!(".{}.new", std::process::id()));
     let beside = PathBuf::from(beside);
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);
@@ -108,15 +128,17 @@ fn write_private(path: &std::path::Path, text: &[u8]) -> std::io::Result<()> {
 #[async_trait]
 impl GrantStore for FileGrants {
     async fn get(&self, place: &str) -> Result<Option<String>, GrantStoreError> {
-        Ok(self.records.lock().await.get(place).cloned())
+        Ok(self.read().await?.remove(place))
     }
     async fn put(&self, place: &str, sealed: String) -> Result<(), GrantStoreError> {
-        let mut records = self.records.lock().await;
+        let _one = self.writing.lock().await;
+        let mut records = self.read().await?;
         records.insert(place.to_owned(), sealed);
         self.write(&records).await
     }
     async fn remove(&self, place: &str) -> Result<bool, GrantStoreError> {
-        let mut records = self.records.lock().await;
+        let _one = self.writing.lock().await;
+        let mut records = self.read().await?;
         let had = records.remove(place).is_some();
         if had {
             self.write(&records).await?;
@@ -307,7 +329,12 @@ mod tests {
         std::fs::write(&path, b"{not json").expect("write");
         let broken = GrantVault::new(Arc::new(FileGrants::open(&path).expect("open")), keys(1));
         assert_eq!(broken.get(&place).await.expect("get"), None);
-        assert!(vault.forget(&place).await.expect("forget"));
+        // Read at each use: another process's change is seen at once.
+        assert!(!vault.forget(&place).await.expect("nothing to forget"));
+        vault.put(&place, &grant()).await.expect("put");
+        let elsewhere = GrantVault::new(Arc::new(FileGrants::open(&path).expect("open")), keys(1));
+        assert!(elsewhere.forget(&place).await.expect("forget"));
+        assert_eq!(vault.get(&place).await.expect("get"), None);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -461,6 +461,23 @@ impl ConnectDesk {
         )
     }
 
+    /// Forgets the grant the user `subject` of `issuer` (default: the issuer users log in
+    /// at) gave for `upstream`; whether there was one. The gateway asks the user again at
+    /// their next request there (a token already held lasts until it expires; revoke the
+    /// grant at the upstream's authorization server as well to end it sooner).
+    pub async fn forget(
+        &self,
+        subject: &str,
+        issuer: Option<&str>,
+        upstream: &str,
+    ) -> Result<bool, super::GrantStoreError> {
+        let issuer = issuer.unwrap_or(&self.login.issuer);
+        let mut claims = serde_json::Map::new();
+        claims.insert("iss".into(), serde_json::Value::String(issuer.to_owned()));
+        let principal = Principal::new(subject).with_claims(claims);
+        self.vault.forget(&grant_place(&principal, upstream)).await
+    }
+
     /// A new grant for `upstream` from `grant`'s refresh token.
     pub(crate) async fn refresh(&self, upstream: &str, refresh: &str) -> Result<Grant, TokenError> {
         let u = self
