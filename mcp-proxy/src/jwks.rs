@@ -131,6 +131,14 @@ impl JwksUri {
         })
     }
 
+    /// Whether no set is held, or the one held has no key `kid`.
+    fn lacks(&self, kid: Option<&str>) -> bool {
+        self.read(|c| match &c.set {
+            None => true,
+            Some((set, _)) => kid.is_some_and(|k| !set.holds(k)),
+        })
+    }
+
     /// The keys that may be used: the last set fetched, unless it is `max_stale` old.
     fn usable(&self) -> Option<Arc<JwkSet>> {
         self.read(|c| {
@@ -223,6 +231,10 @@ impl KeySource for JwksUri {
     async fn keys(&self, kid: Option<&str>) -> Vec<VerifyingKey> {
         if self.wants_fetch(kid) {
             self.fetch(kid).await;
+        } else if self.lacks(kid) {
+            // A fetch that may bring it is under way (a burst of tokens at a cold start):
+            // wait for it, rather than refuse a token its keys would verify.
+            drop(self.fetching.lock().await);
         }
         let Some(set) = self.usable() else {
             return Vec::new();
