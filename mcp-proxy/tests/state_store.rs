@@ -146,6 +146,44 @@ async fn contract(store: Arc<dyn StateStore>) {
     })
     .await;
     assert!(lapsed, "a session not renewed lapses");
+
+    // Values: kept, taken once, put once of two racing, forgotten, lapsing.
+    store
+        .put_value("grant:a", "sealed-a", None)
+        .await
+        .expect("put");
+    assert_eq!(
+        store.value("grant:a").await.expect("get").as_deref(),
+        Some("sealed-a")
+    );
+    assert_eq!(
+        store.take_value("grant:a").await.expect("take").as_deref(),
+        Some("sealed-a")
+    );
+    assert_eq!(store.take_value("grant:a").await.expect("take again"), None);
+    let (first, second) = tokio::join!(
+        store.put_value_once("used:n1", "1", long),
+        store.put_value_once("used:n1", "1", long)
+    );
+    assert!(
+        first.expect("once") ^ second.expect("once"),
+        "exactly one wins"
+    );
+    store
+        .put_value("grant:b", "sealed-b", None)
+        .await
+        .expect("put");
+    assert!(store.remove_value("grant:b").await.expect("remove"));
+    assert!(!store.remove_value("grant:b").await.expect("remove again"));
+    store
+        .put_value("flow:s1", "f", Some(Duration::from_millis(200)))
+        .await
+        .expect("put");
+    let lapsed = mcp_examples::wait_until(Duration::from_secs(5), || async {
+        store.value("flow:s1").await.expect("get").is_none()
+    })
+    .await;
+    assert!(lapsed, "a value with a ttl lapses");
 }
 
 #[tokio::test]

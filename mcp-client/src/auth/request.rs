@@ -160,6 +160,26 @@ impl AuthorizationRequest {
         })
     }
 
+    /// A request sent earlier (by this process or another replica of it), from what it
+    /// was sent with: enough to check the redirect back and trade its code. Its `url` is
+    /// empty: it is not sent again.
+    pub fn resume(
+        issuer: impl Into<String>,
+        redirect_uri: impl Into<String>,
+        resource: impl Into<String>,
+        state: impl Into<String>,
+        code_verifier: impl Into<String>,
+    ) -> AuthorizationRequest {
+        AuthorizationRequest {
+            url: String::new(),
+            redirect_uri: redirect_uri.into(),
+            issuer: issuer.into(),
+            resource: resource.into(),
+            pkce: Pkce::from_verifier(code_verifier.into()),
+            state: state.into(),
+        }
+    }
+
     /// Its `state`, which the redirect must bring back (a server that keeps requests in
     /// flight for many users finds each one by it).
     pub fn state(&self) -> &str {

@@ -20,6 +20,7 @@ use mcp_server::auth::Authorization;
 
 use crate::credentials::{
     ConnectDesk, ConnectLogin, FileGrants, GrantKeys, GrantStore, GrantVault, MemoryGrants,
+    StoreGrants,
 };
 
 use super::auth::secret;
@@ -36,6 +37,7 @@ pub(super) fn desk(
     authorization: &Authorization,
     resource: &str,
     jwt_issuer: Option<String>,
+    shared: Option<Arc<dyn crate::store::StateStore>>,
 ) -> Result<Arc<ConnectDesk>, Problem> {
     let at = "gateway.auth.login";
     let login = login.ok_or_else(|| {
@@ -88,11 +90,15 @@ pub(super) fn desk(
             "must be an absolute http(s) URL: the connect pages are served at its origin",
         )
     })?;
-    Ok(ConnectDesk::new(base, vault(grants)?, login))
+    Ok(ConnectDesk::new(base, vault(grants, shared)?, login))
 }
 
-/// The vault of `gateway.grants`: a file with keys, or memory with a key of its own.
-fn vault(grants: Option<file::Grants>) -> Result<GrantVault, Problem> {
+/// The vault of `gateway.grants`: a file with keys; else, with replicas sharing a store
+/// (`shared`), that store with keys; else memory with a key of its own.
+fn vault(
+    grants: Option<file::Grants>,
+    shared: Option<Arc<dyn crate::store::StateStore>>,
+) -> Result<GrantVault, Problem> {
     let at = "gateway.grants";
     let file::Grants {
         file,
@@ -125,19 +131,20 @@ fn vault(grants: Option<file::Grants>) -> Result<GrantVault, Problem> {
     let keys = match keys_text {
         // Errors name the key's position, never its text.
         Some(text) => GrantKeys::parse(&text).map_err(|e| Problem::new(join(at, "keys"), e.to_string()))?,
-        None if file.is_some() => {
+        None if file.is_some() || shared.is_some() => {
             return Err(Problem::new(
                 join(at, "keysEnv"),
-                "required with `file`: grants sealed under a key made at start could not be read after a restart",
+                "required with `file` or `gateway.cluster.redis`: grants sealed under a key made at start could not be read after a restart, nor by another replica",
             ))
         }
         None => GrantKeys::random().map_err(|e| Problem::new(at, e.to_string()))?,
     };
-    let store: Arc<dyn GrantStore> = match file {
-        Some(path) => Arc::new(
+    let store: Arc<dyn GrantStore> = match (file, shared) {
+        (Some(path), _) => Arc::new(
             FileGrants::open(&path).map_err(|e| Problem::new(join(at, "file"), e.to_string()))?,
         ),
-        None => {
+        (None, Some(store)) => Arc::new(StoreGrants::new(store)),
+        (None, None) => {
             tracing::warn!("users' upstream grants are kept in memory only: they end with the process (set gateway.grants.file)");
             Arc::new(MemoryGrants::default())
         }

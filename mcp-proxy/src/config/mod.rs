@@ -188,45 +188,34 @@ fn read(text: &str) -> Result<Gateway, Problem> {
             ));
         }
     }
-    let (authorization, desk) = match auth_file {
+    let mut connect = None;
+    let authorization = match auth_file {
         None if gateway_file.as_ref().is_some_and(|g| g.grants.is_some()) => {
             let why =
                 "is for servers whose `userAuth` is of type \"oauth\", which needs `gateway.auth`";
             return Err(Problem::new("gateway.grants", why));
         }
-        None => (None, None),
+        None => None,
         Some(mut a) => {
             let login = a.login.take();
+            let grants = gateway_file.as_mut().and_then(|g| g.grants.take());
+            let why = "is for servers whose `userAuth` is of type \"oauth\": none is";
+            match (users.oauth, &login, &grants) {
+                (false, Some(_), _) => return Err(Problem::new("gateway.auth.login", why)),
+                (false, _, Some(_)) => return Err(Problem::new("gateway.grants", why)),
+                _ => {}
+            }
             let resource = a.resource.clone().unwrap_or_default();
             let jwt_issuer = a.jwt.as_ref().and_then(|j| j.issuer.clone());
             let authorization = auth::authorization(a, users.exchange)?;
-            let grants = gateway_file.as_mut().and_then(|g| g.grants.take());
-            let desk = match users.oauth {
-                true => Some(connect::desk(
-                    login,
-                    grants,
-                    &authorization,
-                    &resource,
-                    jwt_issuer,
-                )?),
-                false if login.is_some() => {
-                    let why = "is for servers whose `userAuth` is of type \"oauth\": none is";
-                    return Err(Problem::new("gateway.auth.login", why));
-                }
-                false if grants.is_some() => {
-                    let why = "is for servers whose `userAuth` is of type \"oauth\": none is";
-                    return Err(Problem::new("gateway.grants", why));
-                }
-                false => None,
-            };
-            (Some(authorization), desk)
+            if users.oauth {
+                connect = Some((login, grants, resource, jwt_issuer, authorization.clone()));
+            }
+            Some(authorization)
         }
     };
-    let mut upstreams = Vec::with_capacity(servers.len());
-    for (key, s) in servers {
-        upstreams.extend(server::upstream(key, s, desk.as_ref())?);
-    }
-    let keys: Vec<&str> = upstreams.iter().map(|u| u.key.as_str()).collect();
+    // Disabled servers are out of the map already: its keys are the upstreams'.
+    let keys: Vec<&str> = servers.keys().map(String::as_str).collect();
     let mut parsed = match gateway_file {
         // Without `gateway`, `startup_wait` stays unset (the aggregator's own default),
         // as it always has: only a `gateway` object brings `startupWaitMillis`'s default.
@@ -246,9 +235,20 @@ fn read(text: &str) -> Result<Gateway, Problem> {
         },
         Some(g) => gateway(g, &keys, &digest, authorization)?,
     };
-    if let Some(desk) = desk {
-        parsed.http = parsed.http.with_pages(desk.clone());
-        parsed.connect = Some(desk);
+    // The connect pages, once the replicas' store (if any) is known: grants live there.
+    let desk = match connect {
+        None => None,
+        Some((login, grants, resource, jwt_issuer, authorization)) => {
+            let shared = parsed.registry.as_ref().map(|r| r.store());
+            let desk = connect::desk(login, grants, &authorization, &resource, jwt_issuer, shared)?;
+            parsed.http = std::mem::take(&mut parsed.http).with_pages(desk.clone());
+            parsed.connect = Some(desk.clone());
+            Some(desk)
+        }
+    };
+    let mut upstreams = Vec::with_capacity(servers.len());
+    for (key, s) in servers {
+        upstreams.extend(server::upstream(key, s, desk.as_ref())?);
     }
     parsed.upstreams = upstreams;
     Ok(parsed)

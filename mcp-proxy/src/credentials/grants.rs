@@ -22,7 +22,9 @@ use super::cipher::GrantKeys;
 #[error("grant store: {0}")]
 pub struct GrantStoreError(pub String);
 
-/// Where sealed grants are kept, by place. Only sealed text passes through it.
+/// Where sealed grants are kept, by place, and the connect pages' short-lived records (a
+/// flow in progress, a used link): with replicas, in a store they share, so that a browser
+/// may come back to any of them. Only sealed text passes through it.
 #[async_trait]
 pub trait GrantStore: Send + Sync + 'static {
     /// The record at `place`, if any.
@@ -31,23 +33,171 @@ pub trait GrantStore: Send + Sync + 'static {
     async fn put(&self, place: &str, sealed: String) -> Result<(), GrantStoreError>;
     /// Forgets the record at `place`; whether there was one.
     async fn remove(&self, place: &str) -> Result<bool, GrantStoreError>;
+    /// Keeps the short-lived `value` under `key` for `ttl`.
+    async fn put_brief(
+        &self,
+        key: &str,
+        value: String,
+        ttl: Duration,
+    ) -> Result<(), GrantStoreError>;
+    /// Keeps a mark under `key` for `ttl` unless one is there: whether it was kept.
+    async fn mark_once(&self, key: &str, ttl: Duration) -> Result<bool, GrantStoreError>;
+    /// The short-lived value under `key`, removed as it is read.
+    async fn take_brief(&self, key: &str) -> Result<Option<String>, GrantStoreError>;
+}
+
+/// Short-lived records kept in this process, bounded.
+#[derive(Debug, Default)]
+struct Brief(Mutex<BTreeMap<String, (String, std::time::Instant)>>);
+
+/// Most short-lived records kept at once; past it the spent go, then the oldest.
+const MAX_BRIEF: usize = 100_000;
+
+impl Brief {
+    fn put(&self, key: &str, value: String, ttl: Duration, only_new: bool) -> bool {
+        let mut held = self.0.lock();
+        let now = std::time::Instant::now();
+        if only_new && held.get(key).is_some_and(|(_, until)| *until > now) {
+            return false;
+        }
+        if held.len() >= MAX_BRIEF {
+            held.retain(|_, (_, until)| *until > now);
+        }
+        if held.len() >= MAX_BRIEF {
+            let oldest = held
+                .iter()
+                .min_by_key(|(_, (_, u))| *u)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                held.remove(&k);
+            }
+        }
+        held.insert(key.to_owned(), (value, now + ttl));
+        true
+    }
+
+    fn take(&self, key: &str) -> Option<String> {
+        let (value, until) = self.0.lock().remove(key)?;
+        (until > std::time::Instant::now()).then_some(value)
+    }
 }
 
 /// Grants kept in this process only (they end with it).
 #[derive(Debug, Default)]
-pub struct MemoryGrants(Mutex<BTreeMap<String, String>>);
+pub struct MemoryGrants {
+    records: Mutex<BTreeMap<String, String>>,
+    brief: Brief,
+}
 
 #[async_trait]
 impl GrantStore for MemoryGrants {
     async fn get(&self, place: &str) -> Result<Option<String>, GrantStoreError> {
-        Ok(self.0.lock().get(place).cloned())
+        Ok(self.records.lock().get(place).cloned())
     }
     async fn put(&self, place: &str, sealed: String) -> Result<(), GrantStoreError> {
-        self.0.lock().insert(place.to_owned(), sealed);
+        self.records.lock().insert(place.to_owned(), sealed);
         Ok(())
     }
     async fn remove(&self, place: &str) -> Result<bool, GrantStoreError> {
-        Ok(self.0.lock().remove(place).is_some())
+        Ok(self.records.lock().remove(place).is_some())
+    }
+    async fn put_brief(
+        &self,
+        key: &str,
+        value: String,
+        ttl: Duration,
+    ) -> Result<(), GrantStoreError> {
+        self.brief.put(key, value, ttl, false);
+        Ok(())
+    }
+    async fn mark_once(&self, key: &str, ttl: Duration) -> Result<bool, GrantStoreError> {
+        Ok(self.brief.put(key, String::new(), ttl, true))
+    }
+    async fn take_brief(&self, key: &str) -> Result<Option<String>, GrantStoreError> {
+        Ok(self.brief.take(key))
+    }
+}
+
+/// Grants, flows and marks in the replicas' [`StateStore`](crate::store::StateStore),
+/// which every replica reaches: a user's grant is every replica's, and a browser may come
+/// back from an authorization server to any replica. A grant not used for `idle` (default
+/// 30 days) lapses there, and its user is asked again.
+pub struct StoreGrants {
+    store: Arc<dyn crate::store::StateStore>,
+    idle: Duration,
+}
+
+impl std::fmt::Debug for StoreGrants {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreGrants")
+            .field("idle", &self.idle)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StoreGrants {
+    /// Grants in `store`.
+    pub fn new(store: Arc<dyn crate::store::StateStore>) -> Self {
+        StoreGrants {
+            store,
+            idle: Duration::from_secs(30 * 24 * 3600),
+        }
+    }
+
+    /// A grant lapses after `idle` without use.
+    pub fn idle(mut self, idle: Duration) -> Self {
+        self.idle = idle;
+        self
+    }
+}
+
+fn store_error(e: crate::store::StoreError) -> GrantStoreError {
+    GrantStoreError(e.to_string())
+}
+
+#[async_trait]
+impl GrantStore for StoreGrants {
+    async fn get(&self, place: &str) -> Result<Option<String>, GrantStoreError> {
+        self.store
+            .value(&format!("grant:{place}"))
+            .await
+            .map_err(store_error)
+    }
+    async fn put(&self, place: &str, sealed: String) -> Result<(), GrantStoreError> {
+        let key = format!("grant:{place}");
+        self.store
+            .put_value(&key, &sealed, Some(self.idle))
+            .await
+            .map_err(store_error)
+    }
+    async fn remove(&self, place: &str) -> Result<bool, GrantStoreError> {
+        self.store
+            .remove_value(&format!("grant:{place}"))
+            .await
+            .map_err(store_error)
+    }
+    async fn put_brief(
+        &self,
+        key: &str,
+        value: String,
+        ttl: Duration,
+    ) -> Result<(), GrantStoreError> {
+        self.store
+            .put_value(&format!("connect:{key}"), &value, Some(ttl))
+            .await
+            .map_err(store_error)
+    }
+    async fn mark_once(&self, key: &str, ttl: Duration) -> Result<bool, GrantStoreError> {
+        self.store
+            .put_value_once(&format!("connect:{key}"), "1", ttl)
+            .await
+            .map_err(store_error)
+    }
+    async fn take_brief(&self, key: &str) -> Result<Option<String>, GrantStoreError> {
+        self.store
+            .take_value(&format!("connect:{key}"))
+            .await
+            .map_err(store_error)
     }
 }
 
@@ -61,6 +211,8 @@ pub struct FileGrants {
     path: PathBuf,
     /// One change at a time in this process.
     writing: tokio::sync::Mutex<()>,
+    /// Flows and marks: this process's only.
+    brief: Brief,
 }
 
 impl FileGrants {
@@ -70,6 +222,7 @@ impl FileGrants {
         let grants = FileGrants {
             path: path.into(),
             writing: tokio::sync::Mutex::new(()),
+            brief: Brief::default(),
         };
         grants.read_now()?;
         Ok(grants)
@@ -92,6 +245,7 @@ impl FileGrants {
         let me = FileGrants {
             path,
             writing: tokio::sync::Mutex::new(()),
+            brief: Brief::default(),
         };
         tokio::task::spawn_blocking(move || me.read_now())
             .await
@@ -144,6 +298,21 @@ impl GrantStore for FileGrants {
             self.write(&records).await?;
         }
         Ok(had)
+    }
+    async fn put_brief(
+        &self,
+        key: &str,
+        value: String,
+        ttl: Duration,
+    ) -> Result<(), GrantStoreError> {
+        self.brief.put(key, value, ttl, false);
+        Ok(())
+    }
+    async fn mark_once(&self, key: &str, ttl: Duration) -> Result<bool, GrantStoreError> {
+        Ok(self.brief.put(key, String::new(), ttl, true))
+    }
+    async fn take_brief(&self, key: &str) -> Result<Option<String>, GrantStoreError> {
+        Ok(self.brief.take(key))
     }
 }
 
@@ -258,6 +427,11 @@ impl GrantVault {
             .seal(place, &plain)
             .map_err(|e| GrantStoreError(e.to_string()))?;
         self.store.put(place, sealed).await
+    }
+
+    /// The store it keeps records in.
+    pub(crate) fn store(&self) -> &Arc<dyn GrantStore> {
+        &self.store
     }
 
     /// The keys it seals with.

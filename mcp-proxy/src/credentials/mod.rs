@@ -27,7 +27,9 @@ use mcp_server::auth::Principal;
 pub use cipher::{GrantKeyError, GrantKeys};
 pub use connect::{ConnectDesk, ConnectLogin, CONNECT_PATH};
 pub use exchange::TokenExchangeCredentials;
-pub use grants::{grant_place, FileGrants, GrantStore, GrantStoreError, GrantVault, MemoryGrants};
+pub use grants::{
+    grant_place, FileGrants, GrantStore, GrantStoreError, GrantVault, MemoryGrants, StoreGrants,
+};
 pub use mailbox::ElicitationMailbox;
 pub(crate) use provider::PrincipalAuth;
 pub use user_oauth::UserOAuthCredentials;

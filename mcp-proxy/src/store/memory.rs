@@ -17,6 +17,21 @@ use super::{ReplicaEntry, SessionState, StateStore, StoreError};
 pub struct MemoryStore {
     replicas: Mutex<HashMap<ReplicaId, (ReplicaEntry, Instant)>>,
     sessions: Mutex<HashMap<String, (SessionState, Instant)>>,
+    values: Mutex<HashMap<String, (String, Option<Instant>)>>,
+}
+
+impl MemoryStore {
+    /// The live value under `key`, the expired ones dropped first.
+    fn live(values: &mut HashMap<String, (String, Option<Instant>)>, key: &str) -> bool {
+        let now = Instant::now();
+        if values
+            .get(key)
+            .is_some_and(|(_, until)| until.is_some_and(|u| u <= now))
+        {
+            values.remove(key);
+        }
+        values.contains_key(key)
+    }
 }
 
 impl MemoryStore {
@@ -102,5 +117,52 @@ impl StateStore for MemoryStore {
             sessions.remove(id);
         }
         Ok(())
+    }
+
+    async fn put_value(
+        &self,
+        key: &str,
+        value: &str,
+        ttl: Option<Duration>,
+    ) -> Result<(), StoreError> {
+        let until = ttl.map(|t| Instant::now() + t);
+        self.values
+            .lock()
+            .insert(key.to_owned(), (value.to_owned(), until));
+        Ok(())
+    }
+
+    async fn put_value_once(
+        &self,
+        key: &str,
+        value: &str,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        let mut values = self.values.lock();
+        if MemoryStore::live(&mut values, key) {
+            return Ok(false);
+        }
+        let until = Some(Instant::now() + ttl);
+        values.insert(key.to_owned(), (value.to_owned(), until));
+        Ok(true)
+    }
+
+    async fn value(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let mut values = self.values.lock();
+        Ok(MemoryStore::live(&mut values, key)
+            .then(|| values.get(key).map(|(v, _)| v.clone()))
+            .flatten())
+    }
+
+    async fn take_value(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let mut values = self.values.lock();
+        Ok(MemoryStore::live(&mut values, key)
+            .then(|| values.remove(key).map(|(v, _)| v))
+            .flatten())
+    }
+
+    async fn remove_value(&self, key: &str) -> Result<bool, StoreError> {
+        let mut values = self.values.lock();
+        Ok(MemoryStore::live(&mut values, key) && values.remove(key).is_some())
     }
 }

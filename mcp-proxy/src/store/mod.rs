@@ -169,4 +169,51 @@ pub trait StateStore: Send + Sync + 'static {
 
     /// Forgets session `id` (it ended at `owner`), unless another replica holds it now.
     async fn remove_session(&self, id: &str, owner: ReplicaId) -> Result<(), StoreError>;
+
+    /// Keeps `value` under `key` (a user's sealed grant, a connect flow in progress), for
+    /// `ttl` if given, else until removed. Default: not kept ([`StoreError::Refused`]).
+    async fn put_value(
+        &self,
+        key: &str,
+        value: &str,
+        ttl: Option<Duration>,
+    ) -> Result<(), StoreError> {
+        let _ = (key, value, ttl);
+        Err(values_unsupported())
+    }
+
+    /// Keeps `value` under `key` for `ttl` only if nothing is kept there: whether it was
+    /// (of replicas racing, exactly one is told `true`).
+    async fn put_value_once(
+        &self,
+        key: &str,
+        value: &str,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        let _ = (key, value, ttl);
+        Err(values_unsupported())
+    }
+
+    /// The value kept under `key`, if any.
+    async fn value(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let _ = key;
+        Err(values_unsupported())
+    }
+
+    /// The value kept under `key`, removed as it is read (of replicas racing, one gets it).
+    async fn take_value(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let _ = key;
+        Err(values_unsupported())
+    }
+
+    /// Forgets the value under `key`; whether there was one.
+    async fn remove_value(&self, key: &str) -> Result<bool, StoreError> {
+        let _ = key;
+        Err(values_unsupported())
+    }
+}
+
+/// What a store without the value methods answers them.
+fn values_unsupported() -> StoreError {
+    StoreError::Refused("this state store keeps no values".into())
 }

@@ -334,4 +334,60 @@ impl StateStore for RedisStore {
             .await
             .map(|_| ())
     }
+
+    async fn put_value(
+        &self,
+        key: &str,
+        value: &str,
+        ttl: Option<Duration>,
+    ) -> Result<(), StoreError> {
+        let mut c = self.connection().await?;
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(self.key("value", key)).arg(value);
+        if let Some(t) = ttl {
+            cmd.arg("PX").arg(millis(t));
+        }
+        self.bounded(async move { cmd.query_async::<()>(&mut c).await })
+            .await
+    }
+
+    async fn put_value_once(
+        &self,
+        key: &str,
+        value: &str,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        let mut c = self.connection().await?;
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(self.key("value", key))
+            .arg(value)
+            .arg("NX")
+            .arg("PX")
+            .arg(millis(ttl));
+        let set: Option<String> = self
+            .bounded(async move { cmd.query_async(&mut c).await })
+            .await?;
+        Ok(set.is_some())
+    }
+
+    async fn value(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let mut c = self.connection().await?;
+        let key = self.key("value", key);
+        self.bounded(async move { c.get(&key).await }).await
+    }
+
+    async fn take_value(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let mut c = self.connection().await?;
+        let mut cmd = redis::cmd("GETDEL");
+        cmd.arg(self.key("value", key));
+        self.bounded(async move { cmd.query_async(&mut c).await })
+            .await
+    }
+
+    async fn remove_value(&self, key: &str) -> Result<bool, StoreError> {
+        let mut c = self.connection().await?;
+        let key = self.key("value", key);
+        let removed: u64 = self.bounded(async move { c.del(&key).await }).await?;
+        Ok(removed > 0)
+    }
 }

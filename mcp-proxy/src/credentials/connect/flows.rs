@@ -1,21 +1,25 @@
-//! The connect flows in progress, by the `state` of the authorization request each is
-//! waiting on: bounded, each for ten minutes, and each taken once.
+//! The connect flows in progress, by the `state` of the authorization request each waits
+//! on: sealed (the PKCE verifier is in it) and kept in the grant store's short-lived
+//! records for ten minutes, so that the browser may come back to any replica; each taken
+//! once.
 
-use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mcp_client::auth::AuthorizationRequest;
-use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
 
+use super::super::cipher::GrantKeys;
+use super::super::grants::{GrantStoreError, GrantVault};
 use super::ticket::Ticket;
-
-/// Most flows in progress at once; past it the oldest is dropped.
-const MAX_FLOWS: usize = 10_000;
 
 /// How long a browser has to come back from an authorization server.
 pub(crate) const FLOW_LIFE: Duration = Duration::from_secs(600);
 
+/// What a flow is sealed for (the associated data).
+const PLACE: &str = "connect-flow";
+
 /// Where a flow is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum Step {
     /// Sent to log in at the gateway's own issuer.
     Login,
@@ -30,7 +34,19 @@ pub(crate) struct Flow {
     pub(crate) request: AuthorizationRequest,
     /// The cookie the browser that started it holds.
     pub(crate) browser: String,
-    until: Instant,
+}
+
+/// A flow as it is kept.
+#[derive(Serialize, Deserialize)]
+struct Kept {
+    step: Step,
+    ticket: Ticket,
+    issuer: String,
+    redirect_uri: String,
+    resource: String,
+    state: String,
+    verifier: String,
+    browser: String,
 }
 
 impl Flow {
@@ -45,39 +61,56 @@ impl Flow {
             ticket,
             request,
             browser,
-            until: Instant::now() + FLOW_LIFE,
         }
     }
 }
 
-/// Flows by state.
-#[derive(Default)]
-pub(crate) struct Flows(Mutex<HashMap<String, Flow>>);
+/// Keeps `flow` until its browser comes back.
+pub(crate) async fn put(vault: &GrantVault, flow: Flow) -> Result<(), GrantStoreError> {
+    let r = &flow.request;
+    let kept = Kept {
+        step: flow.step,
+        issuer: r.issuer.clone(),
+        redirect_uri: r.redirect_uri.clone(),
+        resource: r.resource.clone(),
+        state: r.state().to_owned(),
+        verifier: r.code_verifier().to_owned(),
+        browser: flow.browser,
+        ticket: flow.ticket,
+    };
+    let plain = serde_json::to_vec(&kept).map_err(|e| GrantStoreError(e.to_string()))?;
+    let sealed = vault
+        .keys()
+        .seal(PLACE, &plain)
+        .map_err(|e| GrantStoreError(e.to_string()))?;
+    vault
+        .store()
+        .put_brief(&key(&kept.state), sealed, FLOW_LIFE)
+        .await
+}
 
-impl Flows {
-    pub(crate) fn put(&self, flow: Flow) {
-        let mut flows = self.0.lock();
-        let now = Instant::now();
-        if flows.len() >= MAX_FLOWS {
-            flows.retain(|_, f| f.until > now);
-        }
-        if flows.len() >= MAX_FLOWS {
-            let oldest = flows
-                .iter()
-                .min_by_key(|(_, f)| f.until)
-                .map(|(k, _)| k.clone());
-            if let Some(k) = oldest {
-                flows.remove(&k);
-            }
-        }
-        flows.insert(flow.request.state().to_owned(), flow);
-    }
+/// The flow waiting on `state`, taken (a second return finds nothing).
+pub(crate) async fn take(vault: &GrantVault, state: &str) -> Result<Option<Flow>, GrantStoreError> {
+    let Some(sealed) = vault.store().take_brief(&key(state)).await? else {
+        return Ok(None);
+    };
+    Ok(open(vault.keys(), &sealed).filter(|f| f.request.state() == state))
+}
 
-    /// The flow waiting on `state`, taken (a second return finds nothing).
-    pub(crate) fn take(&self, state: &str) -> Option<Flow> {
-        self.0
-            .lock()
-            .remove(state)
-            .filter(|f| f.until > Instant::now())
-    }
+fn open(keys: &GrantKeys, sealed: &str) -> Option<Flow> {
+    let plain = keys.open(PLACE, sealed).ok()?;
+    let k: Kept = serde_json::from_slice(&plain).ok()?;
+    let request =
+        AuthorizationRequest::resume(k.issuer, k.redirect_uri, k.resource, k.state, k.verifier);
+    Some(Flow::new(k.step, k.ticket, request, k.browser))
+}
+
+/// The record of the flow waiting on `state` (only characters a state is made of).
+fn key(state: &str) -> String {
+    let clean: String = state
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .take(128)
+        .collect();
+    format!("flow:{clean}")
 }

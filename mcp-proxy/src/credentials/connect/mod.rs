@@ -32,7 +32,7 @@ use parking_lot::RwLock;
 use ring::rand::{SecureRandom, SystemRandom};
 use tokio::sync::OnceCell;
 
-use self::flows::{Flow, Flows, Step};
+use self::flows::{Flow, Step};
 use self::ticket::{Ticket, Tickets};
 use self::web::{cookie, page, query_value, redirect, COOKIE};
 use super::grants::{grant_place, Grant, GrantVault};
@@ -125,7 +125,6 @@ pub struct ConnectDesk {
     login_metadata: OnceCell<AuthorizationServerMetadata>,
     upstreams: RwLock<HashMap<String, Arc<UpstreamClient>>>,
     tickets: Tickets,
-    flows: Flows,
     pub(crate) mailbox: ElicitationMailbox,
     ticket_life: Duration,
     random: SystemRandom,
@@ -151,7 +150,6 @@ impl ConnectDesk {
             login_metadata: OnceCell::new(),
             upstreams: RwLock::new(HashMap::new()),
             tickets: Tickets::new(),
-            flows: Flows::default(),
             mailbox: ElicitationMailbox::default(),
             ticket_life: Duration::from_secs(600),
             random: SystemRandom::new(),
@@ -248,7 +246,11 @@ impl ConnectDesk {
         if !self.upstreams.read().contains_key(&ticket.upstream) {
             return refused("This link names no upstream of this gateway.");
         }
-        if let Err(why) = self.tickets.use_once(&ticket, self.ticket_life) {
+        if let Err(why) = self
+            .tickets
+            .use_once(&self.vault, &ticket, self.ticket_life)
+            .await
+        {
             return refused(&why.to_string());
         }
         let meta = match self.login_metadata().await {
@@ -266,8 +268,10 @@ impl ConnectDesk {
             return unavailable("the gateway", &"no system randomness");
         };
         let to = request.url.clone();
-        self.flows
-            .put(Flow::new(Step::Login, ticket, request, browser.clone()));
+        let flow = Flow::new(Step::Login, ticket, request, browser.clone());
+        if let Err(e) = flows::put(&self.vault, flow).await {
+            return unavailable("the gateway's store", &e);
+        }
         redirect(&to, Some((&browser, self.base.starts_with("https://"))))
     }
 
@@ -281,20 +285,22 @@ impl ConnectDesk {
 
     /// The flow a return from an authorization server continues, at `step`, from the
     /// browser that began it.
-    fn returning(
+    async fn returning(
         &self,
         parts: &http::request::Parts,
-        step: fn(&Step) -> bool,
+        step: Step,
     ) -> Result<Flow, Box<Response<HttpBody>>> {
         let query = parts.uri.query().unwrap_or_default();
-        let flow = query_value(query, "state")
-            .and_then(|s| self.flows.take(&s))
-            .filter(|f| step(&f.step))
-            .ok_or_else(|| {
-                Box::new(refused(
-                    "This sign-in is unknown, expired, or was finished already.",
-                ))
-            })?;
+        let taken = match query_value(query, "state") {
+            Some(s) => flows::take(&self.vault, &s).await,
+            None => Ok(None),
+        };
+        let taken = taken.map_err(|e| Box::new(unavailable("the gateway's store", &e)))?;
+        let flow = taken.filter(|f| f.step == step).ok_or_else(|| {
+            Box::new(refused(
+                "This sign-in is unknown, expired, or was finished already.",
+            ))
+        })?;
         if cookie(&parts.headers, COOKIE).as_deref() != Some(flow.browser.as_str()) {
             tracing::warn!(upstream = %flow.ticket.upstream, "connect flow returned in another browser: nothing bound");
             return Err(Box::new(page(
@@ -331,7 +337,7 @@ impl ConnectDesk {
     /// `GET /connect/login?code&state`: who logged in, compared with whom the link was
     /// for; the same user is sent to the upstream's authorization server.
     async fn logged_in(&self, parts: &http::request::Parts) -> Response<HttpBody> {
-        let flow = match self.returning(parts, |s| matches!(s, Step::Login)) {
+        let flow = match self.returning(parts, Step::Login).await {
             Ok(f) => f,
             Err(r) => return *r,
         };
@@ -391,8 +397,10 @@ impl ConnectDesk {
             return unavailable("the gateway", &"no system randomness");
         };
         let to = request.url.clone();
-        self.flows
-            .put(Flow::new(Step::Consent, flow.ticket, request, flow.browser));
+        let next = Flow::new(Step::Consent, flow.ticket, request, flow.browser);
+        if let Err(e) = flows::put(&self.vault, next).await {
+            return unavailable("the gateway's store", &e);
+        }
         redirect(&to, None)
     }
 
@@ -407,7 +415,7 @@ impl ConnectDesk {
 
     /// `GET /connect/callback?code&state`: the upstream's code becomes the user's grant.
     async fn callback(&self, parts: &http::request::Parts) -> Response<HttpBody> {
-        let flow = match self.returning(parts, |s| matches!(s, Step::Consent)) {
+        let flow = match self.returning(parts, Step::Consent).await {
             Ok(f) => f,
             Err(r) => return *r,
         };

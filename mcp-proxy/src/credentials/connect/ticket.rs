@@ -2,19 +2,15 @@
 //! when; sealed (AES-GCM under the grant keys), so it carries nothing readable and cannot
 //! be altered, and used once.
 
-use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 use super::super::cipher::GrantKeys;
+use super::super::grants::GrantVault;
 
 /// What a ticket is sealed for (the associated data): a ticket opens as nothing else.
 const PLACE: &str = "connect-ticket";
-
-/// Most tickets remembered as used at once (each only for its life).
-const MAX_USED: usize = 100_000;
 
 /// What a connect link says, once opened.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,18 +36,17 @@ pub(crate) enum TicketRefused {
     Expired,
     #[error("this link was used already")]
     Used,
+    #[error("the gateway cannot check this link now; try again later")]
+    Unavailable,
 }
 
-/// Seals tickets and remembers which were used.
-pub(crate) struct Tickets {
-    used: Mutex<HashMap<String, Instant>>,
-}
+/// Seals tickets and marks them used (in the grant store, so that a link used at one
+/// replica is used at all).
+pub(crate) struct Tickets;
 
 impl Tickets {
     pub(crate) fn new() -> Self {
-        Tickets {
-            used: Mutex::new(HashMap::new()),
-        }
+        Tickets
     }
 
     /// `ticket`, sealed for a URL.
@@ -76,18 +71,22 @@ impl Tickets {
         Ok(ticket)
     }
 
-    /// Marks `ticket` used: `Err` if it was already.
-    pub(crate) fn use_once(&self, ticket: &Ticket, life: Duration) -> Result<(), TicketRefused> {
-        let mut used = self.used.lock();
-        let now = Instant::now();
-        if used.len() >= MAX_USED {
-            used.retain(|_, until| *until > now);
+    /// Marks `ticket` used for `life`: `Err` if it was already (or cannot be marked).
+    pub(crate) async fn use_once(
+        &self,
+        vault: &GrantVault,
+        ticket: &Ticket,
+        life: Duration,
+    ) -> Result<(), TicketRefused> {
+        let key = format!("used:{}", ticket.nonce);
+        match vault.store().mark_once(&key, life).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(TicketRefused::Used),
+            Err(e) => {
+                tracing::warn!("a connect link could not be marked used: {e}");
+                Err(TicketRefused::Unavailable)
+            }
         }
-        if used.contains_key(&ticket.nonce) {
-            return Err(TicketRefused::Used);
-        }
-        used.insert(ticket.nonce.clone(), now + life);
-        Ok(())
     }
 }
 
@@ -105,8 +104,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_ticket_opens_in_time_once_and_only_as_sealed() {
+    #[tokio::test]
+    async fn a_ticket_opens_in_time_once_and_only_as_sealed() {
         let keys = GrantKeys::new(vec![("k".into(), [7; 32])]).expect("keys");
         let tickets = Tickets::new();
         let sealed = tickets.seal(&keys, &ticket()).expect("sealed");
@@ -125,7 +124,15 @@ mod tests {
         let grant = keys.seal("00ff:desk", b"{}").expect("sealed");
         assert_eq!(tickets.open(&keys, &grant, 1), Err(TicketRefused::Forged));
         let life = Duration::from_secs(60);
-        assert_eq!(tickets.use_once(&ticket(), life), Ok(()));
-        assert_eq!(tickets.use_once(&ticket(), life), Err(TicketRefused::Used));
+        let store = std::sync::Arc::new(crate::credentials::MemoryGrants::default());
+        let vault = GrantVault::new(
+            store,
+            GrantKeys::new(vec![("k".into(), [7; 32])]).expect("keys"),
+        );
+        assert_eq!(tickets.use_once(&vault, &ticket(), life).await, Ok(()));
+        assert_eq!(
+            tickets.use_once(&vault, &ticket(), life).await,
+            Err(TicketRefused::Used)
+        );
     }
 }
