@@ -49,6 +49,7 @@ mod own_lists;
 mod pages;
 mod parked;
 mod peers;
+pub(crate) use peers::elicitation_notice;
 mod pinning;
 mod pool;
 mod relay;

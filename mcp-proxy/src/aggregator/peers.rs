@@ -22,6 +22,28 @@ pub(super) fn notice(key: &str, changed: ListsChanged) -> Value {
     })
 }
 
+/// The notice that a consent of upstream `key`'s users (elicitation `id`) completed.
+pub(crate) fn elicitation_notice(key: &str, id: &str) -> Value {
+    json!({"elicitationComplete": {"upstream": key, "elicitationId": id}})
+}
+
+/// What an elicitation notice says: the upstream's key and the elicitation's id.
+fn read_elicitation(notice: &RawValue) -> Option<(String, String)> {
+    #[derive(serde::Deserialize)]
+    struct Notice {
+        #[serde(rename = "elicitationComplete")]
+        complete: Complete,
+    }
+    #[derive(serde::Deserialize)]
+    struct Complete {
+        upstream: String,
+        #[serde(rename = "elicitationId")]
+        id: String,
+    }
+    let n: Notice = serde_json::from_str(notice.get()).ok()?;
+    Some((n.complete.upstream, n.complete.id))
+}
+
 /// What a notice says: the upstream's key and the lists.
 fn read(notice: &RawValue) -> Option<(String, ListsChanged)> {
     #[derive(serde::Deserialize)]
@@ -51,6 +73,18 @@ fn read(notice: &RawValue) -> Option<(String, ListsChanged)> {
 
 impl PeerNotices for Aggregator {
     fn received(&self, from: ReplicaId, notice: &RawValue) {
+        if let Some((key, id)) = read_elicitation(notice) {
+            let credentials = self
+                .inner
+                .pool
+                .id_of(&key)
+                .and_then(|i| self.inner.pool.get(i).config.per_user.clone());
+            if let Some(per_user) = credentials {
+                tracing::debug!(replica = %from, upstream = %key, "a consent completed on another replica");
+                tokio::spawn(async move { per_user.credentials.elicitation_completed(&id).await });
+            }
+            return;
+        }
         let Some((key, changed)) = read(notice) else {
             tracing::warn!(replica = %from, "a replica's notice this one does not read");
             return;
@@ -78,5 +112,9 @@ mod tests {
         assert_eq!(read(&text), Some(("files".into(), changed)));
         let junk = serde_json::value::to_raw_value(&json!({"other": 1})).expect("raw");
         assert_eq!(read(&junk), None);
+        let done = serde_json::value::to_raw_value(&elicitation_notice("desk", "e1")).expect("raw");
+        assert_eq!(read_elicitation(&done), Some(("desk".into(), "e1".into())));
+        assert_eq!(read(&done), None);
+        assert_eq!(read_elicitation(&junk), None);
     }
 }

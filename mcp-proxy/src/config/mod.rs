@@ -241,6 +241,9 @@ fn read(text: &str) -> Result<Gateway, Problem> {
         Some((login, grants, resource, jwt_issuer, authorization)) => {
             let shared = parsed.registry.as_ref().map(|r| r.store());
             let desk = connect::desk(login, grants, &authorization, &resource, jwt_issuer, shared)?;
+            if let Some(replicas) = &parsed.options.replicas {
+                desk.tell_replicas(replicas.clone());
+            }
             parsed.http = std::mem::take(&mut parsed.http).with_pages(desk.clone());
             parsed.connect = Some(desk.clone());
             Some(desk)

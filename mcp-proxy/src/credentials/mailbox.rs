@@ -45,7 +45,8 @@ impl ElicitationMailbox {
         waiting.insert(id.to_owned(), (host, now + life));
     }
 
-    /// Elicitation `id` completed: its host (if still waiting) is told.
+    /// Elicitation `id` completed: its host (if still waiting here) is told; whether one
+    /// was.
     pub async fn complete(&self, id: &str) -> bool {
         let host = self.waiting.lock().remove(id);
         let Some((host, until)) = host.filter(|(_, until)| *until > Instant::now()) else {

@@ -214,6 +214,13 @@ pub trait UpstreamCredentials: Send + Sync + 'static {
     fn elicitation_sent(&self, elicitation_id: &str, host: mcp_server::Subscriber) {
         let _ = (elicitation_id, host);
     }
+
+    /// Another replica completed elicitation `elicitation_id` (its host may be one this
+    /// replica was told of by [`UpstreamCredentials::elicitation_sent`]). By default
+    /// nothing is done.
+    async fn elicitation_completed(&self, elicitation_id: &str) {
+        let _ = elicitation_id;
+    }
 }
 
 /// How an upstream acts as each user: where each principal's tokens come from, and the

@@ -154,6 +154,10 @@ impl UpstreamCredentials for UserOAuthCredentials {
         }
     }
 
+    async fn elicitation_completed(&self, elicitation_id: &str) {
+        self.desk.mailbox.complete(elicitation_id).await;
+    }
+
     fn elicitation_sent(&self, elicitation_id: &str, host: Subscriber) {
         self.desk
             .mailbox

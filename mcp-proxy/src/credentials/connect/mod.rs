@@ -126,6 +126,8 @@ pub struct ConnectDesk {
     upstreams: RwLock<HashMap<String, Arc<UpstreamClient>>>,
     tickets: Tickets,
     pub(crate) mailbox: ElicitationMailbox,
+    /// The other replicas, told of a completion whose host is not here.
+    replicas: std::sync::OnceLock<mcp_server::http::ReplicaLink>,
     ticket_life: Duration,
     random: SystemRandom,
 }
@@ -151,9 +153,17 @@ impl ConnectDesk {
             upstreams: RwLock::new(HashMap::new()),
             tickets: Tickets::new(),
             mailbox: ElicitationMailbox::default(),
+            replicas: std::sync::OnceLock::new(),
             ticket_life: Duration::from_secs(600),
             random: SystemRandom::new(),
         })
+    }
+
+    /// Tells `replicas` of a completed consent whose host waits at another replica (the
+    /// one that answered its request), so that it hears
+    /// `notifications/elicitation/complete` wherever the browser finished.
+    pub fn tell_replicas(&self, replicas: mcp_server::http::ReplicaLink) {
+        let _ = self.replicas.set(replicas);
     }
 
     /// Where the upstreams' authorization servers send the browser back: register it
@@ -461,7 +471,12 @@ impl ConnectDesk {
             );
         }
         tracing::info!(upstream = %upstream_key, "a user linked their account");
-        self.mailbox.complete(&flow.ticket.elicitation).await;
+        let id = &flow.ticket.elicitation;
+        if !self.mailbox.complete(id).await {
+            if let Some(replicas) = self.replicas.get() {
+                replicas.tell(crate::aggregator::elicitation_notice(&upstream_key, id));
+            }
+        }
         page(
             StatusCode::OK,
             "Connected",
