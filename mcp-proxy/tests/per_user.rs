@@ -50,8 +50,13 @@ impl ServerHandler for WhoAmI {
             .principal()
             .map(|p| p.subject.clone())
             .unwrap_or_default();
-        self.lists.lock().expect("lists").push(who);
-        listing([object_tool("whoami")])
+        self.lists.lock().expect("lists").push(who.clone());
+        // Each user has a tool of their own: a listing that depends on the user's token.
+        let mut tools = vec![object_tool("whoami")];
+        if who != "gateway" {
+            tools.push(object_tool(format!("only_{who}")));
+        }
+        listing(tools)
     }
     async fn call_tool(
         &self,
@@ -220,12 +225,11 @@ async fn each_principal_reaches_the_upstream_as_itself_and_no_other() {
     assert_eq!(served.len(), 200);
     assert_eq!(served.iter().filter(|s| *s == "alice").count(), 100);
     assert_eq!(served.iter().filter(|s| *s == "bob").count(), 100);
-    // Listing went as the gateway, never as a user.
+    // The catalog was listed as the gateway; each user's own connection as that user,
+    // once per host session (or principal), not once per call.
     let lists = who.lists.lock().expect("lists").clone();
-    assert!(
-        !lists.is_empty() && lists.iter().all(|s| s == "gateway"),
-        "{lists:?}"
-    );
+    assert!(lists.contains(&"gateway".to_owned()), "{lists:?}");
+    assert!(lists.len() <= 1 + hosts.len() * 2, "{lists:?}");
     // One connection per principal, however many hosts it has.
     assert_eq!(agg.status()[0].principal_connections, 2);
     // Tokens are asked for when a connection has none good, not per call.
@@ -320,5 +324,50 @@ async fn at_the_bound_the_principal_idle_longest_makes_room_and_an_idle_one_is_c
         assert!(tokio::time::Instant::now() < deadline, "never closed");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+    agg.shutdown().await;
+}
+
+/// The tools `host` lists, once they include `want` (a listing follows a first call).
+async fn tools_once(host: &Client, want: &str) -> Vec<String> {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let names = tool_names(host).await;
+        if names.iter().any(|n| n == want) || tokio::time::Instant::now() > deadline {
+            return names;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn each_principal_sees_what_the_upstream_lists_for_it_and_only_that() {
+    let (_who, url) = upstream(&["alice", "bob"]).await;
+    let (agg, gw) = gateway(&url, Arc::new(Tokens::default())).await;
+    let legacy = EraChoice::Legacy(mcp_types::Revision::LATEST_LEGACY);
+    let alice = host_as(&gw, ALICE, legacy).await;
+    let bob = host_as(&gw, BOB, EraChoice::Modern).await;
+    // Before any request there, what the gateway's own identity listed.
+    assert_eq!(tool_names(&alice).await, ["desk__whoami"]);
+    assert_eq!(tool_names(&bob).await, ["desk__whoami"]);
+    assert_eq!(text(&whoami(&alice).await), "alice");
+    assert_eq!(text(&whoami(&bob).await), "bob");
+    // Then what it lists for each: alice's through her host session, bob's (2026, no
+    // session) through his principal.
+    assert_eq!(
+        tools_once(&alice, "desk__only_alice").await,
+        ["desk__only_alice", "desk__whoami"]
+    );
+    assert_eq!(
+        tools_once(&bob, "desk__only_bob").await,
+        ["desk__only_bob", "desk__whoami"]
+    );
+    // A user's own tool is routed for that user, and is unknown to another.
+    let own = alice
+        .call_tool("desk__only_alice", Default::default())
+        .await
+        .expect("alice's own tool");
+    assert_eq!(text(&own.result), "alice");
+    let other = bob.call_tool("desk__only_alice", Default::default()).await;
+    assert!(other.is_err(), "bob called alice's tool: {other:?}");
     agg.shutdown().await;
 }

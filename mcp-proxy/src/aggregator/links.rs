@@ -191,8 +191,11 @@ impl Links {
         let u = &self.pool.get(i);
         let open = || async {
             let link = self.open_link(u, capabilities, era).await?;
-            self.own
-                .follow_own_session(i, host.clone(), link.client.clone());
+            // Followed until the host or the session ends, on a task of its own.
+            drop(
+                self.own
+                    .follow_own_session(i, host.clone(), link.client.clone()),
+            );
             Ok(link)
         };
         links
@@ -249,7 +252,7 @@ impl Links {
                 lease: None,
             })
         };
-        links
+        let link = links
             .get_or_open(key, principal, auth, open)
             .await
             .map_err(|e| match e {
@@ -258,7 +261,10 @@ impl Links {
                     ClientError::Server(c.to_error())
                 }
                 other => ClientError::Unavailable(other.to_string()),
-            })
+            })?;
+        // What it lists for this user is what this user sees of it.
+        self.own.follow_principal_link(i, ctx, &link.client);
+        Ok(link)
     }
 
     /// A new session on `u` for hosts that declared `capabilities`.

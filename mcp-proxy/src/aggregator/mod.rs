@@ -52,6 +52,7 @@ mod peers;
 pub(crate) use peers::elicitation_notice;
 mod pinning;
 mod pool;
+mod principal_lists;
 mod relay;
 mod reload;
 pub(crate) mod request_state;

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 use mcp_client::Client;
+use mcp_server::auth::PrincipalDigest;
 use mcp_server::{HostSession, HostSessionId, RequestContext};
 use mcp_types::protocol::{Prompt, Tool, TypedNotification};
 use mcp_types::raw::Exact;
@@ -58,7 +59,7 @@ struct HostLists {
 
 impl<H: Copy + Eq + std::hash::Hash> OwnLists<H> {
     /// A token for the follower of a newly opened session.
-    fn token(&self) -> u64 {
+    pub(super) fn token(&self) -> u64 {
         self.next_token.fetch_add(1, Ordering::Relaxed)
     }
 
@@ -80,7 +81,7 @@ impl<H: Copy + Eq + std::hash::Hash> OwnLists<H> {
 
     /// `host` sees the catalog's listing of upstream `i` again, unless a newer session's
     /// follower than `token`'s set it.
-    fn remove(&self, host: H, i: UpstreamId, token: u64) {
+    pub(super) fn remove(&self, host: H, i: UpstreamId, token: u64) {
         let mut hosts = self.hosts.lock();
         let Some(lists) = hosts.get_mut(&host) else {
             return;
@@ -150,10 +151,40 @@ impl<H: Copy + Eq + std::hash::Hash> OwnLists<H> {
     }
 }
 
+/// Whose own listings a request sees: its host session's (which a per-user upstream's
+/// principal connection lists for it too), else, for a lone 2026 request, its
+/// principal's.
+#[derive(Clone, Copy)]
+enum Viewer {
+    Host(HostSessionId),
+    Principal(PrincipalDigest),
+    Nobody,
+}
+
+impl Viewer {
+    fn of(ctx: Option<&RequestContext>) -> Viewer {
+        let Some(ctx) = ctx else {
+            return Viewer::Nobody;
+        };
+        match (ctx.host_session(), ctx.principal()) {
+            (Some(h), _) => Viewer::Host(h.id()),
+            (None, Some(p)) => Viewer::Principal(PrincipalDigest::of(Some(p))),
+            (None, None) => Viewer::Nobody,
+        }
+    }
+}
+
 /// The catalog as each host sees it: the listings of its own upstream sessions in place
 /// of the catalog's, followed as those sessions change, and told to that host alone.
 pub(super) struct OwnSessions {
     lists: OwnLists,
+    /// What each principal's own connections to per-user upstreams list, for its requests
+    /// that come without a host session (2026).
+    pub(super) principals: OwnLists<PrincipalDigest>,
+    /// The viewers following a principal's connection now (`principal_lists.rs`).
+    pub(super) following: parking_lot::Mutex<
+        std::collections::HashSet<(super::principal_lists::Follower, UpstreamId)>,
+    >,
     pool: Arc<Pool>,
     catalog: Arc<Catalog>,
     announcer: Arc<Announcer>,
@@ -164,6 +195,8 @@ impl OwnSessions {
     pub(super) fn new(pool: Arc<Pool>, catalog: Arc<Catalog>, announcer: Arc<Announcer>) -> Self {
         OwnSessions {
             lists: OwnLists::default(),
+            principals: OwnLists::default(),
+            following: Default::default(),
             pool,
             catalog,
             announcer,
@@ -175,10 +208,36 @@ impl OwnSessions {
         self.lists.has(host, i)
     }
 
+    /// The listings the viewer of `ctx` sees in place of the catalog's, if any.
+    fn own_listings(&self, ctx: Option<&RequestContext>) -> Option<OwnListings> {
+        match Viewer::of(ctx) {
+            Viewer::Host(h) => self.lists.listings(Some(h)),
+            Viewer::Principal(p) => self.principals.listings(Some(p)),
+            Viewer::Nobody => None,
+        }
+    }
+
+    /// The routes of the calls of the viewer of `ctx`, if it sees listings of its own.
+    fn own_routes(&self, ctx: &RequestContext) -> Option<Arc<Routes>> {
+        match Viewer::of(Some(ctx)) {
+            Viewer::Host(h) => self.lists.routes(Some(h), &self.catalog),
+            Viewer::Principal(p) => self.principals.routes(Some(p), &self.catalog),
+            Viewer::Nobody => None,
+        }
+    }
+
+    /// Whether the viewer of `ctx` sees any listing of its own.
+    fn has_any_own(&self, ctx: &RequestContext) -> bool {
+        match Viewer::of(Some(ctx)) {
+            Viewer::Host(h) => self.lists.has_any(Some(h)),
+            Viewer::Principal(p) => self.principals.has_any(Some(p)),
+            Viewer::Nobody => false,
+        }
+    }
+
     /// The upstream and tool behind `name` for the host of `ctx`.
     pub(super) fn host_route(&self, ctx: &RequestContext, name: &str) -> Option<Arc<Route>> {
-        let host = ctx.host_session().map(|h| h.id());
-        match self.lists.routes(host, &self.catalog) {
+        match self.own_routes(ctx) {
             Some(routes) => routes.get(name).cloned(),
             None => self.catalog.route(name),
         }
@@ -191,8 +250,7 @@ impl OwnSessions {
         part: impl Fn(&Listing) -> T,
     ) -> PerUpstream<T> {
         let mut all = self.catalog.read_listings(&part);
-        let host = ctx.host_session().map(|h| h.id());
-        for (i, l) in self.lists.listings(host).into_iter().flatten() {
+        for (i, l) in self.own_listings(Some(ctx)).into_iter().flatten() {
             all[i] = part(&l);
         }
         all
@@ -210,8 +268,7 @@ impl OwnSessions {
     /// The upstream owning resource `uri` for the host of `ctx`: one of its own sessions
     /// that lists it (or a template it matches), else the catalog's owner.
     pub(super) fn resource_owner_for(&self, ctx: &RequestContext, uri: &str) -> Option<UpstreamId> {
-        let host = ctx.host_session().map(|h| h.id());
-        let own = self.lists.listings(host).unwrap_or_default();
+        let own = self.own_listings(Some(ctx)).unwrap_or_default();
         let mine = own
             .iter()
             .find(|(_, l)| l.lists_resource(uri) || l.has_template_for(uri));
@@ -237,8 +294,7 @@ impl OwnSessions {
         &self,
         ctx: Option<&RequestContext>,
     ) -> Vec<(String, UpstreamId, Exact<Tool>)> {
-        let host = ctx.and_then(|c| c.host_session()).map(|h| h.id());
-        let own = self.lists.listings(host);
+        let own = self.own_listings(ctx);
         self.catalog.tool_entries_with(own.as_ref())
     }
 
@@ -263,8 +319,7 @@ impl OwnSessions {
     /// catalog's shown tools (made once per change) for a host without sessions of its
     /// own.
     pub(super) fn tools_seen(&self, ctx: &RequestContext, seen: &Seen<'_>) -> Vec<Arc<RawValue>> {
-        let host = ctx.host_session().map(|h| h.id());
-        if !self.lists.has_any(host) {
+        if !self.has_any_own(ctx) {
             let shown = self.catalog.shown_tools();
             return shown
                 .iter()
@@ -287,7 +342,7 @@ impl OwnSessions {
         i: UpstreamId,
         host: HostSession,
         client: Client,
-    ) {
+    ) -> tokio::task::JoinHandle<()> {
         let me = Arc::downgrade(self);
         let token = self.lists.token();
         tokio::spawn(async move {
@@ -305,7 +360,7 @@ impl OwnSessions {
                 let changed = own.catalog.differs(i, &seen);
                 own.announcer.announce_to(host.id(), changed);
             }
-        });
+        })
     }
 
     /// Lists `client` again as `host`'s view of upstream `i`; which lists it changed (from
@@ -317,19 +372,36 @@ impl OwnSessions {
         client: &Client,
         token: u64,
     ) -> ListsChanged {
+        self.relist_into(&self.lists, host, i, client, token).await
+    }
+
+    /// Lists `client` again as what `viewer` sees of upstream `i` in `lists`; which lists
+    /// it changed (from what the viewer saw: its last listing, else the catalog's).
+    pub(super) async fn relist_into<H>(
+        &self,
+        lists: &OwnLists<H>,
+        viewer: H,
+        i: UpstreamId,
+        client: &Client,
+        token: u64,
+    ) -> ListsChanged
+    where
+        H: Copy + Eq + std::hash::Hash,
+    {
+        let host = viewer;
         let listing = match self.pool.first_listing(client).await {
             Ok(l) => self.catalog.admitted(i, l),
             Err(e) => {
                 let key = self.pool.key(i);
-                tracing::warn!(upstream = %key, host = %host, "listing a host's own session failed: {e}");
+                tracing::warn!(upstream = %key, "listing an upstream session of a host's own failed: {e}");
                 return ListsChanged::default();
             }
         };
-        let changed = match self.lists.get(host, i) {
+        let changed = match lists.get(host, i) {
             Some(seen) => seen.changes_to(&listing),
             None => self.catalog.differs(i, &listing),
         };
-        self.lists.set(host, i, token, listing);
+        lists.set(host, i, token, listing);
         changed
     }
 }
@@ -373,190 +445,12 @@ async fn follow(
 }
 
 /// Resolves once `client`'s connection has ended.
-async fn closed(client: &Client) {
+pub(super) async fn closed(client: &Client) {
     while client.close_reason().is_none() {
         tokio::time::sleep(CLOSE_POLL).await;
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn listing(tool: &str) -> Listing {
-        let tool: Tool = serde_json::from_value(serde_json::json!(
-            {"name": tool, "inputSchema": {"type": "object"}}
-        ))
-        .expect("tool");
-        Listing {
-            tools: vec![Exact::encode(tool).expect("encode")],
-            ..Default::default()
-        }
-    }
-
-    fn tool_of(lists: &OwnLists<u32>, host: u32, i: UpstreamId) -> Option<String> {
-        Some(lists.get(host, i)?.tools.first()?.name.clone())
-    }
-
-    #[test]
-    fn a_hosts_own_listing_stands_for_it_alone_and_the_newest_session_wins() {
-        let ids: Vec<UpstreamId> = [(), ()]
-            .into_iter()
-            .collect::<PerUpstream<()>>()
-            .ids()
-            .collect();
-        let (a, b) = (ids[0], ids[1]);
-        let lists = OwnLists::<u32>::default();
-        assert!(!lists.has(Some(1), a) && lists.listings(Some(1)).is_none());
-        let (old, new) = (lists.token(), lists.token());
-        lists.set(1, a, new, listing("newer"));
-        // A replaced session's follower, late: neither overwrites nor removes its successor's.
-        lists.set(1, a, old, listing("older"));
-        lists.remove(1, a, old);
-        assert_eq!(tool_of(&lists, 1, a).as_deref(), Some("newer"));
-        assert!(lists.has(Some(1), a));
-        assert!(
-            !lists.has(Some(1), b),
-            "only the upstream it has a session of"
-        );
-        assert!(
-            !lists.has(Some(2), a) && lists.listings(Some(2)).is_none(),
-            "only that host"
-        );
-        assert!(
-            !lists.has(None, a),
-            "a request without a host session has none"
-        );
-        lists.remove(1, a, new);
-        assert!(!lists.has(Some(1), a));
-        assert!(
-            lists.listings(Some(1)).is_none(),
-            "the host sees the catalog again"
-        );
-        assert_eq!(lists.count.load(Ordering::SeqCst), 0);
-    }
-
-    use super::super::announcer::Heard;
-    use super::super::test_parts::{ids, in_process, parts, request};
-    use mcp_server::ListChanged;
-
-    /// A listing of tools named `tools` and resources at `uris`.
-    fn offering(tools: &[&str], uris: &[&str]) -> Listing {
-        let resource = |uri: &&str| -> Exact<mcp_types::protocol::Resource> {
-            let r = serde_json::from_value(serde_json::json!({"uri": uri, "name": uri}))
-                .expect("resource");
-            Exact::encode(r).expect("encode")
-        };
-        Listing {
-            tools: tools.iter().flat_map(|t| listing(t).tools).collect(),
-            resources: uris.iter().map(resource).collect(),
-            ..Default::default()
-        }
-    }
-
-    /// `(exposed name, upstream, real name)` of the tools the host of `ctx` sees.
-    fn seen_by(own: &OwnSessions, ctx: &RequestContext) -> Vec<(String, UpstreamId, String)> {
-        own.tool_entries_for(Some(ctx))
-            .into_iter()
-            .map(|(exposed, i, t)| (exposed, i, t.name.clone()))
-            .collect()
-    }
-
-    #[tokio::test]
-    async fn without_sessions_of_its_own_a_host_sees_the_catalog() {
-        let (pool, catalog) = parts(vec![
-            in_process("alpha", vec![]),
-            in_process("beta", vec![]),
-        ]);
-        let [a, b] = ids(2)[..] else { unreachable!() };
-        catalog.set_listing(a, offering(&["echo"], &[]));
-        catalog.set_listing(b, offering(&["add", "sub"], &[]));
-        let own = OwnSessions::new(pool, catalog.clone(), Arc::default());
-        let req = request().await;
-        let seen = seen_by(&own, &req.ctx);
-        let listed: Vec<_> = catalog
-            .tool_entries()
-            .into_iter()
-            .map(|(exposed, i, t)| (exposed, i, t.name.clone()))
-            .collect();
-        assert_eq!(seen, listed);
-        assert_eq!(seen.len(), 3);
-        assert_eq!(own.tool_entries_for(None).len(), 3);
-        for (exposed, i, name) in &seen {
-            let route = own.host_route(&req.ctx, exposed).expect("routed");
-            let theirs = catalog.route(exposed).expect("the catalog's route");
-            assert!(Arc::ptr_eq(&route, &theirs), "the catalog's own route");
-            assert_eq!(
-                (route.upstream, route.tool.name.as_str()),
-                (*i, name.as_str())
-            );
-        }
-        assert!(own.host_route(&req.ctx, "echo-nowhere").is_none());
-        let host = req.ctx.host_session().map(|h| h.id());
-        assert!(host.is_some() && !own.has(host, a) && !own.has(host, b));
-    }
-
-    #[tokio::test]
-    async fn a_resource_nobody_listed_is_not_found() {
-        let (pool, catalog) = parts(vec![
-            in_process("alpha", vec![]),
-            in_process("beta", vec![]),
-        ]);
-        let [_, b] = ids(2)[..] else { unreachable!() };
-        catalog.set_listing(b, offering(&[], &["file:///b.txt"]));
-        let own = OwnSessions::new(pool, catalog, Arc::default());
-        let req = request().await;
-        assert_eq!(own.owner_of_resource(&req.ctx, "file:///b.txt"), Ok(b));
-        assert_eq!(own.resource_owner_for(&req.ctx, "file:///b.txt"), Some(b));
-        let e = own
-            .owner_of_resource(&req.ctx, "file:///nowhere.txt")
-            .expect_err("nobody lists it");
-        assert_eq!(e.code, mcp_types::codes::RESOURCE_NOT_FOUND);
-        assert_eq!(
-            e.data,
-            Some(serde_json::json!({"uri": "file:///nowhere.txt"}))
-        );
-    }
-
-    #[tokio::test]
-    async fn a_hosts_own_session_lists_for_that_host_alone_until_it_ends() {
-        // The upstream's sessions list `mine`; the catalog, listed before, says `theirs`.
-        let (pool, catalog) = parts(vec![in_process("alpha", vec!["mine"])]);
-        let i = ids(1)[0];
-        catalog.set_listing(i, offering(&["theirs"], &[]));
-        let announcer = Arc::new(Announcer::default());
-        let (tx, mut heard) = tokio::sync::mpsc::unbounded_channel();
-        announcer.listen(Arc::new(move |what, who| {
-            let _ = tx.send((what, who));
-        }));
-        let own = Arc::new(OwnSessions::new(pool.clone(), catalog, announcer));
-        let (req, other) = (request().await, request().await);
-        let host = req.ctx.host_session().expect("a host session").clone();
-        let session = pool.open_shared(pool.get(i)).await.expect("a session");
-        own.follow_own_session(i, host.clone(), session.clone());
-        let limit = std::time::Duration::from_secs(5);
-        let told = |heard: Result<Option<(ListChanged, Heard)>, _>| match heard {
-            Ok(Some((ListChanged::Tools, Heard::Host(h)))) => h == host.id(),
-            _ => false,
-        };
-        let next = tokio::time::timeout(limit, heard.recv()).await;
-        assert!(told(next), "the host alone hears of its tools");
-        assert!(own.has(Some(host.id()), i));
-        let mine = seen_by(&own, &req.ctx);
-        assert_eq!(mine.len(), 1);
-        assert_eq!((mine[0].1, mine[0].2.as_str()), (i, "mine"));
-        let route = own.host_route(&req.ctx, &mine[0].0).expect("its route");
-        assert_eq!(route.tool.name, "mine");
-        // Another host sees the catalog's.
-        let theirs = seen_by(&own, &other.ctx);
-        assert_eq!(theirs.len(), 1);
-        assert_eq!(theirs[0].2, "theirs");
-        assert!(own.host_route(&other.ctx, &mine[0].0).is_none());
-        // The session ends: the host sees (and hears of) the catalog's again.
-        session.close().await;
-        let next = tokio::time::timeout(limit, heard.recv()).await;
-        assert!(told(next), "told it sees the catalog again");
-        assert!(!own.has(Some(host.id()), i));
-        assert_eq!(seen_by(&own, &req.ctx), theirs);
-    }
-}
+#[path = "own_lists_tests.rs"]
+mod tests;
