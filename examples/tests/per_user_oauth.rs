@@ -232,9 +232,15 @@ async fn a_link_opened_by_another_user_used_twice_altered_or_for_another_upstrea
     assert_eq!(twice.status, 400);
     assert!(twice.body.contains("used already"), "{}", twice.body);
     assert_eq!(text(&whoami(&a).await.expect("served")), "alice");
-    // The grant is for `desk` only: `desk2` asks for its own.
+    // The grant is for `desk` only: `desk2` asks for its own (the gateway known to the
+    // upstream's server there by dynamic registration, made at this first consent).
     let other = consent_link(&a, "desk2__whoami").await;
     assert!(alice.visit(&other).await.body.contains("Connected"));
+    let log = std::fs::read_to_string(&w.log).expect("log");
+    assert!(
+        log.contains("registered at the upstream's authorization server"),
+        "no dynamic registration"
+    );
     let served = a
         .call_tool("desk2__whoami", Default::default())
         .await

@@ -276,7 +276,11 @@ const upstream = new Provider(upstreamIssuer, {
       }
       return jwtResource(upstreamScope);
     },
-  }, { clientCredentials: { enabled: true } }),
+  }, {
+    clientCredentials: { enabled: true },
+    // Open dynamic client registration (RFC 7591), for a gateway without a client here.
+    registration: { enabled: true },
+  }),
   clients: upstreamClients,
 });
 logErrors('upstream', upstream);

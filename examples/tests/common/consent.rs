@@ -189,8 +189,11 @@ pub async fn world(ttl: u64) -> Option<World> {
         "userAuth": {"type": "oauth", "issuer": providers.upstream, "clientId": "gateway",
                      "clientSecretEnv": "GW_SECRET", "scopes": ["mcp"]}
     });
+    // The second is known to the upstream's server by dynamic registration (RFC 7591).
+    let mut desk2 = desk.clone();
+    desk2["userAuth"] = json!({"type": "oauth", "issuer": providers.upstream, "scopes": ["mcp"]});
     let config = json!({
-        "mcpServers": {"desk": desk, "desk2": desk},
+        "mcpServers": {"desk": desk, "desk2": desk2},
         "gateway": {
             "auth": {"resource": gateway_url, "jwt": {"issuer": providers.users},
                      "apiKeys": [{"name": "ci", "keyEnv": "GW_CI_KEY", "subject": "ci-bot"}],

@@ -202,7 +202,8 @@ pub(super) struct UserAuth {
     pub(super) issuer: Option<String>,
     /// Its token endpoint, instead of discovering it.
     pub(super) token_endpoint: Option<String>,
-    /// The gateway's client there.
+    /// The gateway's client there (`oauth` without it: `clientMetadataUrl`, else
+    /// dynamic registration).
     pub(super) client_id: Option<String>,
     /// Its secret.
     pub(super) client_secret: Option<String>,
@@ -214,6 +215,9 @@ pub(super) struct UserAuth {
     pub(super) signing_algorithm: Option<String>,
     /// That key's `kid`.
     pub(super) key_id: Option<String>,
+    /// `oauth` without `clientId`: the URL of the gateway's client ID metadata document,
+    /// its id at a server that takes them.
+    pub(super) client_metadata_url: Option<String>,
     /// The resource the tokens are for (default: the server's `url`).
     pub(super) resource: Option<String>,
     /// An `audience` to name as well.

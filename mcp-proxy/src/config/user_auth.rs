@@ -25,7 +25,8 @@
 use std::sync::Arc;
 
 use crate::credentials::{
-    ConnectDesk, PerUser, TokenExchangeCredentials, UpstreamCredentials, UserOAuthCredentials,
+    ConnectDesk, ConsentClient, PerUser, TokenExchangeCredentials, UpstreamCredentials,
+    UserOAuthCredentials,
 };
 
 use super::auth::secret;
@@ -54,6 +55,7 @@ pub(super) fn user_auth(
         private_key_file,
         signing_algorithm,
         key_id,
+        client_metadata_url,
         resource,
         audience,
         scopes,
@@ -96,7 +98,17 @@ pub(super) fn user_auth(
                     return Err(problem(name, "is for \"tokenExchange\" only".into()));
                 }
             }
-            let client = client_of(client_id, secret, key_file)?;
+            let client = match (client_id, client_metadata_url) {
+                (Some(id), None) => {
+                    ConsentClient::Registered(client_of(Some(id), secret, key_file)?)
+                }
+                (None, Some(url)) => ConsentClient::MetadataDocument(url),
+                (None, None) => ConsentClient::Dynamic,
+                (Some(_), Some(_)) => {
+                    let why = "give `clientId` or `clientMetadataUrl`, not both";
+                    return Err(problem("clientMetadataUrl", why.into()));
+                }
+            };
             Arc::new(UserOAuthCredentials::new(
                 desk.clone(),
                 key,
@@ -107,6 +119,9 @@ pub(super) fn user_auth(
             ))
         }
         UserAuthType::TokenExchange => {
+            if client_metadata_url.is_some() {
+                return Err(problem("clientMetadataUrl", "is for \"oauth\" only".into()));
+            }
             let client = client_of(client_id, secret, key_file)?;
             exchange(
                 issuer,

@@ -25,7 +25,7 @@ use async_trait::async_trait;
 use mcp_server::auth::Principal;
 
 pub use cipher::{GrantKeyError, GrantKeys};
-pub use connect::{ConnectDesk, ConnectLogin, CONNECT_PATH};
+pub use connect::{ConnectDesk, ConnectLogin, ConsentClient, CONNECT_PATH};
 pub use exchange::TokenExchangeCredentials;
 pub use grants::{
     grant_place, FileGrants, GrantStore, GrantStoreError, GrantVault, MemoryGrants, StoreGrants,

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use mcp_client::auth::{ClientIdentity, TokenError};
+use mcp_client::auth::TokenError;
 use mcp_server::Subscriber;
 
 use super::cache::TokenCache;
-use super::connect::ConnectDesk;
+use super::connect::{ConnectDesk, ConsentClient};
 use super::grants::{grant_place, Grant};
 use super::{CredentialError, CredentialRequest, UpstreamCredentials, UpstreamToken};
 
@@ -35,14 +35,14 @@ impl std::fmt::Debug for UserOAuthCredentials {
 }
 
 impl UserOAuthCredentials {
-    /// Users' grants for upstream `key` (its MCP endpoint `resource`), the gateway being
-    /// `client` of its authorization server (`issuer`, else discovered from the
-    /// upstream's metadata), asking `scope`; consents given at `desk`'s pages.
+    /// Users' grants for upstream `key` (its MCP endpoint `resource`), the gateway known
+    /// to its authorization server (`issuer`, else discovered from the upstream's
+    /// metadata) as `client` says, asking `scope`; consents given at `desk`'s pages.
     pub fn new(
         desk: Arc<ConnectDesk>,
         key: &str,
         resource: &str,
-        client: ClientIdentity,
+        client: ConsentClient,
         scope: Option<String>,
         issuer: Option<String>,
     ) -> Self {

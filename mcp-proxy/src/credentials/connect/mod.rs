@@ -89,17 +89,67 @@ impl ConnectLogin {
     }
 }
 
+/// How the gateway is known to an upstream's authorization server, for users' consents.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum ConsentClient {
+    /// A client registered there beforehand.
+    Registered(ClientIdentity),
+    /// A client ID metadata document at this URL (the client's id), where the server
+    /// takes them (`client_id_metadata_document_supported`).
+    MetadataDocument(String),
+    /// Registered dynamically (RFC 7591) at the first consent, the registration kept
+    /// sealed with the grants (so that every replica and every restart uses the same).
+    Dynamic,
+}
+
 /// One upstream's authorization server, as the gateway is a client of it.
 #[derive(Debug)]
 pub(crate) struct UpstreamClient {
     pub(crate) resource: String,
-    pub(crate) client: ClientIdentity,
+    source: ConsentClient,
     pub(crate) scope: Option<String>,
     issuer: Option<String>,
     metadata: OnceCell<AuthorizationServerMetadata>,
+    client: OnceCell<ClientIdentity>,
+}
+
+/// A dynamic registration as it is kept.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Registration {
+    client_id: String,
+    client_secret: Option<String>,
+    auth_method: String,
 }
 
 impl UpstreamClient {
+    /// Who the gateway is at the authorization server `meta` describes (upstream `key`),
+    /// registering first if it is to, and has not.
+    pub(crate) async fn client(
+        &self,
+        desk: &ConnectDesk,
+        key: &str,
+        meta: &AuthorizationServerMetadata,
+    ) -> Result<&ClientIdentity, TokenError> {
+        self.client
+            .get_or_try_init(|| async {
+                match &self.source {
+                    ConsentClient::Registered(c) => Ok(c.clone()),
+                    ConsentClient::MetadataDocument(url) => {
+                        if meta.client_id_metadata_document_supported != Some(true) {
+                            return Err(TokenError::Transport(format!(
+                                "{} takes no client ID metadata documents",
+                                meta.issuer
+                            )));
+                        }
+                        Ok(ClientIdentity::public(url.clone()))
+                    }
+                    ConsentClient::Dynamic => desk.registered(key, meta).await,
+                }
+            })
+            .await
+    }
+
     /// Its authorization server's metadata: of `issuer` if configured, else found from
     /// the upstream's protected resource metadata.
     pub(crate) async fn metadata(&self) -> Result<&AuthorizationServerMetadata, TokenError> {
@@ -182,25 +232,57 @@ impl ConnectDesk {
         &self.vault
     }
 
-    /// Registers upstream `key` (its resource `resource`) as a client `client` of its
-    /// authorization server (`issuer`, else discovered), asking `scope`.
+    /// Takes upstream `key` (its resource `resource`), the gateway known to its
+    /// authorization server (`issuer`, else discovered) as `client` says, asking `scope`.
     pub(crate) fn register(
         &self,
         key: &str,
         resource: &str,
-        client: ClientIdentity,
+        client: ConsentClient,
         scope: Option<String>,
         issuer: Option<String>,
     ) -> Arc<UpstreamClient> {
         let u = Arc::new(UpstreamClient {
             resource: resource.to_owned(),
-            client,
+            source: client,
             scope,
             issuer,
             metadata: OnceCell::new(),
+            client: OnceCell::new(),
         });
         self.upstreams.write().insert(key.to_owned(), u.clone());
         u
+    }
+
+    /// The gateway's dynamic registration at upstream `key`'s authorization server
+    /// (`meta`): the one kept, else a new one, kept.
+    async fn registered(
+        &self,
+        key: &str,
+        meta: &AuthorizationServerMetadata,
+    ) -> Result<ClientIdentity, TokenError> {
+        let place = format!("registration:{key}");
+        let kept = self.vault.get_raw(&place).await.ok().flatten();
+        if let Some(r) = kept.and_then(|b| serde_json::from_slice::<Registration>(&b).ok()) {
+            let mut client = ClientIdentity::public(r.client_id);
+            client.client_secret = r.client_secret;
+            client.auth_method = r.auth_method;
+            return Ok(client);
+        }
+        let client =
+            mcp_client::auth::register(meta, "mcp-proxy gateway", &self.callback_uri()).await?;
+        tracing::info!(upstream = %key, "registered at the upstream's authorization server for users' consents");
+        let r = Registration {
+            client_id: client.client_id.clone(),
+            client_secret: client.client_secret.clone(),
+            auth_method: client.auth_method.clone(),
+        };
+        if let Ok(bytes) = serde_json::to_vec(&r) {
+            if let Err(e) = self.vault.put_raw(&place, &bytes).await {
+                tracing::warn!(upstream = %key, "the registration is not kept: {e}");
+            }
+        }
+        Ok(client)
     }
 
     /// A new consent for `principal` at `upstream`: a single-use link to the connect page.
@@ -397,9 +479,16 @@ impl ConnectDesk {
                 )
             }
         };
+        let client = match upstream.client(self, &flow.ticket.upstream, meta).await {
+            Ok(c) => c,
+            Err(e) => {
+                let what = format!("upstream `{}`'s authorization server", flow.ticket.upstream);
+                return unavailable(&what, &e);
+            }
+        };
         let Ok(request) = AuthorizationRequest::new(
             meta,
-            &upstream.client.client_id,
+            &client.client_id,
             &self.callback_uri(),
             &upstream.resource,
             upstream.scope.as_deref(),
@@ -453,7 +542,14 @@ impl ConnectDesk {
             ("code_verifier", flow.request.code_verifier()),
             ("resource", upstream.resource.as_str()),
         ];
-        let token = match mcp_client::auth::request_token(meta, &upstream.client, &params).await {
+        let client = match upstream.client(self, &upstream_key, meta).await {
+            Ok(c) => c,
+            Err(e) => {
+                let what = format!("upstream `{upstream_key}`'s authorization server");
+                return unavailable(&what, &e);
+            }
+        };
+        let token = match mcp_client::auth::request_token(meta, client, &params).await {
             Ok(t) => t,
             Err(e) => {
                 return unavailable(
@@ -515,7 +611,8 @@ impl ConnectDesk {
             ("refresh_token", refresh),
             ("resource", u.resource.as_str()),
         ];
-        let token = mcp_client::auth::request_token(meta, &u.client, &params).await?;
+        let client = u.client(self, upstream, meta).await?;
+        let token = mcp_client::auth::request_token(meta, client, &params).await?;
         let mut grant = Grant::of(&token);
         // A server that does not rotate refresh tokens keeps the one it gave.
         if grant.refresh_token.is_none() {
