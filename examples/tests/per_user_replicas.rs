@@ -19,105 +19,27 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use mcp_client::http::HttpConfig;
 use mcp_client::{connect_http, Client, ClientError, ClientOptions, EraChoice};
-use mcp_server::auth::{
-    bearer_token, Authenticator, Authorization, JwtAuthenticator, JwtOptions, Principal,
-    ProtectedResource, Refusal,
-};
-use mcp_server::http::{bind, HttpOptions};
-use mcp_server::{Outcome, RequestContext, Server, ServerHandler};
 use mcp_types::protocol::*;
-use mcp_types::{ErrorObject, Revision};
-use serde_json::{json, Value};
+use mcp_types::Revision;
+use serde_json::json;
 
 mod common;
 use common::browser::{jwt_claims, user_access_token, Browser, Providers};
 use common::cluster::{free_ports, haproxy_config, ready, start_haproxy};
-use common::consent::{elicitation_url, text, whoami, Opener, GRANT_KEYS, HOST_REDIRECT, SECRET};
+use common::consent::{
+    elicitation_url, recording_upstream, text, whoami, Opener, GRANT_KEYS, HOST_REDIRECT, SECRET,
+};
 use common::example;
 use common::redis::{installed, redis_server, scratch, Redis};
 
 /// The replicas' key prefix in Redis.
 const PREFIX: &str = "pu";
 const REPLICAS: usize = 3;
-
-/// What the upstream saw of each call: the token's `sub` and `aud`.
-#[derive(Clone, Default)]
-struct Calls(Arc<Mutex<Vec<(String, Value)>>>);
-
-impl Calls {
-    fn all(&self) -> Vec<(String, Value)> {
-        self.0.lock().expect("calls").clone()
-    }
-}
-
-/// The upstream's authenticator: the issuer's JWTs, each token it is shown noted.
-struct Noting {
-    inner: JwtAuthenticator,
-    tokens: Arc<Mutex<Vec<String>>>,
-}
-
-#[async_trait]
-impl Authenticator for Noting {
-    async fn authenticate(&self, request: &http::request::Parts) -> Result<Principal, Refusal> {
-        if let Some(t) = bearer_token(&request.headers) {
-            self.tokens.lock().expect("tokens").push(t.to_owned());
-        }
-        self.inner.authenticate(request).await
-    }
-}
-
-/// The upstream: one tool, `whoami`, answering the caller's `sub`.
-#[derive(Clone)]
-struct WhoAmI(Calls);
-
-#[async_trait]
-impl ServerHandler for WhoAmI {
-    fn capabilities(&self) -> ServerCapabilities {
-        ServerCapabilities {
-            tools: Some(Default::default()),
-            ..Default::default()
-        }
-    }
-    async fn list_tools(
-        &self,
-        _: &RequestContext,
-        _: PaginatedRequestParams,
-    ) -> Result<ListToolsResult, ErrorObject> {
-        let tool: Tool = serde_json::from_value(json!({
-            "name": "whoami", "inputSchema": {"type": "object"}}))
-        .map_err(|e| ErrorObject::new(-32603, e.to_string()))?;
-        Ok(ListToolsResult {
-            tools: vec![tool],
-            ..Default::default()
-        })
-    }
-    async fn call_tool(
-        &self,
-        ctx: &RequestContext,
-        _: CallToolRequestParams,
-    ) -> Result<Outcome<CallToolResult>, ErrorObject> {
-        let p = ctx
-            .principal()
-            .cloned()
-            .unwrap_or_else(|| Principal::new(""));
-        let aud = p.claims.get("aud").cloned().unwrap_or(Value::Null);
-        self.0
-             .0
-            .lock()
-            .expect("calls")
-            .push((p.subject.clone(), aud));
-        Ok(Outcome::Complete(CallToolResult {
-            content: vec![ContentBlock::text(p.subject)],
-            ..Default::default()
-        }))
-    }
-}
 
 /// Replica `n`'s configuration (1-based): the consent setup of `common::consent`, grants
 /// sealed under `GW_GRANT_KEYS` and kept in the replicas' Redis.
@@ -322,26 +244,8 @@ async fn consent_given_through_any_replica_is_every_replicas_and_a_link_is_used_
     };
 
     // The upstream: only the upstream issuer's tokens, for its own resource.
-    let calls = Calls::default();
-    let upstream_tokens = Arc::new(Mutex::new(Vec::<String>::new()));
-    let jwt = JwtAuthenticator::new(
-        mcp_proxy::jwks::JwksUri::discover(providers.upstream.clone()),
-        JwtOptions::new(providers.upstream.clone(), upstream_url.clone()),
-    );
-    let noting = Noting {
-        inner: jwt,
-        tokens: upstream_tokens.clone(),
-    };
-    let resource = ProtectedResource::new(upstream_url.clone())
-        .expect("resource")
-        .authorization_server(providers.upstream.clone());
-    bind(
-        format!("127.0.0.1:{up_port}").parse().expect("address"),
-        Server::new(WhoAmI(calls.clone())),
-        HttpOptions::default().authorization(Authorization::new(noting, resource)),
-    )
-    .await
-    .expect("upstream binds");
+    let (calls, upstream_tokens) =
+        recording_upstream(&providers.upstream, &upstream_url, up_port).await;
 
     // Redis, three replicas sharing it, HAProxy in front.
     let redis = Redis::start(&redis_program, &dir, None).await;

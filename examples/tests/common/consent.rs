@@ -34,6 +34,17 @@ pub const GRANT_KEYS: &str = "k1:AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE";
 #[derive(Clone, Default)]
 pub struct Seen(pub Arc<Mutex<Vec<(String, Value, String)>>>);
 
+impl Seen {
+    /// Each call served: the `sub` and `aud` of its token.
+    pub fn all(&self) -> Vec<(String, Value)> {
+        let calls = self.0.lock().expect("seen");
+        calls
+            .iter()
+            .map(|(s, a, _)| (s.clone(), a.clone()))
+            .collect()
+    }
+}
+
 /// The upstream's authenticator: the issuer's JWTs, each token it is shown noted.
 struct Noting {
     inner: JwtAuthenticator,
@@ -96,6 +107,35 @@ impl ServerHandler for WhoAmI {
     }
 }
 
+/// The upstream on 127.0.0.1:`port` (its resource `url`): only `issuer`'s tokens for
+/// itself; what each call it served was for, and every token it was shown.
+pub async fn recording_upstream(
+    issuer: &str,
+    url: &str,
+    port: u16,
+) -> (Seen, Arc<Mutex<Vec<String>>>) {
+    let seen = Seen::default();
+    let upstream_tokens = Arc::new(Mutex::new(Vec::new()));
+    let keys = mcp_proxy::jwks::JwksUri::discover(issuer.to_owned());
+    let jwt = JwtAuthenticator::new(keys, JwtOptions::new(issuer.to_owned(), url.to_owned()));
+    let noting = Noting {
+        inner: jwt,
+        tokens: upstream_tokens.clone(),
+    };
+    let resource = ProtectedResource::new(url.to_owned())
+        .expect("resource")
+        .authorization_server(issuer.to_owned());
+    let options = HttpOptions::default().authorization(Authorization::new(noting, resource));
+    bind(
+        format!("127.0.0.1:{port}").parse().expect("address"),
+        Server::new(WhoAmI(seen.clone())),
+        options,
+    )
+    .await
+    .expect("upstream binds");
+    (seen, upstream_tokens)
+}
+
 /// Everything one run holds: the providers, the upstream, the gateway.
 pub struct World {
     pub providers: Providers,
@@ -155,29 +195,8 @@ pub async fn world(ttl: u64) -> Option<World> {
         "accessTokenTtl": ttl,
     }))
     .await?;
-    // The upstream: only the upstream issuer's tokens, for its own resource.
-    let seen = Seen::default();
-    let upstream_tokens = Arc::new(Mutex::new(Vec::new()));
-    let keys = mcp_proxy::jwks::JwksUri::discover(providers.upstream.clone());
-    let jwt = JwtAuthenticator::new(
-        keys,
-        JwtOptions::new(providers.upstream.clone(), upstream_url.clone()),
-    );
-    let noting = Noting {
-        inner: jwt,
-        tokens: upstream_tokens.clone(),
-    };
-    let resource = ProtectedResource::new(upstream_url.clone())
-        .expect("resource")
-        .authorization_server(providers.upstream.clone());
-    let options = HttpOptions::default().authorization(Authorization::new(noting, resource));
-    bind(
-        format!("127.0.0.1:{up_port}").parse().expect("address"),
-        Server::new(WhoAmI(seen.clone())),
-        options,
-    )
-    .await
-    .expect("upstream binds");
+    let (seen, upstream_tokens) =
+        recording_upstream(&providers.upstream, &upstream_url, up_port).await;
     // The gateway.
     let dir = std::env::temp_dir().join(format!("per-user-oauth-{}-{gw_port}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
