@@ -14,9 +14,10 @@ use serde_json::{json, Value};
 mod common;
 use common::browser::{
     form_post, http_client, jwt_claims, jwt_header, metadata, user_access_token, Browser,
-    Providers, ACCESS_TOKEN_TYPE, SCOPE, TOKEN_EXCHANGE,
+    ACCESS_TOKEN_TYPE, SCOPE, TOKEN_EXCHANGE,
 };
 use common::free_port;
+use common::providers::Providers;
 
 const SECRET: &str = "gateway-secret: not & so secret";
 const HOST_REDIRECT: &str = "http://127.0.0.1:9/cb";
@@ -296,7 +297,7 @@ async fn the_gateway_may_authenticate_to_the_upstream_with_private_key_jwt() {
     if Providers::available().is_none() {
         return;
     }
-    let (pem, jwk) = common::browser::es256_key("gateway-key-1");
+    let (pem, jwk) = common::providers::es256_key("gateway-key-1");
     let Some(p) = providers_with(json!({"gatewayJwks": {"keys": [jwk]}})).await else {
         return;
     };
@@ -339,7 +340,7 @@ async fn the_gateway_may_authenticate_to_the_upstream_with_private_key_jwt() {
     assert_eq!(jwt_claims(&own.access_token)["sub"], "gateway-jwt");
 
     // Another key does not pass for it.
-    let (other, _) = common::browser::es256_key("gateway-key-1");
+    let (other, _) = common::providers::es256_key("gateway-key-1");
     let impostor = ClientIdentity::private_key_jwt(
         "gateway-jwt",
         ClientKey::from_pem(&other, "ES256")

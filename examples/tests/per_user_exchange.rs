@@ -32,7 +32,8 @@ use mcp_types::Revision;
 use serde_json::{json, Map, Value};
 
 mod common;
-use common::browser::{http_client, jwt_claims, user_access_token, Providers};
+use common::browser::{http_client, jwt_claims, user_access_token};
+use common::providers::Providers;
 use common::{example, free_port, interop_dir};
 
 const SECRET: &str = "gateway-secret: exchange & list";

@@ -29,12 +29,13 @@ use mcp_types::Revision;
 use serde_json::json;
 
 mod common;
-use common::browser::{jwt_claims, user_access_token, Browser, Providers};
+use common::browser::{jwt_claims, user_access_token, Browser};
 use common::cluster::{free_ports, haproxy_config, ready, start_haproxy};
 use common::consent::{
     elicitation_url, recording_upstream, text, whoami, Opener, GRANT_KEYS, HOST_REDIRECT, SECRET,
 };
 use common::example;
+use common::providers::Providers;
 use common::redis::{installed, redis_server, scratch, Redis};
 
 /// The replicas' key prefix in Redis.

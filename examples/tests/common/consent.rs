@@ -21,7 +21,8 @@ use mcp_types::protocol::*;
 use mcp_types::ErrorObject;
 use serde_json::{json, Value};
 
-use super::browser::{user_access_token, Browser, Providers};
+use super::browser::{user_access_token, Browser};
+use super::providers::Providers;
 use super::{example, free_port};
 
 pub const SECRET: &str = "gateway-secret-for-tests-only";

@@ -17,6 +17,7 @@ pub mod cluster;
 pub mod conformance;
 pub mod consent;
 pub mod hosts;
+pub mod providers;
 pub mod redis;
 
 /// Records every message a side sends and, if asked, every message it receives.
