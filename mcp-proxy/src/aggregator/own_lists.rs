@@ -104,6 +104,11 @@ impl<H: Copy + Eq + std::hash::Hash> OwnLists<H> {
         hosts.get(&host)?.listings.get(&i).cloned()
     }
 
+    /// Whether anyone sees a listing of its own.
+    fn any(&self) -> bool {
+        self.count.load(Ordering::SeqCst) > 0
+    }
+
     /// Whether `host` sees a listing of its own of upstream `i`.
     pub(super) fn has(&self, host: Option<H>, i: UpstreamId) -> bool {
         match host {
@@ -161,19 +166,6 @@ enum Viewer {
     Nobody,
 }
 
-impl Viewer {
-    fn of(ctx: Option<&RequestContext>) -> Viewer {
-        let Some(ctx) = ctx else {
-            return Viewer::Nobody;
-        };
-        match (ctx.host_session(), ctx.principal()) {
-            (Some(h), _) => Viewer::Host(h.id()),
-            (None, Some(p)) => Viewer::Principal(PrincipalDigest::of(Some(p))),
-            (None, None) => Viewer::Nobody,
-        }
-    }
-}
-
 /// The catalog as each host sees it: the listings of its own upstream sessions in place
 /// of the catalog's, followed as those sessions change, and told to that host alone.
 pub(super) struct OwnSessions {
@@ -208,9 +200,27 @@ impl OwnSessions {
         self.lists.has(host, i)
     }
 
+    /// Whose own listings `ctx` sees, if anyone has any: one load when nobody does (a
+    /// principal's digest, a hash, is made only when some principal has listings).
+    fn viewer(&self, ctx: Option<&RequestContext>) -> Viewer {
+        let Some(ctx) = ctx else {
+            return Viewer::Nobody;
+        };
+        if let Some(h) = ctx.host_session() {
+            return match self.lists.any() {
+                true => Viewer::Host(h.id()),
+                false => Viewer::Nobody,
+            };
+        }
+        match ctx.principal() {
+            Some(p) if self.principals.any() => Viewer::Principal(PrincipalDigest::of(Some(p))),
+            _ => Viewer::Nobody,
+        }
+    }
+
     /// The listings the viewer of `ctx` sees in place of the catalog's, if any.
     fn own_listings(&self, ctx: Option<&RequestContext>) -> Option<OwnListings> {
-        match Viewer::of(ctx) {
+        match self.viewer(ctx) {
             Viewer::Host(h) => self.lists.listings(Some(h)),
             Viewer::Principal(p) => self.principals.listings(Some(p)),
             Viewer::Nobody => None,
@@ -219,7 +229,7 @@ impl OwnSessions {
 
     /// The routes of the calls of the viewer of `ctx`, if it sees listings of its own.
     fn own_routes(&self, ctx: &RequestContext) -> Option<Arc<Routes>> {
-        match Viewer::of(Some(ctx)) {
+        match self.viewer(Some(ctx)) {
             Viewer::Host(h) => self.lists.routes(Some(h), &self.catalog),
             Viewer::Principal(p) => self.principals.routes(Some(p), &self.catalog),
             Viewer::Nobody => None,
@@ -228,7 +238,7 @@ impl OwnSessions {
 
     /// Whether the viewer of `ctx` sees any listing of its own.
     fn has_any_own(&self, ctx: &RequestContext) -> bool {
-        match Viewer::of(Some(ctx)) {
+        match self.viewer(Some(ctx)) {
             Viewer::Host(h) => self.lists.has_any(Some(h)),
             Viewer::Principal(p) => self.principals.has_any(Some(p)),
             Viewer::Nobody => false,
