@@ -359,6 +359,11 @@ async fn each_user_reaches_the_upstream_with_an_exchanged_token_and_no_token_cro
             "{said}"
         );
         assert!(!said.contains("eyJ") && !said.contains(&mallory), "{said}");
+        assert_eq!(
+            said.matches("upstream `up`").count(),
+            1,
+            "named once: {said}"
+        );
         h.close().await;
     }
     let calls = seen.calls.lock().expect("lock").clone();
@@ -445,5 +450,65 @@ async fn each_user_reaches_the_upstream_with_an_exchanged_token_and_no_token_cro
         !output.contains(SECRET),
         "the client secret is in the gateway's output"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn the_gateway_may_authenticate_its_exchanges_with_a_signed_assertion() {
+    if Providers::available().is_none() {
+        return;
+    }
+    let (gw_port, admin_port) = (free_port(), free_port());
+    let gw_url = format!("http://127.0.0.1:{gw_port}/mcp");
+    let up_url = format!("http://127.0.0.1:{}/mcp", free_port());
+    let (pem, jwk) = common::providers::es256_key("gw-key-1");
+    let Some(p) = Providers::start(json!({
+        "gatewayResource": gw_url, "upstreamResource": up_url,
+        "hostRedirectUri": HOST_REDIRECT,
+        "gatewayLoginRedirectUri": format!("http://127.0.0.1:{gw_port}/login/callback"),
+        "gatewayCallbackUri": format!("http://127.0.0.1:{gw_port}/oauth/callback"),
+        "gatewayClientSecret": SECRET, "gatewayJwks": {"keys": [jwk]}, "accessTokenTtl": 120,
+    }))
+    .await
+    else {
+        return;
+    };
+    let seen = upstream(&up_url, &p.upstream).await;
+    let dir = std::env::temp_dir().join(format!("mcp-per-user-jwt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let key = dir.join("gateway.pem");
+    std::fs::write(&key, &pem).expect("key");
+    let config = dir.join("gateway.json");
+    let issuer = &p.upstream;
+    let body = json!({
+        "mcpServers": {"up": {"url": up_url,
+            "auth": {"type": "clientCredentials", "issuer": issuer, "clientId": "gateway",
+                     "clientSecretEnv": "GW_EXCHANGE_SECRET"},
+            "userAuth": {"type": "tokenExchange", "issuer": issuer, "clientId": "gateway-jwt",
+                         "privateKeyFile": key, "signingAlgorithm": "ES256", "keyId": "gw-key-1",
+                         "scopes": ["mcp"]}}},
+        "gateway": {"startupWaitMillis": 60000, "auth": {
+            "resource": gw_url, "jwt": {"issuer": p.users}}}});
+    std::fs::write(&config, body.to_string()).expect("config");
+    let _gw = Gateway::start(&config, gw_port, admin_port).await;
+    let alice = user_access_token(&p.users, "host-app", HOST_REDIRECT, &gw_url, "alice").await;
+    let h = host(&gw_url, &alice, EraChoice::Modern).await;
+    let r = h
+        .call_tool("up__whoami", nth(1))
+        .await
+        .expect("answered")
+        .result;
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    assert!(text(&r).starts_with("sub=alice "), "{}", text(&r));
+    // One exchange, by the client that signs its assertions.
+    let exchanges = p.exchanges().await;
+    assert_eq!(exchanges["count"], 1, "{exchanges}");
+    let bearers = seen.bearers.lock().expect("lock").clone();
+    let alices: Vec<_> = bearers.iter().filter(|(sub, _)| sub == "alice").collect();
+    assert!(!alices.is_empty(), "{bearers:?}");
+    for (_, token) in alices {
+        assert_eq!(jwt_claims(token)["client_id"], json!("gateway-jwt"));
+        assert_ne!(token, &alice, "the host's own token went upstream");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

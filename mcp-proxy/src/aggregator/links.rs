@@ -260,6 +260,8 @@ impl Links {
                 PrincipalLinkError::Credentials(CredentialError::ConsentRequired(c)) => {
                     ClientError::Server(c.to_error())
                 }
+                // The host is told which upstream: `reason` does not say it again.
+                PrincipalLinkError::Credentials(e) => ClientError::Unavailable(e.reason()),
                 other => ClientError::Unavailable(other.to_string()),
             })?;
         // What it lists for this user is what this user sees of it.

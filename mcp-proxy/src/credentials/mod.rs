@@ -144,6 +144,25 @@ pub enum CredentialError {
     ConsentRequired(Box<Consent>),
 }
 
+impl CredentialError {
+    /// What went wrong, without the upstream's name: for a message that names it already
+    /// ("upstream `x` failed: …", as a host is told).
+    pub(crate) fn reason(&self) -> String {
+        match self {
+            CredentialError::NoPrincipal { .. } => {
+                "it acts as each signed-in user, and this request has none".into()
+            }
+            CredentialError::NoSubjectToken { .. } => "it acts as each signed-in user through token exchange, and this user signed in without an access token to exchange".into(),
+            CredentialError::CannotConsent { .. } => "it acts as each user by the user's own consent, given in a browser by a user of the gateway's issuer; this user signed in otherwise (an API key, or a local user) and cannot give it".into(),
+            CredentialError::Refused { reason, .. } => {
+                format!("the authorization server refused a token: {reason}")
+            }
+            CredentialError::Unavailable { reason, .. } => format!("no token: {reason}"),
+            CredentialError::ConsentRequired(c) => c.message.clone(),
+        }
+    }
+}
+
 /// A consent the user must give before an upstream can be reached as them: where to go,
 /// and what to tell them. The URL is the gateway's own connect page (never the upstream's
 /// authorization endpoint), and carries nothing sensitive.

@@ -102,7 +102,7 @@ impl AuthProvider for PrincipalAuth {
                 CredentialError::ConsentRequired(c) => {
                     AuthError::UserAction(Box::new(c.to_error()))
                 }
-                other => AuthError::NotCompleted(other.to_string()),
+                other => AuthError::NotCompleted(other.reason()),
             })?;
         if same(&token) {
             return Err(AuthError::NotCompleted(format!(
