@@ -27,10 +27,16 @@ use serde_json::{json, Map};
 
 mod common;
 use common::cluster::{get, ready, Cluster, REGISTRY_TTL};
+
+/// Each test here runs three replicas, Redis and HAProxy, and holds them to time bounds
+/// (a second, a TTL): on two cores, one such test at a time, or one's load skews another's
+/// clock.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 use common::hosts::{legacy_host, load, logs, modern_host, settle};
 
 #[tokio::test]
 async fn a_killed_replicas_sessions_carry_on_elsewhere_within_a_second() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let Some(mut cluster) = Cluster::start("handover-kill").await else {
         return;
     };
@@ -82,6 +88,7 @@ async fn a_killed_replicas_sessions_carry_on_elsewhere_within_a_second() {
 
 #[tokio::test]
 async fn a_stopped_replicas_sessions_are_served_elsewhere_and_not_by_it_once_resumed() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let Some(cluster) = Cluster::start("handover-stop").await else {
         return;
     };
@@ -142,6 +149,7 @@ mod raw_http;
 
 #[tokio::test]
 async fn with_redis_down_live_owners_serve_on_and_a_session_to_move_starts_again() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let Some(mut cluster) = Cluster::start("handover-outage").await else {
         return;
     };
@@ -240,6 +248,7 @@ async fn with_redis_down_live_owners_serve_on_and_a_session_to_move_starts_again
 
 #[tokio::test]
 async fn rolling_sigterm_of_every_replica_under_load_fails_no_call() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let Some(mut cluster) = Cluster::start("handover-rolling").await else {
         return;
     };
@@ -288,6 +297,7 @@ async fn rolling_sigterm_of_every_replica_under_load_fails_no_call() {
 
 #[tokio::test]
 async fn after_flushall_holders_serve_on_and_a_session_to_move_starts_again() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let Some(mut cluster) = Cluster::start("handover-flush").await else {
         return;
     };
