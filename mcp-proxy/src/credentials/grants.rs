@@ -224,30 +224,14 @@ impl FileGrants {
             writing: tokio::sync::Mutex::new(()),
             brief: Brief::default(),
         };
-        grants.read_now()?;
+        read_records(&grants.path)?;
         Ok(grants)
     }
 
-    /// The records in the file now.
-    fn read_now(&self) -> Result<BTreeMap<String, String>, GrantStoreError> {
-        match std::fs::read(&self.path) {
-            Ok(bytes) => Ok(serde_json::from_slice(&bytes).unwrap_or_else(|e| {
-                tracing::error!(file = %self.path.display(), "grant file unreadable ({e}): treated as empty");
-                BTreeMap::new()
-            })),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
-            Err(e) => Err(GrantStoreError(format!("{}: {e}", self.path.display()))),
-        }
-    }
-
+    /// The records in the file now, read off the async threads.
     async fn read(&self) -> Result<BTreeMap<String, String>, GrantStoreError> {
         let path = self.path.clone();
-        let me = FileGrants {
-            path,
-            writing: tokio::sync::Mutex::new(()),
-            brief: Brief::default(),
-        };
-        tokio::task::spawn_blocking(move || me.read_now())
+        tokio::task::spawn_blocking(move || read_records(&path))
             .await
             .map_err(|e| GrantStoreError(e.to_string()))?
     }
@@ -260,6 +244,19 @@ impl FileGrants {
             .await
             .map_err(|e| GrantStoreError(e.to_string()))?
             .map_err(|e| GrantStoreError(format!("{}: {e}", self.path.display())))
+    }
+}
+
+/// The records in the file at `path` (none when it does not exist; none, logged, when it
+/// is not such a document).
+fn read_records(path: &std::path::Path) -> Result<BTreeMap<String, String>, GrantStoreError> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+            tracing::error!(file = %path.display(), "grant file unreadable ({e}): treated as empty");
+            BTreeMap::new()
+        })),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
+        Err(e) => Err(GrantStoreError(format!("{}: {e}", path.display()))),
     }
 }
 

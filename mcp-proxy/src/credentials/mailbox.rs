@@ -49,10 +49,9 @@ impl ElicitationMailbox {
     /// was.
     pub async fn complete(&self, id: &str) -> bool {
         let host = self.waiting.lock().remove(id);
-        let Some((host, until)) = host.filter(|(_, until)| *until > Instant::now()) else {
+        let Some((host, _)) = host.filter(|(_, until)| *until > Instant::now()) else {
             return false;
         };
-        let _ = until;
         let params = json!({"elicitationId": id});
         match host
             .notify(mcp_types::protocol::method::ELICITATION_COMPLETE, params)
