@@ -106,6 +106,8 @@ pub struct RequestContext {
     /// The `subscriptions/listen` stream this context subscribes for, if it does.
     pub(crate) listen: Option<crate::Subscriber>,
     pub(crate) trace: Option<Arc<crate::TraceContext>>,
+    /// The JSON-RPC id the client gave the request (an audit record names it).
+    pub(crate) request_id: Option<mcp_types::RequestId>,
 }
 
 /// The cancelled state of one in-flight request, awaitable, with an optional action to
@@ -196,6 +198,12 @@ impl RequestContext {
     /// sends it on, so the host's trace continues upstream.
     pub fn trace_context(&self) -> Option<&crate::TraceContext> {
         self.trace.as_deref()
+    }
+
+    /// The JSON-RPC id the client gave this request; `None` for work the server does on
+    /// its own (a session's subscriptions renewed after a hand-over).
+    pub fn request_id(&self) -> Option<&mcp_types::RequestId> {
+        self.request_id.as_ref()
     }
 
     /// Who the request is for: the principal its HTTP credentials stand for (see

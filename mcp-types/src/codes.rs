@@ -13,6 +13,10 @@ pub const INTERNAL_ERROR: i64 = -32603;
 /// Implementation-defined server error: the server is too busy for the request now
 /// (too many requests in flight, every session taken); the client may retry later.
 pub const SERVER_BUSY: i64 = -32000;
+/// Implementation-defined server error: a rate limit was reached; `data` says which
+/// (`limit`, `key`) and when to retry (`retryAfterMs`). Over HTTP, where the request
+/// is answered alone, it travels with status `429` and `Retry-After`.
+pub const RATE_LIMITED: i64 = -32029;
 /// Legacy revisions: the requested resource does not exist (`resources/read`).
 pub const RESOURCE_NOT_FOUND: i64 = -32002;
 /// 2025-11-25: the request needs a URL-mode elicitation first (`URLElicitationRequiredError`).

@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::reply::{
-    empty, frame_body, json, keep_alive, respond, rpc_error, sse, HttpBody, KEEP_ALIVE,
+    empty, frame_body, keep_alive, lone_answer, respond, rpc_error, sse, HttpBody, KEEP_ALIVE,
 };
 use super::routing::{Decision, Mode, ReplayLimits, Router, RouterEntries};
 use super::{HttpOptions, SessionActivity};
@@ -258,7 +258,7 @@ impl LegacySession {
             self.peer.deliver(frame, &self.inbound).await;
             return match rx.await {
                 Ok(mut answers) if answers.len() == 1 && single => {
-                    json(StatusCode::OK, &answers.remove(0))
+                    lone_answer(StatusCode::OK, &answers.remove(0))
                 }
                 Ok(answers) => respond(
                     StatusCode::OK,
@@ -282,7 +282,7 @@ impl LegacySession {
         }
         self.peer.deliver(frame, &self.inbound).await;
         match rx.await {
-            Ok(Decision::Json(m)) => json(StatusCode::OK, &m),
+            Ok(Decision::Json(m)) => lone_answer(StatusCode::OK, &m),
             Ok(Decision::Sse(rx)) => self.stream(rx),
             Err(_) => ended(),
         }

@@ -20,7 +20,7 @@ use mcp_types::{codes, Frame, Message, Request, RequestId};
 use super::checks::{accepts_sse, check_modern_headers, check_param_headers};
 use super::exchange::Exchange;
 use super::reply::{
-    empty, json, keep_alive, modern_status, respond, rpc_error, sse, sse_event, HttpBody,
+    empty, keep_alive, lone_answer, modern_status, respond, rpc_error, sse, sse_event, HttpBody,
     KEEP_ALIVE,
 };
 use crate::Server;
@@ -75,7 +75,7 @@ pub(super) async fn serve(
                     Message::Error(e) => modern_status(e.error.code),
                     _ => StatusCode::OK,
                 };
-                return json(status, &m);
+                return lone_answer(status, &m);
             }
             Some(m) if sse_ok => break m,
             // A client that takes no stream hears only the answer.

@@ -53,6 +53,37 @@ pub(super) fn rpc_error(
     json(status, &e)
 }
 
+/// A request's lone answer as a JSON response, with `status` unless the answer is a
+/// rate limit's refusal ([`codes::RATE_LIMITED`]): that one goes with `429` and a
+/// `Retry-After` of its `data.retryAfterMs` in whole seconds (at least 1), which every
+/// HTTP client and proxy understands without reading the body.
+pub(super) fn lone_answer(status: StatusCode, msg: &Message) -> Response<HttpBody> {
+    let Some(retry) = rate_limited_retry(msg) else {
+        return json(status, msg);
+    };
+    let mut r = json(StatusCode::TOO_MANY_REQUESTS, msg);
+    r.headers_mut().insert(header::RETRY_AFTER, retry.into());
+    r
+}
+
+/// The seconds to wait that a rate limit's refusal names.
+fn rate_limited_retry(msg: &Message) -> Option<u64> {
+    let Message::Error(e) = msg else {
+        return None;
+    };
+    if e.error.code != codes::RATE_LIMITED {
+        return None;
+    }
+    let millis = e
+        .error
+        .data
+        .as_ref()
+        .and_then(|d| d.get("retryAfterMs"))
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(1000);
+    Some(millis.div_ceil(1000).max(1))
+}
+
 /// The HTTP status a 2026-07-28 error answer travels with.
 pub(super) fn modern_status(code: i64) -> StatusCode {
     match code {
@@ -126,5 +157,36 @@ mod tests {
             text,
             "id: 7\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{  \"a\": \"x y\",  \"b\": [1, 2]}}\n\n"
         );
+    }
+
+    #[test]
+    fn a_rate_limited_answer_goes_with_429_and_retry_after_in_whole_seconds() {
+        let limited = |data: serde_json::Value| {
+            let mut e = ErrorObject::new(codes::RATE_LIMITED, "rate limit reached");
+            e.data = Some(data);
+            Message::Error(ErrorResponse::new(Some(RequestId::from(1)), e))
+        };
+        let r = lone_answer(
+            StatusCode::OK,
+            &limited(serde_json::json!({"retryAfterMs": 1200})),
+        );
+        assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(r.headers()[header::RETRY_AFTER], "2");
+        let r = lone_answer(
+            StatusCode::OK,
+            &limited(serde_json::json!({"retryAfterMs": 5})),
+        );
+        assert_eq!(
+            r.headers()[header::RETRY_AFTER],
+            "1",
+            "never 0: that says retry at once"
+        );
+        let other = Message::Error(ErrorResponse::new(
+            Some(RequestId::from(1)),
+            ErrorObject::new(codes::INVALID_PARAMS, "no"),
+        ));
+        let r = lone_answer(StatusCode::OK, &other);
+        assert_eq!(r.status(), StatusCode::OK);
+        assert!(r.headers().get(header::RETRY_AFTER).is_none());
     }
 }

@@ -58,9 +58,10 @@ impl Session {
             .and_then(|b| RequestMeta::laid_out(&b))
             .unwrap_or_else(|| RequestMeta::of(Some(&params)));
         let cancelled = Arc::new(Cancellation::default());
-        let Some(ctx) = self.call_context(peer, &params, meta, cancelled.clone()) else {
+        let Some(mut ctx) = self.call_context(peer, &params, meta, cancelled.clone()) else {
             return false;
         };
+        ctx.request_id = Some(id.clone());
         self.in_flight.lock().insert(id.clone(), cancelled);
         let span = crate::span::request(method::TOOLS_CALL, id, ctx.revision);
         crate::span::tool(&span, &params);

@@ -261,7 +261,8 @@ impl Session {
                 format!("Method not found: {m} (in MCP {revision})"),
             ));
         }
-        let ctx = self.context(peer, asker, &meta, cancelled);
+        let mut ctx = self.context(peer, asker, &meta, cancelled);
+        ctx.request_id = Some(req.id.clone());
         self.route(peer, &req.id, m, req.params.as_deref(), params, ctx)
             .await
     }
@@ -302,6 +303,7 @@ impl Session {
             cancelled,
             listen: None,
             trace: self.trace_of(meta),
+            request_id: None,
         }
     }
 
