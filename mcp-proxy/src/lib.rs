@@ -26,6 +26,7 @@
 
 mod abort;
 mod aggregator;
+pub mod audit;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod config;
