@@ -35,6 +35,7 @@ pub mod dispatcher;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod jwks;
+pub mod limits;
 pub mod live;
 pub mod metrics;
 pub mod naming;

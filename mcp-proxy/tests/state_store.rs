@@ -4,12 +4,14 @@
 //! `MCP_INTEROP=required` a missing one fails the test). Redis alone: a record that does not
 //! read is ignored, every key expires, a paused or stopped server is a timely
 //! `Unavailable` and a restarted one serves again, and wrong credentials are refused
-//! without the secret being said.
+//! without the secret being said. Both keep token buckets for rate limits.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_proxy::store::{MemoryStore, ReplicaEntry, SessionState, StateStore};
+use mcp_proxy::store::{
+    MemoryStore, ReplicaEntry, SessionState, StateStore, StoreError, TokenRate, TokenTaken,
+};
 use mcp_server::seal::ReplicaId;
 
 fn entry(n: u16) -> ReplicaEntry {
@@ -186,9 +188,75 @@ async fn contract(store: Arc<dyn StateStore>) {
     assert!(lapsed, "a value with a ttl lapses");
 }
 
+/// Every store keeps token buckets this way.
+async fn buckets(store: Arc<dyn StateStore>) {
+    let rate = TokenRate::new(5.0, 3);
+    // A burst of 3, then refused: a token's worth (200 ms) from the first take at most.
+    let started = tokio::time::Instant::now();
+    for left in [2, 1, 0] {
+        let t = store.take_token("p:alice", rate).await.expect("take");
+        assert_eq!(t, TokenTaken::taken(left));
+    }
+    let refused = store.take_token("p:alice", rate).await.expect("take");
+    assert!(!refused.taken, "{refused:?}");
+    assert_eq!(refused.remaining, 0);
+    let wait = refused.retry_after;
+    let upper = Duration::from_millis(200);
+    let lower = upper.saturating_sub(started.elapsed() + Duration::from_millis(5));
+    assert!(wait <= upper && wait >= lower, "{wait:?}");
+    // Another key is another bucket.
+    assert_eq!(
+        store.take_token("p:bob", rate).await.expect("take"),
+        TokenTaken::taken(2)
+    );
+    // A refusal took nothing: after the wait it is taken, and the bucket is empty again.
+    tokio::time::sleep(wait).await;
+    let t = store.take_token("p:alice", rate).await.expect("take");
+    assert!(t.taken, "taken after the wait it was told: {t:?}");
+    assert_eq!(t.retry_after, Duration::ZERO);
+    let again = store.take_token("p:alice", rate).await.expect("take");
+    assert!(!again.taken && again.retry_after <= upper, "{again:?}");
+    // Fractions of a token a second.
+    let slow = TokenRate::new(0.5, 1);
+    assert!(store.take_token("p:slow", slow).await.expect("take").taken);
+    let refused = store.take_token("p:slow", slow).await.expect("take");
+    assert!(
+        !refused.taken && refused.retry_after > Duration::from_millis(1500),
+        "{refused:?}"
+    );
+    // A rate that is not one is refused, not kept.
+    for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        let r = store.take_token("p:bad", TokenRate::new(bad, 1)).await;
+        assert!(matches!(r, Err(StoreError::Refused(_))), "{bad}: {r:?}");
+    }
+    // Replicas racing for the last tokens: exactly the burst is taken.
+    let races: Vec<_> = (0..20)
+        .map(|_| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .take_token("p:race", TokenRate::new(0.01, 4))
+                    .await
+                    .expect("take")
+                    .taken
+            })
+        })
+        .collect();
+    let mut taken = 0;
+    for r in races {
+        taken += usize::from(r.await.expect("joined"));
+    }
+    assert_eq!(taken, 4, "the burst, and no more");
+}
+
 #[tokio::test]
 async fn the_memory_store_keeps_the_contract() {
     contract(Arc::new(MemoryStore::new())).await;
+}
+
+#[tokio::test]
+async fn the_memory_store_keeps_token_buckets() {
+    buckets(Arc::new(MemoryStore::new())).await;
 }
 
 #[cfg(feature = "redis")]
@@ -200,7 +268,7 @@ mod server;
 mod redis_store {
     use super::server::{redis_server, scratch, Redis};
     use super::*;
-    use mcp_proxy::store::{RedisStore, RedisStoreOptions, StoreError};
+    use mcp_proxy::store::{RedisStore, RedisStoreOptions};
 
     #[tokio::test]
     async fn the_redis_store_keeps_the_contract_and_lets_every_key_expire() {
@@ -213,6 +281,17 @@ mod redis_store {
         let store = Arc::new(RedisStore::new(options).expect("a store"));
         store.check().await.expect("reachable");
         contract(store.clone()).await;
+        buckets(store.clone()).await;
+
+        // A bucket's key expires when the bucket would be full again (here 1 token a
+        // minute: in at most a minute).
+        store
+            .take_token("p:minute", TokenRate::new(1.0 / 60.0, 1))
+            .await
+            .expect("take");
+        let ttl = redis.cli(&["PTTL", "test:rate:p:minute"]).await;
+        let ttl: i64 = ttl.first().and_then(|t| t.parse().ok()).expect("a number");
+        assert!(ttl > 55_000 && ttl <= 60_000, "{ttl}");
 
         // Every key the store wrote expires.
         store
@@ -229,7 +308,8 @@ mod redis_store {
         for k in &keys {
             let ttl = redis.cli(&["PTTL", k]).await;
             let ttl: i64 = ttl.first().and_then(|t| t.parse().ok()).expect("a number");
-            assert!(ttl > 0, "{k} has no expiry ({ttl})");
+            // -2: gone since listed (a token bucket full again expires within a second).
+            assert!(ttl > 0 || ttl == -2, "{k} has no expiry ({ttl})");
         }
         // A record that does not read is taken as none.
         redis

@@ -1,5 +1,6 @@
 //! [`MemoryStore`]: the state of one process, expiring by tokio's clock (which tests can
-//! pause and advance).
+//! pause and advance). Its token buckets are [`TokenBucket`]s, at most 100,000 of them
+//! (past that, those full again are forgotten first).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -9,7 +10,11 @@ use mcp_server::seal::ReplicaId;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
-use super::{ReplicaEntry, SessionState, StateStore, StoreError};
+use super::{ReplicaEntry, SessionState, StateStore, StoreError, TokenRate, TokenTaken};
+use crate::limits::bucket::{bound, TokenBucket};
+
+/// The most token buckets kept: past it, those full again are forgotten first.
+const BUCKETS: usize = 100_000;
 
 /// The shared state kept in this process: for one replica, and for tests of what stands
 /// on a store.
@@ -18,6 +23,7 @@ pub struct MemoryStore {
     replicas: Mutex<HashMap<ReplicaId, (ReplicaEntry, Instant)>>,
     sessions: Mutex<HashMap<String, (SessionState, Instant)>>,
     values: Mutex<HashMap<String, (String, Option<Instant>)>>,
+    buckets: Mutex<HashMap<String, TokenBucket>>,
 }
 
 impl MemoryStore {
@@ -164,5 +170,27 @@ impl StateStore for MemoryStore {
     async fn remove_value(&self, key: &str) -> Result<bool, StoreError> {
         let mut values = self.values.lock();
         Ok(MemoryStore::live(&mut values, key) && values.remove(key).is_some())
+    }
+
+    async fn take_token(&self, key: &str, rate: TokenRate) -> Result<TokenTaken, StoreError> {
+        let rate = rate.rate()?;
+        let now = Instant::now().into_std();
+        let mut buckets = self.buckets.lock();
+        let bucket = match buckets.get_mut(key) {
+            Some(bucket) => {
+                bucket.set_rate(rate);
+                bucket
+            }
+            None => {
+                bound(&mut buckets, BUCKETS, now);
+                buckets
+                    .entry(key.to_owned())
+                    .or_insert(TokenBucket::new(rate, now))
+            }
+        };
+        Ok(match bucket.take(now) {
+            Ok(()) => TokenTaken::taken(bucket.remaining(now)),
+            Err(retry_after) => TokenTaken::refused(retry_after),
+        })
     }
 }

@@ -5,6 +5,9 @@
 //! a compare-and-set on the epoch: of two replicas racing for one session, exactly one
 //! wins). Every entry expires unless renewed.
 //!
+//! Rate limits' token buckets are kept there too ([`StateStore::take_token`]), so that
+//! replicas sharing a store enforce one bucket per key.
+//!
 //! [`MemoryStore`] keeps it in this process (one replica, or tests); `RedisStore` (feature
 //! `redis`) in a Redis server every replica reaches. Nothing on a 2026 request's path asks
 //! the store.
@@ -126,6 +129,64 @@ pub enum StoreError {
     Refused(String),
 }
 
+/// A token bucket's shape, as a store keeps it: filled at `per_second` tokens a second,
+/// holding at most `burst` (see [`StateStore::take_token`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct TokenRate {
+    /// Tokens added a second: positive and finite, or the store refuses the bucket.
+    pub per_second: f64,
+    /// The most tokens it holds (0 is taken as 1).
+    pub burst: u32,
+}
+
+impl TokenRate {
+    /// `per_second` tokens a second, at most `burst` at once.
+    pub fn new(per_second: f64, burst: u32) -> TokenRate {
+        TokenRate { per_second, burst }
+    }
+
+    /// As a limit's [`Rate`](crate::limits::Rate); [`StoreError::Refused`] for a rate that
+    /// is not one.
+    pub(crate) fn rate(self) -> Result<crate::limits::Rate, StoreError> {
+        crate::limits::Rate::try_per_second(self.per_second)
+            .map(|r| r.burst(self.burst))
+            .map_err(|e| StoreError::Refused(e.to_string()))
+    }
+}
+
+/// What [`StateStore::take_token`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TokenTaken {
+    /// Whether a token was taken.
+    pub taken: bool,
+    /// When not, how long until one will be there; zero when it was.
+    pub retry_after: Duration,
+    /// The whole tokens left in the bucket.
+    pub remaining: u32,
+}
+
+impl TokenTaken {
+    /// A token taken, `remaining` left.
+    pub fn taken(remaining: u32) -> TokenTaken {
+        TokenTaken {
+            taken: true,
+            retry_after: Duration::ZERO,
+            remaining,
+        }
+    }
+
+    /// None taken: one will be there after `retry_after`.
+    pub fn refused(retry_after: Duration) -> TokenTaken {
+        TokenTaken {
+            taken: false,
+            retry_after,
+            remaining: 0,
+        }
+    }
+}
+
 /// The state replicas share. Every method is bounded in time (an implementation's own
 /// timeout); an entry not renewed within its `ttl` is gone.
 #[async_trait]
@@ -210,6 +271,19 @@ pub trait StateStore: Send + Sync + 'static {
     async fn remove_value(&self, key: &str) -> Result<bool, StoreError> {
         let _ = key;
         Err(values_unsupported())
+    }
+
+    /// Takes one token from the bucket under `key` (filled at `rate.per_second`, holding
+    /// at most `rate.burst`, full when first used): whether it was taken, and if not, how
+    /// long until one will be. Atomic across replicas: N replicas sharing one store enforce
+    /// one bucket. The bucket expires once it would be full again. A bucket used before at
+    /// another rate keeps what was taken from it. Default: no buckets
+    /// ([`StoreError::Refused`]).
+    async fn take_token(&self, key: &str, rate: TokenRate) -> Result<TokenTaken, StoreError> {
+        let _ = (key, rate);
+        Err(StoreError::Refused(
+            "this state store keeps no rate limits".into(),
+        ))
     }
 }
 

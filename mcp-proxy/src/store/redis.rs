@@ -5,8 +5,10 @@
 //! Keys, under the configured prefix: `{prefix}:replica:{n}` (the entry's JSON, expiring
 //! with its heartbeat), `{prefix}:replicas` (the set of numbers announced, expiring if no
 //! replica announces for four of their TTLs), `{prefix}:session:{id}` (a hash: `owner`,
-//! `epoch`, and `record`, the rest as JSON; expiring with the session's idle timeout). A
-//! claim is one Lua script, so that of two replicas racing for a session exactly one wins.
+//! `epoch`, and `record`, the rest as JSON; expiring with the session's idle timeout),
+//! `{prefix}:rate:{key}` (a token bucket, see [`TAKE`]; expiring when full again). A
+//! claim is one Lua script, so that of two replicas racing for a session exactly one wins;
+//! so is taking a token.
 //!
 //! The connection is made at the first command, not before: a gateway whose Redis is down
 //! at start serves what needs no store, and its commands reach Redis once it is back.
@@ -19,7 +21,7 @@ use mcp_server::seal::ReplicaId;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands, ErrorKind, RedisError};
 
-use super::{ReplicaEntry, SessionState, StateStore, StoreError};
+use super::{ReplicaEntry, SessionState, StateStore, StoreError, TokenRate, TokenTaken};
 
 /// How to reach Redis.
 #[derive(Clone)]
@@ -71,6 +73,7 @@ pub struct RedisStore {
     claim: redis::Script,
     put: redis::Script,
     remove: redis::Script,
+    take: redis::Script,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -108,6 +111,46 @@ if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then redis.call('DEL', KEYS[1
 return 1
 ";
 
+/// Takes a token from a bucket by GCRA (the generic cell rate algorithm: a token bucket
+/// kept as one number, the time it will be full again), on Redis's own clock (`TIME`), so
+/// that replicas whose clocks differ agree. KEYS: the bucket (that time, in µs since the
+/// epoch, as an integer string); ARGV: one token's worth in µs, the burst. A token is taken
+/// when the bucket, one token emptier, is at most a burst's worth from full; the bucket
+/// then expires when it will be full. Returns {taken (0 or 1), µs until a token if not,
+/// tokens left}.
+///
+/// Times are Lua numbers (doubles): exact to the µs up to 2⁵³ µs, well past any bucket a
+/// configuration makes. Numbers handed to Redis are formatted by `%.0f`, as Redis would
+/// write a large one with an exponent it does not read back.
+const TAKE: &str = r"
+-- Before Redis 5, a script writing after TIME must ask for its effects to be replicated.
+if redis.replicate_commands then redis.replicate_commands() end
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+local interval = tonumber(ARGV[1])
+local span = interval * tonumber(ARGV[2])
+local full = tonumber(redis.call('GET', KEYS[1])) or now
+if full < now then full = now end
+full = full + interval
+if full - span > now then
+  return {0, math.min(full - span - now, 1e15), 0}
+end
+local ttl = math.min(math.max(1, math.ceil((full - now) / 1000)), 1e15)
+redis.call('SET', KEYS[1], string.format('%.0f', full), 'PX', string.format('%.0f', ttl))
+return {1, 0, math.floor((now + span - full) / interval)}
+";
+
+/// One token's worth of `per_second`, in µs, rounded up (never more generous than the
+/// rate): from 1 µs to 10¹⁵ µs (31 years), which keeps a burst's worth a finite double.
+fn micros_per_token(per_second: f64) -> u64 {
+    let us = (1e6 / per_second).ceil();
+    if us.is_nan() || us >= 1e15 {
+        1_000_000_000_000_000
+    } else {
+        (us as u64).max(1)
+    }
+}
+
 /// What a command's failure is to the store's users (never the URL: it may hold a password).
 fn failed(e: RedisError) -> StoreError {
     match e.kind() {
@@ -137,6 +180,7 @@ impl RedisStore {
             claim: redis::Script::new(CLAIM),
             put: redis::Script::new(PUT),
             remove: redis::Script::new(REMOVE),
+            take: redis::Script::new(TAKE),
         })
     }
 
@@ -389,5 +433,21 @@ impl StateStore for RedisStore {
         let key = self.key("value", key);
         let removed: u64 = self.bounded(async move { c.del(&key).await }).await?;
         Ok(removed > 0)
+    }
+
+    async fn take_token(&self, key: &str, rate: TokenRate) -> Result<TokenTaken, StoreError> {
+        let rate = rate.rate()?;
+        let mut c = self.connection().await?;
+        let mut call = self.take.key(self.key("rate", key));
+        call.arg(micros_per_token(rate.per_second)).arg(rate.burst);
+        let (taken, wait, left): (i64, i64, i64) = self
+            .bounded(async move { call.invoke_async(&mut c).await })
+            .await?;
+        Ok(if taken == 1 {
+            TokenTaken::taken(u32::try_from(left.max(0)).unwrap_or(u32::MAX))
+        } else {
+            let wait = u64::try_from(wait).unwrap_or(0).max(1);
+            TokenTaken::refused(Duration::from_micros(wait))
+        })
     }
 }
