@@ -6,6 +6,7 @@ mod echo_tools;
 mod embed;
 mod notes_tools;
 pub mod oauth_server;
+pub mod search_corpus;
 pub use conformance_fixtures::Conformance;
 pub use echo_tools::*;
 pub use embed::{embedded_app, guarded_app, GATEWAY_CONCURRENCY};

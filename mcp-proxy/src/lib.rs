@@ -43,6 +43,7 @@ pub mod overrides;
 pub mod pins;
 pub mod placement;
 pub mod policy;
+pub mod search;
 pub mod sessions;
 pub mod store;
 mod upstream_error;
