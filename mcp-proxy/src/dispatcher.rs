@@ -1,6 +1,8 @@
-//! The dispatcher surface (TOOL-24): three tools in place of every upstream tool, so a
-//! host's context carries three schemas however many upstreams the gateway has. The
-//! upstream tools stay reachable, with the same policy, through `call_tool`.
+//! The dispatcher surface (TOOL-24): four tools in place of every upstream tool, so a
+//! host's context carries four schemas however many upstreams the gateway has. A model
+//! finds a tool among thousands with `search_tools` (ranked by [`crate::search`]) or
+//! browses with `list_tools`; the upstream tools stay reachable, with the same policy,
+//! through `call_tool`.
 
 use async_trait::async_trait;
 use mcp_server::{Outcome, RequestContext};
@@ -28,6 +30,15 @@ pub(crate) trait Catalogue: Send + Sync {
     /// `(namespace, tool)` of each tool the principal sees, in catalog order, with the
     /// names hosts call them by.
     fn tools(&self, ctx: &RequestContext) -> Vec<(String, Exact<Tool>)>;
+    /// The tools the principal sees that best match `query`, best first: at most
+    /// `limit` of them after the first `skip`.
+    fn search(
+        &self,
+        ctx: &RequestContext,
+        query: &str,
+        skip: usize,
+        limit: usize,
+    ) -> Vec<(String, Exact<Tool>)>;
     /// Calls the tool hosts know as `name`, through the same gates as a direct call.
     async fn call(
         &self,
@@ -44,15 +55,35 @@ pub const LIST_TOOLS: &str = "list_tools";
 pub const DESCRIBE_TOOL: &str = "describe_tool";
 /// Calls one upstream tool.
 pub const CALL_TOOL: &str = "call_tool";
+/// Finds tools by what they do.
+pub const SEARCH_TOOLS: &str = "search_tools";
 
-/// The dispatcher tools, with honest titles and annotations (TOOL-04/05/19).
-/// Whether `name` is one of the dispatcher's own three tools.
+/// Results per page of `search_tools`, unless it asks for fewer.
+const SEARCH_PAGE: usize = 10;
+/// Most results one page of `search_tools` gives.
+const SEARCH_PAGE_MAX: usize = 50;
+/// Longest one-line description a search result carries.
+const SUMMARY_CHARS: usize = 160;
+
+/// Whether `name` is one of the dispatcher's own tools.
 pub(crate) fn is_own_tool(name: &str) -> bool {
-    matches!(name, LIST_TOOLS | DESCRIBE_TOOL | CALL_TOOL)
+    matches!(name, LIST_TOOLS | DESCRIBE_TOOL | CALL_TOOL | SEARCH_TOOLS)
 }
 
+/// The dispatcher tools, with honest titles and annotations (TOOL-04/05/19).
 pub(crate) fn tools() -> Vec<Tool> {
     [
+        json!({
+            "name": SEARCH_TOOLS,
+            "title": "Search gateway tools",
+            "description": "Finds the tools that match what you need, best first: give a few words saying what you want done (\"create an issue in a repository\"). Returns names, titles and one-line descriptions; use describe_tool for a tool's parameters, then call_tool. Give `cursor` from a result's `nextCursor` for more.",
+            "inputSchema": {"type": "object", "properties": {
+                "query": {"type": "string", "description": "What the tool should do, in a few words."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": SEARCH_PAGE_MAX, "description": "Most results to return (default 10)."},
+                "cursor": {"type": "string", "description": "A previous result's `nextCursor`, for the results after it."}
+            }, "required": ["query"], "additionalProperties": false},
+            "annotations": {"title": "Search gateway tools", "readOnlyHint": true, "openWorldHint": false}
+        }),
         json!({
             "name": LIST_TOOLS,
             "title": "List gateway tools",
@@ -143,6 +174,7 @@ pub(crate) async fn call(
                 ))),
             }
         }
+        SEARCH_TOOLS => search(agg, ctx, p),
         DESCRIBE_TOOL => {
             let Some(name) = string_arg(p, "name") else {
                 return Some(refused("describe_tool needs `name` (a string).".into()));
@@ -171,4 +203,67 @@ pub(crate) async fn call(
         }
         _ => return None,
     })
+}
+
+/// `search_tools`: a page of the best matches for the query, with the cursor of the next.
+fn search(
+    agg: &dyn Catalogue,
+    ctx: &RequestContext,
+    p: &CallToolRequestParams,
+) -> Result<Outcome<CallToolResult>, ErrorObject> {
+    let Some(query) = string_arg(p, "query") else {
+        return refused("search_tools needs `query` (a string).".into());
+    };
+    let args = p.arguments.as_ref();
+    let limit = match args.and_then(|a| a.get("limit")) {
+        None | Some(Value::Null) => SEARCH_PAGE,
+        Some(v) => match v
+            .as_u64()
+            .filter(|n| (1..=SEARCH_PAGE_MAX as u64).contains(n))
+        {
+            Some(n) => n as usize,
+            None => {
+                return refused(format!(
+                    "search_tools: `limit` must be an integer from 1 to {SEARCH_PAGE_MAX}."
+                ))
+            }
+        },
+    };
+    let skip = match args.and_then(|a| a.get("cursor")) {
+        None | Some(Value::Null) => 0,
+        Some(v) => match v.as_str().and_then(|c| c.parse::<usize>().ok()) {
+            Some(n) => n,
+            None => return refused("search_tools: `cursor` is not one it gave.".into()),
+        },
+    };
+    // One more than the page: whether there is a next page.
+    let mut found = agg.search(ctx, query, skip, limit + 1);
+    let more = found.len() > limit;
+    found.truncate(limit);
+    let tools: Vec<Value> = found
+        .iter()
+        .map(|(ns, t)| {
+            json!({"name": t.name, "title": t.display_name(), "namespace": ns,
+                   "description": summary(t.description.as_deref())})
+        })
+        .collect();
+    let mut out = json!({"tools": tools});
+    if more {
+        out["nextCursor"] = json!((skip + limit).to_string());
+    }
+    Ok(Outcome::Complete(text_result(&out)))
+}
+
+/// The first line of `description`, at most [`SUMMARY_CHARS`] characters.
+fn summary(description: Option<&str>) -> String {
+    let line = description
+        .unwrap_or("")
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim();
+    match line.char_indices().nth(SUMMARY_CHARS) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line.to_owned(),
+    }
 }

@@ -134,8 +134,8 @@ pub enum Surface {
     /// Every permitted upstream tool under its exposed name.
     #[default]
     Direct,
-    /// Three dispatcher tools (`list_tools`, `describe_tool`, `call_tool`) that reach every
-    /// permitted upstream tool, so a host's context holds three schemas, not hundreds
+    /// Four dispatcher tools (`search_tools`, `list_tools`, `describe_tool`, `call_tool`) that reach every
+    /// permitted upstream tool, so a host's context holds four schemas, not hundreds
     /// (TOOL-24).
     Dispatcher,
 }

@@ -2,7 +2,8 @@
 //! exports its spans there: a host's call on stdio carrying a `traceparent` reaches a
 //! collector (a listener here, taking what the exporter posts to `/v1/traces`) as
 //! `mcp.request` and `mcp.upstream_call` spans of the host's trace, the request's span a
-//! child of the host's, while the upstream receives the host's `traceparent` unchanged.
+//! child of the host's, while the upstream receives the host's `traceparent` unchanged;
+//! and its audit record goes to `/v1/logs` as a log record (event `mcp.audit`).
 #![cfg(feature = "otel")]
 
 use std::io::{BufReader, Write};
@@ -67,7 +68,8 @@ fn spans_are_exported_in_the_hosts_trace() {
     let on_call = "send({\"jsonrpc\": \"2.0\", \"id\": i, \"result\": {\"content\": [{\"type\": \"text\", \"text\": json.dumps(msg[\"params\"].get(\"_meta\"))}]}})";
     let config = json!({"mcpServers": {"up": {
         "command": "python3", "args": ["-c", python_upstream("up", "", tools, on_call)]}},
-        "gateway": {"startupWaitMillis": 60000}});
+        "gateway": {"startupWaitMillis": 60000,
+                    "audit": {"file": dir.join("audit.jsonl").display().to_string()}}});
     let file = dir.join("gateway.json");
     std::fs::write(&file, config.to_string()).expect("write config");
 
@@ -129,5 +131,25 @@ fn spans_are_exported_in_the_hosts_trace() {
         holds(&all, &bytes_of(HOST_SPAN)),
         "the host's span as parent"
     );
+    // The call's audit record went out as a log record too: the line the file holds.
+    let logs: Vec<u8> = posted
+        .iter()
+        .filter(|(path, _)| path == "/v1/logs")
+        .flat_map(|(_, body)| body.iter().copied())
+        .collect();
+    let line = std::fs::read_to_string(dir.join("audit.jsonl")).expect("the audit file");
+    let line = line.lines().next().expect("one record");
+    assert!(
+        line.contains("\"name\":\"up__meta\"") && line.contains(TRACE_ID),
+        "{line}"
+    );
+    for want in [&b"mcp.audit"[..], line.as_bytes()] {
+        assert!(
+            holds(&logs, want),
+            "{} exported as a log record; posted: {:?}",
+            String::from_utf8_lossy(want),
+            posted.iter().map(|p| &p.0).collect::<Vec<_>>()
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

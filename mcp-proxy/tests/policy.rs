@@ -262,7 +262,7 @@ async fn confirm_destructive_asks_the_hosts_user_in_either_era() {
 }
 
 #[tokio::test]
-async fn the_dispatcher_surface_lists_three_tools_and_reaches_every_upstream_tool() {
+async fn the_dispatcher_surface_lists_four_tools_and_reaches_every_upstream_tool() {
     let options = AggregatorOptions::default().surface(Surface::Dispatcher);
     let filter = GlobFilter {
         allow: None,
@@ -275,12 +275,31 @@ async fn the_dispatcher_surface_lists_three_tools_and_reaches_every_upstream_too
     let client = host(&agg, NoHandler, Default::default()).await;
     let listed = client.list_tools().await.expect("list");
     let names: Vec<&str> = listed.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names, ["list_tools", "describe_tool", "call_tool"]);
-    assert!(listed[0].is_read_only() && listed[1].is_read_only());
+    assert_eq!(
+        names,
+        ["search_tools", "list_tools", "describe_tool", "call_tool"]
+    );
+    assert!(listed[..3].iter().all(|t| t.is_read_only()));
     assert!(
-        listed[2].is_destructive(),
+        listed[3].is_destructive(),
         "call_tool can reach destructive tools"
     );
+
+    // A search finds what the policy lets through, never what it denies.
+    let found: Value = serde_json::from_str(&text(
+        &call(&client, "search_tools", json!({"query": "reader secret"}))
+            .await
+            .expect("search"),
+    ))
+    .expect("JSON");
+    let found: Vec<&str> = found["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(found.first(), Some(&"shop__reader"), "{found:?}");
+    assert!(!found.contains(&"shop__secret"), "{found:?}");
 
     let catalog: Value = serde_json::from_str(&text(
         &call(&client, "list_tools", json!({})).await.expect("list"),

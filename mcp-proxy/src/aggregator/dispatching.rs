@@ -34,6 +34,22 @@ impl Catalogue for Aggregator {
             .namespaced_tools_seen(ctx, &self.inner.visibility.seen(ctx))
     }
 
+    fn search(
+        &self,
+        ctx: &RequestContext,
+        query: &str,
+        skip: usize,
+        limit: usize,
+    ) -> Vec<(String, Exact<Tool>)> {
+        let seen = self.inner.visibility.seen(ctx);
+        self.inner
+            .finder
+            .search(&self.inner.own, ctx, &seen, query, skip, limit)
+            .into_iter()
+            .map(|(i, t)| (self.inner.pool.get(i).namespace.clone(), t))
+            .collect()
+    }
+
     async fn call(
         &self,
         ctx: &RequestContext,

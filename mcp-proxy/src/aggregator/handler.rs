@@ -203,38 +203,7 @@ impl ServerHandler for Aggregator {
         ctx: &RequestContext,
         p: GetPromptRequestParams,
     ) -> Result<Outcome<GetPromptResult>, ErrorObject> {
-        let Some((_, i, prompt)) = self
-            .inner
-            .own
-            .prompt_entries_for(ctx)
-            .into_iter()
-            .find(|(e, i, _)| *e == p.name && self.inner.visibility.seen(ctx).reaches(*i))
-        else {
-            return Err(ErrorObject::new(
-                codes::INVALID_PARAMS,
-                format!("Unknown prompt: {}", p.name),
-            ));
-        };
-        let params = GetPromptRequestParams {
-            name: prompt.name.clone(),
-            arguments: p.arguments,
-            meta: forward_meta(p.meta),
-            ..Default::default()
-        };
-        self.inner
-            .relay
-            .flights()
-            .relay_typed(
-                ctx,
-                i,
-                method::PROMPTS_GET,
-                json!(params),
-                |r: &mut GetPromptResult| {
-                    strip_hop_meta(&mut r.meta);
-                    r.result_type = None;
-                },
-            )
-            .await
+        self.prompt(ctx, p).await
     }
 
     async fn list_resources(
@@ -258,32 +227,7 @@ impl ServerHandler for Aggregator {
         ctx: &RequestContext,
         p: ResourceRequestParams,
     ) -> Result<Outcome<ReadResourceResult>, ErrorObject> {
-        let i = self.inner.own.owner_of_resource(ctx, &p.uri)?;
-        if !self.inner.visibility.seen(ctx).reaches(i) {
-            return Err(resource_not_found(&p.uri));
-        }
-        let params = ResourceRequestParams {
-            uri: p.uri.clone(),
-            meta: forward_meta(p.meta),
-            ..Default::default()
-        };
-        self.inner
-            .relay
-            .flights()
-            .relay_typed(
-                ctx,
-                i,
-                method::RESOURCES_READ,
-                json!(params),
-                |r: &mut ReadResourceResult| {
-                    strip_hop_meta(&mut r.meta);
-                    // The gateway sets its own caching hints for its hosts.
-                    r.ttl_ms = None;
-                    r.cache_scope = None;
-                    r.result_type = None;
-                },
-            )
-            .await
+        self.resource(ctx, p).await
     }
 
     /// Kept in the subscription table (`aggregator/subscriptions.rs`); the owning

@@ -35,20 +35,23 @@ pub(super) fn outcome_of(
 ) -> (CallOutcome, usize) {
     match answer {
         Ok(raw) => {
-            let text = raw.get();
-            // Read one level deep only when some `isError` may be `true`: most results
-            // say `false` or nothing, and reading them whole would cost more than the relay.
-            let is_error = (escapes || any_is_error_true(text))
-                && RawObject::from_raw(raw)
-                    .is_ok_and(|o| o.get("isError").map(RawValue::get) == Some("true"));
-            let outcome = match is_error {
+            let outcome = match is_error(raw, escapes) {
                 true => CallOutcome::IsError,
                 false => CallOutcome::Ok,
             };
-            (outcome, text.len())
+            (outcome, raw.get().len())
         }
         Err(e) => (failure(e), 0),
     }
+}
+
+/// Whether the result `raw` says `isError: true` (`escapes`: [`raw::has_key_escapes`]).
+pub(super) fn is_error(raw: &RawValue, escapes: bool) -> bool {
+    // Read one level deep only when some `isError` may be `true`: most results say
+    // `false` or nothing, and reading them whole would cost more than the relay.
+    (escapes || any_is_error_true(raw.get()))
+        && RawObject::from_raw(raw)
+            .is_ok_and(|o| o.get("isError").map(RawValue::get) == Some("true"))
 }
 
 /// Whether any `"isError"` in `text` (at any depth) is followed by `: true`.

@@ -30,6 +30,7 @@ use visibility::Visibility;
 
 mod announcer;
 mod answers;
+pub(crate) mod audited;
 mod catalog;
 mod connector;
 mod consent;
@@ -53,6 +54,7 @@ pub(crate) use peers::elicitation_notice;
 mod pinning;
 mod pool;
 mod principal_lists;
+mod reads;
 mod relay;
 mod reload;
 pub(crate) mod request_state;
@@ -61,6 +63,7 @@ mod subscriptions;
 mod tasks;
 #[cfg(test)]
 mod test_parts;
+mod tool_search;
 mod visibility;
 
 use catalog::{Catalog, Member};
@@ -82,6 +85,8 @@ struct Inner {
     relay: Arc<Relay>,
     /// Who sees what.
     visibility: Arc<Visibility>,
+    /// The dispatcher surface's `search_tools`.
+    finder: tool_search::ToolFinder,
     /// What hosts hold across reloads.
     held: Held,
 }
@@ -147,10 +152,15 @@ impl Inner {
             catalog.clone(),
             visibility.clone(),
             held.metrics.clone(),
-            options.confirm.clone(),
+            relay::Watch {
+                confirm: options.confirm.clone(),
+                audit: options.audit.clone(),
+                limits: options.rate_limits.clone(),
+            },
             downgrade,
         ));
         Inner {
+            finder: tool_search::ToolFinder::new(options.tool_search.clone()),
             options,
             pool,
             catalog,

@@ -203,6 +203,15 @@ pub struct AggregatorOptions {
     /// no replicas. What a replica tells, [`crate::Aggregator`] and [`crate::live::Live`]
     /// take as [`mcp_server::http::PeerNotices`].
     pub replicas: Option<mcp_server::http::ReplicaLink>,
+    /// Where a record of each host request that reaches a tool goes ([`crate::audit`]);
+    /// `None` (the default): nothing is recorded. A reload's options give the log the
+    /// aggregator records to from then on: give the same log to keep one chain.
+    pub audit: Option<crate::audit::AuditLog>,
+    /// The rate limits calls are held to ([`crate::limits`]); `None` (the default): none.
+    pub rate_limits: Option<crate::limits::RateLimits>,
+    /// How the dispatcher surface's `search_tools` ranks tools; `None` (the default):
+    /// [`crate::search::Bm25`].
+    pub tool_search: Option<Arc<dyn crate::search::ToolSearch>>,
 }
 
 impl std::fmt::Debug for AggregatorOptions {
@@ -222,6 +231,9 @@ impl std::fmt::Debug for AggregatorOptions {
             .field("downgrade_policy", &self.downgrade_policy.is_some())
             .field("sealer", &self.sealer)
             .field("replicas", &self.replicas)
+            .field("audit", &self.audit.is_some())
+            .field("rate_limits", &self.rate_limits)
+            .field("tool_search", &self.tool_search.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -251,6 +263,9 @@ impl Default for AggregatorOptions {
             downgrade_policy: None,
             sealer: None,
             replicas: None,
+            audit: None,
+            rate_limits: None,
+            tool_search: None,
         }
     }
 }
@@ -366,6 +381,27 @@ impl AggregatorOptions {
     #[must_use]
     pub fn replicas(mut self, replicas: mcp_server::http::ReplicaLink) -> Self {
         self.replicas = Some(replicas);
+        self
+    }
+
+    /// Records each host request that reaches a tool in `log` ([`AggregatorOptions::audit`]).
+    #[must_use]
+    pub fn audit(mut self, log: crate::audit::AuditLog) -> Self {
+        self.audit = Some(log);
+        self
+    }
+
+    /// Holds calls to `limits` ([`AggregatorOptions::rate_limits`]).
+    #[must_use]
+    pub fn rate_limits(mut self, limits: crate::limits::RateLimits) -> Self {
+        self.rate_limits = Some(limits);
+        self
+    }
+
+    /// Ranks `search_tools` results with `ranking` ([`AggregatorOptions::tool_search`]).
+    #[must_use]
+    pub fn tool_search(mut self, ranking: Arc<dyn crate::search::ToolSearch>) -> Self {
+        self.tool_search = Some(ranking);
         self
     }
 

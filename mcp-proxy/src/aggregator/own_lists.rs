@@ -237,7 +237,7 @@ impl OwnSessions {
     }
 
     /// Whether the viewer of `ctx` sees any listing of its own.
-    fn has_any_own(&self, ctx: &RequestContext) -> bool {
+    pub(super) fn has_any_own(&self, ctx: &RequestContext) -> bool {
         match self.viewer(Some(ctx)) {
             Viewer::Host(h) => self.lists.has_any(Some(h)),
             Viewer::Principal(p) => self.principals.has_any(Some(p)),
@@ -297,6 +297,11 @@ impl OwnSessions {
     ) -> Result<UpstreamId, mcp_types::ErrorObject> {
         self.resource_owner_for(ctx, uri)
             .ok_or_else(|| super::answers::resource_not_found(uri))
+    }
+
+    /// The catalog's generation (bumped at each change of an upstream's listing).
+    pub(super) fn catalog_generation(&self) -> u64 {
+        self.catalog.generation()
     }
 
     /// The catalog's tool entries as the host of `ctx` sees them.

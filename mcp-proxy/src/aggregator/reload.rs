@@ -117,6 +117,11 @@ impl Aggregator {
         self.inner.options.views.clone()
     }
 
+    /// The audit log its calls are recorded in, if any ([`crate::AggregatorOptions::audit`]).
+    pub fn audit_log(&self) -> Option<&crate::audit::AuditLog> {
+        self.inner.options.audit.as_ref()
+    }
+
     /// What it seals with and tells the other replicas through: a reload keeps them (the
     /// cluster's configuration is read at start).
     #[cfg(feature = "cli")]

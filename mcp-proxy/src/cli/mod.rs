@@ -17,6 +17,7 @@ use mcp_server::http::{Health, Metrics};
 
 use crate::{Aggregator, AggregatorOptions, UpstreamConfig};
 
+mod audit;
 mod early;
 mod logging;
 mod reload;
@@ -25,6 +26,7 @@ mod signals;
 #[cfg(feature = "otel")]
 mod telemetry;
 
+pub use audit::AuditCommand;
 pub use logging::{init_logging, LogFormat, Telemetry};
 use serve::{gateway_server, load, serve_admin, serve_http, serve_stdio, write_pins, Access};
 use signals::StopSignals;
@@ -35,9 +37,12 @@ use signals::StopSignals;
     name = "mcp-gateway",
     version,
     about = "Many MCP servers, one MCP server every host can use (all revisions 2024-11-05 … 2026-07-28).",
-    after_help = "Examples:\n  mcp-gateway --config gateway.json                 # on stdio, for a host that starts it\n  mcp-gateway --config gateway.json --http 127.0.0.1:8080\n  mcp-gateway --config gateway.json --admin 127.0.0.1:9090  # stdio, with health and metrics\n  mcp-gateway --config gateway.json --check-config  # validate, list what would be served\n  mcp-gateway --config gateway.json --pin           # approve the tools listed now\n  mcp-gateway --print-config-schema > gateway.schema.json  # for an editor or a linter"
+    after_help = "Examples:\n  mcp-gateway --config gateway.json                 # on stdio, for a host that starts it\n  mcp-gateway --config gateway.json --http 127.0.0.1:8080\n  mcp-gateway --config gateway.json --admin 127.0.0.1:9090  # stdio, with health and metrics\n  mcp-gateway --config gateway.json --check-config  # validate, list what would be served\n  mcp-gateway --config gateway.json --pin           # approve the tools listed now\n  mcp-gateway --print-config-schema > gateway.schema.json  # for an editor or a linter\n  mcp-gateway audit verify audit.jsonl.1 audit.jsonl  # check an audit trail's chain"
 )]
 pub struct Args {
+    /// What to do instead of serving.
+    #[command(subcommand)]
+    pub command: Option<Command>,
     /// The configuration file (`mcpServers`, as Claude Desktop and Cursor write it, and
     /// `gateway`).
     #[arg(long, value_name = "FILE")]
@@ -92,6 +97,26 @@ pub struct Args {
     pub log_format: LogFormat,
 }
 
+/// What `mcp-gateway` does instead of serving.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// The audit trail (`gateway.audit`).
+    Audit {
+        /// What to do with it.
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+}
+
+/// The audit sinks telemetry adds: OpenTelemetry log records when traces are exported
+/// (feature `otel`, `OTEL_EXPORTER_OTLP_ENDPOINT` set).
+fn telemetry_sinks() -> Vec<Box<dyn crate::audit::AuditSink>> {
+    #[cfg(feature = "otel")]
+    return telemetry::audit_sinks();
+    #[cfg(not(feature = "otel"))]
+    Vec::new()
+}
+
 /// What serves when no `--config` is given.
 pub type Default = fn() -> (Vec<UpstreamConfig>, AggregatorOptions);
 
@@ -107,6 +132,9 @@ pub fn main(default: Option<Default>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(Command::Audit { command }) = &args.command {
+        return audit::run(command);
+    }
     if args.print_config_schema {
         return print_config_schema();
     }
@@ -232,7 +260,13 @@ async fn run(args: Args, drain: Duration, default: Option<Default>) -> u8 {
             return 2;
         }
         (Some(path), _) => match load(path) {
-            Ok((g, text)) => {
+            Ok((mut g, text)) => {
+                if let Some(settings) = &g.audit {
+                    match audit::open(settings, args.http.is_some()) {
+                        Ok(log) => g.options.audit = Some(log),
+                        Err(code) => return code,
+                    }
+                }
                 let access = Access {
                     authorization: g.authorization,
                     local_principal: g.local_principal,
@@ -320,7 +354,14 @@ async fn run(args: Args, drain: Duration, default: Option<Default>) -> u8 {
         beat.abort();
         let _ = registry.leave().await;
     }
-    live.current().shutdown().await;
+    let current = live.current();
+    current.shutdown().await;
+    if let Some(log) = current.audit_log() {
+        // Every call's record written before the process ends.
+        log.flush();
+        #[cfg(feature = "otel")]
+        telemetry::finish_audit();
+    }
     eprintln!("gateway: stopped");
     code
 }

@@ -123,12 +123,14 @@ async fn apply(
         }
     };
     let (old, new) = (json(before), json(text));
-    if ["auth", "stdioSubject", "http", "cluster"]
+    if ["auth", "stdioSubject", "http", "cluster", "audit"]
         .iter()
         .any(|k| old.pointer(&format!("/gateway/{k}")) != new.pointer(&format!("/gateway/{k}")))
     {
-        eprintln!("gateway: gateway.auth, gateway.stdioSubject, gateway.http and gateway.cluster take effect at the next start");
+        eprintln!("gateway: gateway.auth, gateway.stdioSubject, gateway.http, gateway.cluster and gateway.audit take effect at the next start");
     }
+    // The audit log in force goes on: one writer, one chain.
+    g.options.audit = live.current().audit_log().cloned();
     // The cluster is the one in force: its keys, its link to the other replicas.
     (g.options.sealer, g.options.replicas) = live.current().cluster();
     // The gateway-wide settings an upstream's connection is opened with (timeouts, say)

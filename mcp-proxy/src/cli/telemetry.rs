@@ -10,8 +10,10 @@
 //! the gateway's hop. The context the upstream receives is the host's, unchanged: the
 //! upstream's spans join the same trace, under the host's span.
 
+use opentelemetry::logs::{AnyValue, LogRecord as _, Logger as _, LoggerProvider as _, Severity};
 use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::logs::SdkLoggerProvider;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use opentelemetry_sdk::Resource;
@@ -94,4 +96,70 @@ fn join_host_trace(span: &tracing::Span, trace: &mcp_server::TraceContext) {
     }
     let parent = TraceContextPropagator::new().extract(&carrier);
     let _ = span.set_parent(parent);
+}
+
+/// The audit trail's sink of OpenTelemetry log records, when the environment asks for
+/// export (as for traces; `OTEL_LOGS_EXPORTER=none` leaves it out): each record's line is
+/// a log record's body, event `mcp.audit`, exported over OTLP HTTP/protobuf (`/v1/logs`).
+pub(super) fn audit_sinks() -> Vec<Box<dyn crate::audit::AuditSink>> {
+    let off = std::env::var("OTEL_LOGS_EXPORTER").is_ok_and(|v| v.eq_ignore_ascii_case("none"));
+    if !wanted() || off {
+        return Vec::new();
+    }
+    let exporter = match opentelemetry_otlp::LogExporter::builder()
+        .with_http()
+        .build()
+    {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("gateway: no OpenTelemetry export of audit records: {e}");
+            return Vec::new();
+        }
+    };
+    let mut resource = Resource::builder();
+    if std::env::var_os("OTEL_SERVICE_NAME").is_none() {
+        resource = resource.with_service_name("mcp-gateway");
+    }
+    let provider = SdkLoggerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(resource.build())
+        .build();
+    let logger = provider.logger("mcp-gateway.audit");
+    let _ = AUDIT_LOGS.set(provider);
+    vec![Box::new(OtelAudit { logger })]
+}
+
+/// The provider of the audit trail's log records, shut down (what it batched sent) by
+/// [`finish_audit`] once the audit log has written everything.
+static AUDIT_LOGS: std::sync::OnceLock<SdkLoggerProvider> = std::sync::OnceLock::new();
+
+/// Sends what the audit trail's log records batched, and stops their export.
+pub(super) fn finish_audit() {
+    if let Some(provider) = AUDIT_LOGS.get() {
+        let _ = provider.shutdown();
+    }
+}
+
+/// Audit records as OpenTelemetry log records.
+struct OtelAudit {
+    logger: opentelemetry_sdk::logs::SdkLogger,
+}
+
+impl crate::audit::AuditSink for OtelAudit {
+    fn write_line(&mut self, line: &[u8]) -> std::io::Result<()> {
+        let mut record = self.logger.create_log_record();
+        record.set_event_name("mcp.audit");
+        record.set_severity_number(Severity::Info);
+        record.set_body(AnyValue::String(
+            String::from_utf8_lossy(line).into_owned().into(),
+        ));
+        self.logger.emit(record);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        // The batch exporter sends on its own schedule; a flush per write would post
+        // every few milliseconds. What is batched at exit is sent by `finish_audit`.
+        Ok(())
+    }
 }

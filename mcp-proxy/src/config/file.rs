@@ -274,7 +274,7 @@ pub(super) struct Gateway {
     pub(super) max_name_length: Option<Count<16, 128>>,
     /// Ask the host's user before a call to a tool that may be destructive.
     pub(super) confirm_destructive: Option<bool>,
-    /// The tools hosts see: the upstreams' own, or three dispatcher tools.
+    /// The tools hosts see: the upstreams' own, or four dispatcher tools (`search_tools`, `list_tools`, `describe_tool`, `call_tool`).
     #[serde(default, deserialize_with = "given")]
     pub(super) surface: Option<Choice<Surface>>,
     /// Longest one call may take (default 120).
@@ -298,6 +298,13 @@ pub(super) struct Gateway {
     /// Where users' upstream grants are kept (`userAuth` of type `oauth`).
     #[serde(default, deserialize_with = "given")]
     pub(super) grants: Option<Grants>,
+    /// A tamper-evident record of each call: who called what, with which arguments
+    /// (redacted), and how it ended.
+    #[serde(default, deserialize_with = "given")]
+    pub(super) audit: Option<super::audit::Audit>,
+    /// Token buckets per principal, upstream and tool.
+    #[serde(default, deserialize_with = "given")]
+    pub(super) rate_limits: Option<super::rate_limits::RateLimitsFile>,
 }
 
 /// `gateway.cluster`.
@@ -545,7 +552,7 @@ pub(super) struct View {
     pub(super) allow_tools: Option<Patterns>,
     /// Exposed tools matching these are not shown.
     pub(super) deny_tools: Option<Patterns>,
-    /// Its tools as the upstreams' own or as three dispatcher tools.
+    /// Its tools as the upstreams' own or as four dispatcher tools.
     #[serde(default, deserialize_with = "given")]
     pub(super) surface: Option<Choice<Surface>>,
 }

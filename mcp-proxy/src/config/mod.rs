@@ -8,7 +8,7 @@
 //! `legacySession` (see [`crate::UpstreamConfig::legacy_session`]), and a top-level
 //! `gateway` object: `separator`, `maxNameLength`, `confirmDestructive` (ask the host's
 //! user before a call to a tool that may be destructive; see [`crate::policy`]),
-//! `surface` (`"direct"`, or `"dispatcher"` for three dispatcher tools),
+//! `surface` (`"direct"`, or `"dispatcher"` for four dispatcher tools),
 //! `callTimeoutSeconds` (default 120) and `startupWaitMillis` (how long the start waits
 //! for the upstreams before serving with those ready, default 500; see
 //! [`crate::AggregatorOptions::startup_wait`]).
@@ -35,6 +35,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+mod audit;
 mod auth;
 mod cluster;
 mod cluster_store;
@@ -44,6 +45,7 @@ mod http;
 mod keys;
 mod overrides;
 mod pins;
+mod rate_limits;
 mod schema;
 mod server;
 #[cfg(test)]
@@ -53,6 +55,7 @@ mod user_auth;
 mod values;
 mod views;
 
+pub use audit::AuditSettings;
 pub use schema::schema;
 
 use crate::aggregator::{AggregatorOptions, UpstreamConfig};
@@ -107,6 +110,9 @@ pub struct Gateway {
     /// With a `userAuth` of type `oauth`: the connect pages (already in `http`) and the
     /// grants they keep, for forgetting a user's grant.
     pub connect: Option<Arc<crate::credentials::ConnectDesk>>,
+    /// `gateway.audit`: the audit log to open, once, and give the aggregator
+    /// ([`AggregatorOptions::audit`]).
+    pub audit: Option<AuditSettings>,
 }
 
 /// Where in the file something is wrong, and what.
@@ -232,6 +238,7 @@ fn read(text: &str) -> Result<Gateway, Problem> {
             registry: None,
             handover: None,
             connect: None,
+            audit: None,
         },
         Some(g) => gateway(g, &keys, &digest, authorization)?,
     };
@@ -255,6 +262,13 @@ fn read(text: &str) -> Result<Gateway, Problem> {
     }
     parsed.upstreams = upstreams;
     Ok(parsed)
+}
+
+/// A configuration of one server and `gateway` as given, read (for the readers' tests).
+#[cfg(test)]
+fn with_gateway(gateway: &str) -> Result<Gateway, String> {
+    let text = format!(r#"{{"mcpServers": {{"a": {{"command": "x"}}}}, "gateway": {gateway}}}"#);
+    parse(&text, "c.json").map_err(|e| e.to_string())
 }
 
 /// Drops the `mcpServers` entries written `"disabled": true`: a disabled entry is often a
@@ -309,6 +323,8 @@ fn gateway(
         page_size,
         http,
         cluster,
+        audit,
+        rate_limits,
     } = g;
     let mut naming = Prefixed::default();
     if let Some(s) = separator {
@@ -349,6 +365,10 @@ fn gateway(
         let made = cluster::cluster(c, &mut options, http, config_digest)?;
         (http, registry, handover) = (made.http, made.registry, made.handover);
     }
+    if let Some(r) = rate_limits {
+        let shared = registry.as_ref().map(|r| r.store());
+        options.rate_limits = Some(rate_limits::rate_limits(r, shared)?);
+    }
     Ok(Gateway {
         upstreams: Vec::new(),
         options,
@@ -359,6 +379,7 @@ fn gateway(
         registry,
         handover,
         connect: None,
+        audit: audit.map(audit::audit).transpose()?,
     })
 }
 

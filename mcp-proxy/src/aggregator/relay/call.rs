@@ -10,7 +10,6 @@
 //! by the task and bridging code) or needs the gateway's edits: its per-hop `_meta` keys
 //! dropped, a text copy of `structuredContent` added (TOOL-28).
 
-use crate::aggregator::id::UpstreamId;
 use std::borrow::Cow;
 
 use mcp_client::{Client, ClientError};
@@ -25,6 +24,7 @@ use serde_json::{json, Map, Value};
 use super::gates::{self, Admitted, OWN_KEYS};
 use super::Relay;
 use crate::aggregator::answers::{call_failure, created_task_id, input_required};
+use crate::aggregator::audited::Refusal;
 use crate::aggregator::consent;
 use crate::aggregator::metered;
 use crate::aggregator::request_state::RequestBinding;
@@ -69,7 +69,10 @@ impl Relay {
         params: &RawObject<'_>,
     ) -> Result<Outcome<RawResult>, ErrorObject> {
         let name = gates::tool_name(params)?;
-        let admitted = self.admit(ctx, &self.visibility.seen(ctx), &name)?;
+        let seen = self.visibility.seen(ctx);
+        let admitted = self
+            .admit(ctx, &seen, &name)
+            .inspect_err(|e| self.audit_refusal(ctx, &seen, &name, params, e))?;
         self.relay_admitted(ctx, params, &name, admitted).await
     }
 
@@ -88,8 +91,14 @@ impl Relay {
             method::TOOLS_CALL,
             &admitted.route.tool.name,
         );
-        match self.relay_gated(ctx, params, name, admitted).await {
+        let audit = self.audit_call(ctx, &admitted.route, name, params);
+        let mut why = None;
+        let answer = match self
+            .relay_gated(ctx, params, name, admitted, &mut why)
+            .await
+        {
             Err(e) if consent::needs_consent(&e) => {
+                why = Some(Refusal::ConsentRequired);
                 match self.flights().ask_consent(i, ctx, e, binding) {
                     consent::Asked::Error(e) => Err(e),
                     consent::Asked::InputRequired(ir) => Ok(Outcome::InputRequired(ir)),
@@ -99,17 +108,23 @@ impl Relay {
                 }
             }
             other => other,
+        };
+        if let Some(a) = audit {
+            super::audit::finish_driven(a, &answer, why, ctx.revision());
         }
+        answer
     }
 
     /// A call the gates let through, driven on a task: the questions they ask first, then
     /// the owning upstream.
+    /// A gate that answers instead of the upstream says so in `answered`.
     async fn relay_gated(
         &self,
         ctx: &RequestContext,
         params: &RawObject<'_>,
         name: &str,
         admitted: Admitted,
+        answered: &mut Option<Refusal>,
     ) -> Result<Outcome<RawResult>, ErrorObject> {
         let Admitted {
             route,
@@ -117,9 +132,16 @@ impl Relay {
             may_retry,
             unapproved,
             confirm,
+            limit,
         } = admitted;
         let (i, tool) = (route.upstream, &route.tool);
         let key = self.pool().key(i).to_owned();
+        if limit == super::limited::Limit::Ask {
+            if let Err(e) = self.limit(ctx, &key, name).await {
+                *answered = Some(Refusal::RateLimited);
+                return Err(e);
+            }
+        }
         let arguments = || {
             params
                 .get("arguments")
@@ -127,12 +149,14 @@ impl Relay {
         };
         if let Some(why) = &unapproved {
             if let Some(refusal) = self.approval(ctx, name, &key, why) {
+                *answered = Some(Refusal::Pin);
                 return canonical(refusal);
             }
         }
         if confirm {
             let gate = self.confirmation(ctx, name, &key, tool, route.hints_trusted, arguments);
             if let Some(refusal) = Box::pin(gate).await {
+                *answered = Some(Refusal::ConfirmationDeclined);
                 return canonical(refusal);
             }
         }
@@ -185,42 +209,6 @@ impl Relay {
             Err(e) => return raw_failure(&key, e),
         };
         self.call_answer(route, ctx, answer, plan, None).await
-    }
-
-    /// Whether the call runs as a task, and for how long it is kept.
-    pub(super) fn task_plan(
-        &self,
-        ctx: &RequestContext,
-        i: UpstreamId,
-        name: &str,
-        tool: &Tool,
-    ) -> Result<TaskPlan, ErrorObject> {
-        let support = tool.task_support();
-        if ctx.task_requested().is_some() && support == TaskSupport::Forbidden {
-            return Err(ErrorObject::new(
-                codes::METHOD_NOT_FOUND,
-                format!("Tool {name} cannot run as a task (its taskSupport is forbidden)"),
-            ));
-        }
-        // TOOL-21: a tool that must run as a task is run as one here; a host that takes
-        // tasks sees the task, any other gets the result awaited, as from an ordinary tool.
-        let host_takes_task = ctx.accepts_task();
-        let as_task = support == TaskSupport::Required
-            || (support == TaskSupport::Optional && host_takes_task);
-        // A host that follows the task keeps it as long as it (or the upstream) says; one
-        // the gateway follows for a plain host is not kept past the call's time.
-        let ttl = match ctx.task_requested().and_then(|t| t.ttl.clone()) {
-            Some(t) => Some(t),
-            None if host_takes_task => None,
-            None => Some(serde_json::Number::from(
-                self.pool().call_timeout(i).as_millis() as u64,
-            )),
-        };
-        Ok(TaskPlan {
-            as_task,
-            host_takes_task,
-            ttl,
-        })
     }
 
     /// The params the upstream gets: the host's, with the tool's real name, this hop's

@@ -147,6 +147,13 @@ impl Relay {
         let ctx = call.context();
         let (route, plan) = (&admitted.route, &admitted.plan);
         let i = route.upstream;
+        let audit = match &self.audit {
+            None => None,
+            Some(_) => {
+                let name = super::gates::tool_name(&params).ok()?;
+                self.audit_call(ctx, route, &name, &params)
+            }
+        };
         // A host's first call to an upstream it gets a session of its own on opens that
         // session, which takes waiting: the task path does it.
         let link = self.flights().links().link_now(i, ctx)?;
@@ -161,7 +168,9 @@ impl Relay {
         let request = link
             .client
             .prepare_raw(method::TOOLS_CALL, up, &CallOptions::default());
-        let meter = self.meter_call(route, request.params().get().len(), ctx.revision());
+        let meter = self
+            .meter_call(route, request.params().get().len(), ctx.revision())
+            .audited(audit);
         Some(Prepared {
             i,
             link,
@@ -229,9 +238,15 @@ impl FastCall {
         let escapes = answer
             .as_ref()
             .is_ok_and(|raw| mcp_types::raw::has_key_escapes(raw.get()));
+        let retried = matches!(answer, Err(ClientError::Closed(_)))
+            && self.may_retry
+            && !call.context().is_cancelled();
         if let Some(m) = self.meter() {
             let (outcome, bytes) = metered::outcome_of(&answer, escapes);
-            m.finish(outcome, bytes);
+            // A retry goes through the gates again, and is recorded there.
+            let m = if retried { m.unaudited() } else { m };
+            let said = answer.as_ref().err().map(ToString::to_string);
+            m.finish_said(outcome, bytes, said.as_deref());
         }
         match answer {
             Ok(raw) if answer_kind(&raw, &self.plan, escapes) == AnswerKind::Plain => {
@@ -255,9 +270,7 @@ impl FastCall {
                     call.respond(out);
                 });
             }
-            Err(ClientError::Closed(reason))
-                if self.may_retry && !call.context().is_cancelled() =>
-            {
+            Err(ClientError::Closed(reason)) if retried => {
                 tokio::spawn(async move {
                     let out = self.retry(&call, reason).await;
                     call.respond(out);
@@ -345,7 +358,8 @@ impl FastCall {
             let answer = me.agg.flights().drive(flight, ctx).await;
             if let Some(m) = meter {
                 let (outcome, bytes) = metered::outcome(&answer);
-                m.finish(outcome, bytes);
+                let said = answer.as_ref().err().map(ToString::to_string);
+                m.finish_said(outcome, bytes, said.as_deref());
             }
             let out = match answer {
                 Ok(raw) => {

@@ -4,8 +4,10 @@
 //!    call is refused as a call to an unknown tool (the denied tool's upstream is named
 //!    to a principal that sees it);
 //! 2. the task plan (TOOL-21): a task asked of a tool that forbids one is refused;
-//! 3. the pinning gate: a tool that is not as approved needs the user's leave;
-//! 4. the confirmation gate (TOOL-17): a tool that may be destructive goes to the
+//! 3. the rate limits (`limited.rs`): a token from each bucket the call is under, taken
+//!    here when the buckets are in this process, before the upstream when in a store;
+//! 4. the pinning gate: a tool that is not as approved needs the user's leave;
+//! 5. the confirmation gate (TOOL-17): a tool that may be destructive goes to the
 //!    configured hook, which may have the user asked.
 //!
 //! What they say also decides the path: a call that asks nobody anything, runs as no
@@ -18,11 +20,14 @@ use mcp_server::RequestContext;
 use mcp_types::{codes, ErrorObject};
 
 use super::call::TaskPlan;
+use super::limited::Limit;
 use super::Relay;
 pub(super) use crate::aggregator::answers::{APPROVE_KEY, CONFIRM_KEY, OWN_KEYS};
+use crate::aggregator::id::UpstreamId;
 use crate::aggregator::route::Route;
 use crate::aggregator::visibility::Seen;
 use crate::policy::{may_be_destructive, Surface};
+use mcp_types::protocol::{TaskSupport, Tool};
 
 /// A call the gates let through: where it goes and how.
 pub(super) struct Admitted {
@@ -35,6 +40,8 @@ pub(super) struct Admitted {
     pub(super) unapproved: Option<Arc<str>>,
     /// Whether the confirmation hook is to be asked.
     pub(super) confirm: bool,
+    /// Whether the rate limits' store is to be asked.
+    pub(super) limit: Limit,
 }
 
 /// Why a call is driven on a task.
@@ -48,6 +55,8 @@ pub(super) enum Driven {
     Asks,
     /// The upstream runs it as a task.
     AsTask,
+    /// Its rate limits are kept elsewhere, and asked first.
+    Limited,
 }
 
 /// Whether `name` is one of the dispatcher's own tools for a principal that sees `seen`,
@@ -67,6 +76,7 @@ impl Relay {
     ) -> Result<Admitted, ErrorObject> {
         let route = self.route_for(ctx, seen, name)?;
         let plan = self.task_plan(ctx, route.upstream, name, &route.tool)?;
+        let limit = self.limit_now(ctx, self.pool().key(route.upstream), name)?;
         let confirm = self.confirm.is_some()
             && (ctx.input_response(CONFIRM_KEY).is_some()
                 || may_be_destructive(&route.tool, route.hints_trusted));
@@ -74,6 +84,7 @@ impl Relay {
             may_retry: route.hints_trusted && route.tool.is_idempotent(),
             unapproved: route.unapproved.clone(),
             confirm,
+            limit,
             plan,
             route,
         })
@@ -102,6 +113,44 @@ impl Relay {
     }
 }
 
+impl Relay {
+    /// Whether the call runs as a task, and for how long it is kept.
+    pub(super) fn task_plan(
+        &self,
+        ctx: &RequestContext,
+        i: UpstreamId,
+        name: &str,
+        tool: &Tool,
+    ) -> Result<TaskPlan, ErrorObject> {
+        let support = tool.task_support();
+        if ctx.task_requested().is_some() && support == TaskSupport::Forbidden {
+            return Err(ErrorObject::new(
+                codes::METHOD_NOT_FOUND,
+                format!("Tool {name} cannot run as a task (its taskSupport is forbidden)"),
+            ));
+        }
+        // TOOL-21: a tool that must run as a task is run as one here; a host that takes
+        // tasks sees the task, any other gets the result awaited, as from an ordinary tool.
+        let host_takes_task = ctx.accepts_task();
+        let as_task = support == TaskSupport::Required
+            || (support == TaskSupport::Optional && host_takes_task);
+        // A host that follows the task keeps it as long as it (or the upstream) says; one
+        // the gateway follows for a plain host is not kept past the call's time.
+        let ttl = match ctx.task_requested().and_then(|t| t.ttl.clone()) {
+            Some(t) => Some(t),
+            None if host_takes_task => None,
+            None => Some(serde_json::Number::from(
+                self.pool().call_timeout(i).as_millis() as u64,
+            )),
+        };
+        Ok(TaskPlan {
+            as_task,
+            host_takes_task,
+            ttl,
+        })
+    }
+}
+
 impl Admitted {
     /// Why the call must be driven on a task; `None`: it can go without one.
     pub(super) fn driven(&self, ctx: &RequestContext) -> Option<Driven> {
@@ -116,6 +165,8 @@ impl Admitted {
             Some(Driven::Asks)
         } else if self.plan.as_task {
             Some(Driven::AsTask)
+        } else if self.limit == Limit::Ask {
+            Some(Driven::Limited)
         } else {
             None
         }

@@ -19,14 +19,18 @@ use super::own_lists::OwnSessions;
 use super::pool::Pool;
 use super::tasks::Tasks;
 use super::visibility::Visibility;
+use crate::audit::AuditLog;
+use crate::limits::RateLimits;
 use crate::metrics::Metrics;
 use crate::policy::Confirm;
 
+mod audit;
 mod call;
 mod confirm;
 mod fast;
 mod gates;
 mod hop_meta;
+mod limited;
 
 /// One call from its route to its answer: the gates, the questions they ask, the
 /// upstream request (without a task where it can, `fast.rs`), and the answer made the
@@ -40,19 +44,35 @@ pub(super) struct Relay {
     metrics: Arc<Metrics>,
     confirm: Option<Arc<dyn Confirm>>,
     downgrade: Downgrade,
+    /// Where each call's record goes, if calls are audited.
+    audit: Option<AuditLog>,
+    /// The rate limits calls are held to.
+    limits: Option<RateLimits>,
+}
+
+/// What watches over calls beside the gates' routing: the confirmation hook and the
+/// audit log.
+#[derive(Clone, Default)]
+pub(super) struct Watch {
+    /// Destructive calls are put to it.
+    pub(super) confirm: Option<Arc<dyn Confirm>>,
+    /// Each call's record goes there.
+    pub(super) audit: Option<AuditLog>,
+    /// The rate limits calls are held to.
+    pub(super) limits: Option<RateLimits>,
 }
 
 impl Relay {
     /// A relay over `tasks` (and the flights, links and pool under them), routing by what
     /// `own` and `catalog` say each host sees, and `visibility` lets it; metered in
-    /// `metrics`; destructive calls put to `confirm`; translated by `downgrade`.
+    /// `metrics`; watched by `watch`; translated by `downgrade`.
     pub(super) fn new(
         tasks: Tasks,
         own: Arc<OwnSessions>,
         catalog: Arc<Catalog>,
         visibility: Arc<Visibility>,
         metrics: Arc<Metrics>,
-        confirm: Option<Arc<dyn Confirm>>,
+        watch: Watch,
         downgrade: Downgrade,
     ) -> Relay {
         Relay {
@@ -61,7 +81,9 @@ impl Relay {
             catalog,
             visibility,
             metrics,
-            confirm,
+            confirm: watch.confirm,
+            audit: watch.audit,
+            limits: watch.limits.filter(|l| !l.is_empty()),
             downgrade,
         }
     }
@@ -88,7 +110,9 @@ impl Relay {
         let seen = self.visibility.seen(ctx);
         let admitted = match gates::tool_name(&params) {
             Ok(name) if gates::is_own_tool(&seen, &name) => return call.serve_typed(),
-            Ok(name) => self.admit(ctx, &seen, &name),
+            Ok(name) => self
+                .admit(ctx, &seen, &name)
+                .inspect_err(|e| self.audit_refusal(ctx, &seen, &name, &params, e)),
             Err(e) => Err(e),
         };
         let admitted = match admitted {

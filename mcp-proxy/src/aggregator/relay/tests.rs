@@ -57,7 +57,10 @@ async fn relay(deny: &[&str], confirm: Option<Arc<dyn Confirm>>) -> Relay {
         catalog,
         visibility,
         Arc::default(),
-        confirm,
+        super::Watch {
+            confirm,
+            ..Default::default()
+        },
         Downgrade::default(),
     )
 }

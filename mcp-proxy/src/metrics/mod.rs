@@ -13,7 +13,6 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::time::Instant;
 
 use parking_lot::Mutex;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
@@ -24,6 +23,9 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
 use crate::upstream_status::UpstreamStatus;
+
+mod call_meter;
+pub(crate) use call_meter::{CallMeter, ToolMeter};
 
 /// How many (upstream, tool) pairs get labels of their own.
 pub const TOOL_LABELS: usize = 1000;
@@ -123,6 +125,11 @@ const CLIENT_QUOTA: ReasonLabels = ReasonLabels {
 };
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ScopeLabels {
+    scope: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct BytesLabels {
     upstream: String,
     direction: Direction,
@@ -166,6 +173,7 @@ pub struct Metrics {
     session_evictions: Family<ReasonLabels, Counter>,
     session_refusals: Family<ReasonLabels, Counter>,
     forwarded: Counter,
+    rate_limited: Family<ScopeLabels, Counter>,
     /// The server in front of the aggregator, whose hosts are counted.
     server: Mutex<Option<Arc<mcp_server::ServerStats>>>,
     /// The (upstream, tool) pairs given labels of their own.
@@ -205,6 +213,12 @@ impl Metrics {
         let refusals = Counter::default();
         let (session_evictions, session_refusals) = (Family::default(), Family::default());
         let forwarded = Counter::default();
+        let rate_limited = Family::<ScopeLabels, Counter>::default();
+        registry.register(
+            "rate_limited",
+            "Tool calls refused by a rate limit, by the limit's scope: principal, upstream, tool",
+            rate_limited.clone(),
+        );
         registry.register(
             "upstream_calls",
             "Tool calls relayed to an upstream, by tool and outcome",
@@ -289,11 +303,19 @@ impl Metrics {
             session_evictions,
             session_refusals,
             forwarded,
+            rate_limited,
             server: Mutex::new(None),
             labelled: Mutex::new(HashSet::new()),
             rendering: Mutex::new(Vec::new()),
             restarts_seen: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Counts a call refused by a rate limit of `scope` (`principal`, `upstream`, `tool`).
+    pub(crate) fn rate_limited(&self, scope: &'static str) {
+        self.rate_limited
+            .get_or_create(&ScopeLabels { scope })
+            .inc();
     }
 
     /// Counts the hosts of the server `stats` belong to (the one
@@ -443,80 +465,6 @@ fn catch_up(counter: &Counter, total: u64) {
     let counted = counter.get();
     if total > counted {
         counter.inc_by(total - counted);
-    }
-}
-
-/// The meters of one tool's calls; cloned from the families once per tool, so a call
-/// only touches atomics.
-#[derive(Debug)]
-pub(crate) struct ToolMeter {
-    outcomes: [Counter; 6],
-    duration: Histogram,
-    in_flight: Gauge,
-    sent: Counter,
-    received: Counter,
-    /// The names its calls' spans carry.
-    upstream: Arc<str>,
-    tool: Arc<str>,
-}
-
-impl ToolMeter {
-    /// A call of `params_bytes` of params going to the upstream now, for a host speaking
-    /// `host_revision`.
-    pub(crate) fn start(
-        self: &Arc<Self>,
-        params_bytes: usize,
-        host_revision: mcp_types::Revision,
-    ) -> CallMeter {
-        self.in_flight.inc();
-        self.sent.inc_by(params_bytes as u64);
-        let span = tracing::info_span!(
-            "mcp.upstream_call",
-            upstream = %self.upstream,
-            tool = %self.tool,
-            host_revision = %host_revision,
-            outcome = tracing::field::Empty,
-        );
-        CallMeter {
-            meter: Some(self.clone()),
-            start: Instant::now(),
-            span,
-        }
-    }
-}
-
-/// One call in flight, observed: its meters and its `tracing` span (`mcp.upstream_call`,
-/// under the host request's: upstream, tool, the host's revision, the outcome).
-/// [`CallMeter::finish`] counts how it ended; dropped unfinished, it counts as
-/// [`CallOutcome::Cancelled`].
-#[derive(Debug)]
-pub(crate) struct CallMeter {
-    meter: Option<Arc<ToolMeter>>,
-    start: Instant,
-    span: tracing::Span,
-}
-
-impl CallMeter {
-    /// The call ended as `outcome`, with an answer of `answer_bytes`.
-    pub(crate) fn finish(mut self, outcome: CallOutcome, answer_bytes: usize) {
-        self.count(outcome, answer_bytes);
-    }
-
-    fn count(&mut self, outcome: CallOutcome, answer_bytes: usize) {
-        let Some(m) = self.meter.take() else {
-            return;
-        };
-        self.span.record("outcome", outcome.as_str());
-        m.in_flight.dec();
-        m.outcomes[outcome.index()].inc();
-        m.received.inc_by(answer_bytes as u64);
-        m.duration.observe(self.start.elapsed().as_secs_f64());
-    }
-}
-
-impl Drop for CallMeter {
-    fn drop(&mut self) {
-        self.count(CallOutcome::Cancelled, 0);
     }
 }
 
