@@ -102,20 +102,9 @@ async fn spawn_replica(config: &Path, port: u16, log: &Path) -> tokio::process::
         .kill_on_drop(true)
         .spawn()
         .expect("gateway");
-    let out = child.stdout.take().expect("stdout");
-    let url = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(out)).next_line(),
-    )
-    .await
-    .unwrap_or_else(|_| {
+    let url = common::announced_url(&mut child).await.unwrap_or_else(|| {
         let said = std::fs::read_to_string(log).unwrap_or_default();
         panic!("the replica on {port} did not start in time:\n{said}")
-    })
-    .expect("read")
-    .unwrap_or_else(|| {
-        let said = std::fs::read_to_string(log).unwrap_or_default();
-        panic!("the replica on {port} exited:\n{said}")
     });
     assert_eq!(url, format!("http://127.0.0.1:{port}/mcp"));
     child

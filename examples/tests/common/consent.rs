@@ -265,15 +265,9 @@ pub async fn spawn_gateway(
         .kill_on_drop(true)
         .spawn()
         .expect("gateway");
-    let out = child.stdout.take().expect("stdout");
-    let url = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(out)).next_line(),
-    )
-    .await
-    .expect("the gateway started")
-    .expect("read")
-    .expect("a URL");
+    let url = super::announced_url(&mut child)
+        .await
+        .expect("the gateway started in time");
     (child, url)
 }
 
