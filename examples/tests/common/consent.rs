@@ -6,7 +6,6 @@
 //! notes every token it is shown.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use async_trait::async_trait;
 use mcp_client::http::HttpConfig;
