@@ -181,6 +181,44 @@ fn a_full_queue_drops_counts_and_writes_a_gap() {
     assert_eq!((verified.records, verified.gaps), (12, 5));
 }
 
+#[test]
+fn a_queue_full_of_bytes_drops_too() {
+    let dir = TempDir::new("gap-bytes");
+    let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let (entered, writer_busy) = mpsc::channel();
+    let lines = MemorySink::new();
+    let sink = GateSink {
+        open: Arc::clone(&gate),
+        entered,
+        lines: lines.clone(),
+    };
+    let log = AuditLog::new(
+        vec![Box::new(sink)],
+        Redaction::new(),
+        AuditOptions::new()
+            .queue_bytes(8 * 1024)
+            .interval(Duration::from_millis(1)),
+    );
+    log.record(call(0));
+    writer_busy.recv().unwrap();
+    // Each record with 2 KiB of arguments counts 2.5 KiB: three fit in 8 KiB, not four.
+    let big = format!(r#"{{"blob":"{}"}}"#, "x".repeat(2048 - 11));
+    for n in 1..=5 {
+        let mut r = call(n);
+        r.arguments = Some(RawValue::from_string(big.clone()).unwrap());
+        log.record(r);
+    }
+    assert_eq!(log.dropped(), 2);
+    *gate.0.lock() = true;
+    gate.1.notify_all();
+    log.flush();
+    let lines = lines.lines();
+    let gap: Value = serde_json::from_str(&lines[1]).unwrap();
+    assert_eq!(gap["dropped"], 2, "{}", lines[1]);
+    let verified = verify_lines(&dir, &lines).unwrap();
+    assert_eq!((verified.records, verified.gaps), (5, 2));
+}
+
 /// Fails while told to; panics on a line holding `panic`.
 struct FlakySink {
     failing: Arc<AtomicBool>,

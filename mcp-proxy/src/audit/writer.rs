@@ -36,6 +36,11 @@ pub struct AuditOptions {
     /// Records held waiting for the writer; beyond this they are dropped, counted, and
     /// marked in the trail by a `gap` record (65,536).
     pub queue: usize,
+    /// Bytes of arguments (and a record's own, counted as 512) held waiting for the
+    /// writer, beyond which records are dropped as at [`AuditOptions::queue`] (64 MiB):
+    /// hosts sending large arguments faster than the disk takes them cannot make the
+    /// gateway hold more.
+    pub queue_bytes: usize,
     /// How often the writer wakes to write what is waiting (20 ms).
     pub interval: Duration,
 }
@@ -44,6 +49,7 @@ impl Default for AuditOptions {
     fn default() -> Self {
         AuditOptions {
             queue: 65_536,
+            queue_bytes: 64 << 20,
             interval: Duration::from_millis(20),
         }
     }
@@ -58,6 +64,12 @@ impl AuditOptions {
     /// Holds at most `queue` records waiting.
     pub fn queue(mut self, queue: usize) -> Self {
         self.queue = queue;
+        self
+    }
+
+    /// Holds at most `bytes` of records waiting ([`AuditOptions::queue_bytes`]).
+    pub fn queue_bytes(mut self, bytes: usize) -> Self {
+        self.queue_bytes = bytes;
         self
     }
 
@@ -96,6 +108,7 @@ struct Shared {
     /// [`AuditLog::flush`] waits on this.
     done: Condvar,
     queue: usize,
+    queue_bytes: usize,
     wake_at: usize,
     dropped: AtomicU64,
 }
@@ -103,6 +116,8 @@ struct Shared {
 #[derive(Default)]
 struct State {
     records: Vec<AuditRecord>,
+    /// What `records` hold, as [`queued_size`] counts it.
+    bytes: usize,
     /// Dropped since the last drain: the next drain writes a gap for them.
     dropped: u64,
     flush_requested: u64,
@@ -125,6 +140,7 @@ impl AuditLog {
             work: Condvar::new(),
             done: Condvar::new(),
             queue: options.queue,
+            queue_bytes: options.queue_bytes,
             wake_at: WAKE_AT.min(options.queue.max(1)),
             dropped: AtomicU64::new(0),
         });
@@ -161,14 +177,18 @@ impl AuditLog {
     /// when the queue is full the record is dropped and counted instead.
     pub fn record(&self, record: AuditRecord) {
         let shared = &self.inner.shared;
+        let size = queued_size(&record);
         let mut state = shared.state.lock();
-        if state.records.len() >= shared.queue || state.dead {
+        let full = state.records.len() >= shared.queue
+            || state.bytes.saturating_add(size) > shared.queue_bytes;
+        if full || state.dead {
             state.dropped += 1;
             drop(state);
             shared.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
         state.records.push(record);
+        state.bytes += size;
         let wake = state.records.len() == shared.wake_at;
         drop(state);
         if wake {
@@ -193,6 +213,12 @@ impl AuditLog {
     pub fn dropped(&self) -> u64 {
         self.inner.shared.dropped.load(Ordering::Relaxed)
     }
+}
+
+/// What a queued record counts for against [`AuditOptions::queue_bytes`]: its arguments
+/// and the rest of it, taken as 512 bytes.
+fn queued_size(record: &AuditRecord) -> usize {
+    512 + record.arguments.as_ref().map_or(0, |a| a.get().len())
 }
 
 impl Drop for Handle {
@@ -287,6 +313,7 @@ impl Writer {
             self.shared.work.wait_for(&mut state, self.interval);
         }
         std::mem::swap(&mut state.records, batch);
+        state.bytes = 0;
         (
             std::mem::take(&mut state.dropped),
             state.flush_requested,
