@@ -75,11 +75,7 @@ pub(crate) fn begin(
     record.principal = ctx.principal().map(|p| AuditPrincipal {
         subject: Some(p.subject.clone()),
         credential: p.credential.clone(),
-        issuer: p
-            .claims
-            .get("iss")
-            .and_then(|v| v.as_str())
-            .map(str::to_owned),
+        issuer: p.issuer().map(str::to_owned),
     });
     record.session = ctx.host_session().map(|h| h.id().get().to_string());
     record.request = ctx.request_id().map(ToString::to_string);
@@ -151,14 +147,13 @@ impl Audited {
     }
 }
 
-/// Why an error a gate answered was a refusal, by its code: an invalid-params error
-/// names an unknown (or hidden) tool, a rate limit says so.
+/// Why an error answered instead of a result was a refusal, by its code: a rate limit,
+/// a consent to give first, else a request the gateway could not take. (What a tool's
+/// route refuses, unknown, hidden or denied, the gates tell from the catalog.)
 pub(crate) fn refusal_of(error: &ErrorObject) -> Refusal {
     match error.code {
         codes::RATE_LIMITED => Refusal::RateLimited,
         codes::URL_ELICITATION_REQUIRED => Refusal::ConsentRequired,
-        codes::INVALID_PARAMS if error.message.starts_with("Unknown") => Refusal::Unknown,
-        codes::INVALID_PARAMS if error.message.contains("policy") => Refusal::Policy,
         _ => Refusal::Invalid,
     }
 }

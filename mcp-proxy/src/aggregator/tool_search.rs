@@ -10,8 +10,8 @@ use std::sync::Arc;
 use mcp_server::RequestContext;
 use mcp_types::protocol::Tool;
 use mcp_types::raw::Exact;
-use parking_lot::Mutex;
 
+use super::catalog::OfGeneration;
 use super::id::UpstreamId;
 use super::own_lists::OwnSessions;
 use super::pages::as_exposed;
@@ -29,7 +29,7 @@ struct Indexed {
 pub(super) struct ToolFinder {
     ranking: Arc<dyn ToolSearch>,
     /// The index of the catalog's generation it was made of.
-    kept: Mutex<Option<(u64, Arc<Indexed>)>>,
+    kept: OfGeneration<Indexed>,
 }
 
 impl ToolFinder {
@@ -37,7 +37,7 @@ impl ToolFinder {
     pub(super) fn new(ranking: Option<Arc<dyn ToolSearch>>) -> Self {
         ToolFinder {
             ranking: ranking.unwrap_or_else(|| Arc::new(Bm25::default())),
-            kept: Mutex::new(None),
+            kept: OfGeneration::default(),
         }
     }
 
@@ -76,16 +76,9 @@ impl ToolFinder {
 
     /// The index of the catalog as it is now, made again if it changed since.
     fn catalog_index(&self, own: &OwnSessions) -> Arc<Indexed> {
-        let generation = own.catalog_generation();
-        if let Some((g, kept)) = &*self.kept.lock() {
-            if *g == generation {
-                return kept.clone();
-            }
-        }
-        // Made outside the lock: a search meanwhile makes its own rather than wait.
-        let made = Arc::new(self.index(own.tool_entries_for(None)));
-        *self.kept.lock() = Some((generation, made.clone()));
-        made
+        self.kept.get_or_make(own.catalog_generation(), || {
+            Arc::new(self.index(own.tool_entries_for(None)))
+        })
     }
 
     fn index(&self, entries: Vec<(String, UpstreamId, Exact<Tool>)>) -> Indexed {

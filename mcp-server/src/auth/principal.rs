@@ -98,13 +98,15 @@ impl Principal {
     /// JWT's `sub` and an API key's subject are names from different authorities and may
     /// be the same text.
     pub fn identity(&self) -> String {
-        let issuer = self
-            .claims
-            .get("iss")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let issuer = self.issuer().unwrap_or_default();
         let credential = self.credential.as_deref().unwrap_or_default();
         format!("{}\u{0}{credential}\u{0}{issuer}", self.subject)
+    }
+
+    /// Who vouched for it: its token's `iss` claim; `None` for an API key's principal or
+    /// one the server was given.
+    pub fn issuer(&self) -> Option<&str> {
+        self.claims.get("iss").and_then(Value::as_str)
     }
 
     /// Whether `scope` was granted.

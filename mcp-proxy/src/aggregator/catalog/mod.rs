@@ -151,7 +151,7 @@ impl Member {
 /// What was made of one generation of the catalog, kept until the catalog changes. The
 /// generation is read before the listings it is made from, so what is kept is at least as
 /// new as the generation it is kept under.
-struct OfGeneration<T: ?Sized>(RwLock<Option<(u64, Arc<T>)>>);
+pub(in crate::aggregator) struct OfGeneration<T: ?Sized>(RwLock<Option<(u64, Arc<T>)>>);
 
 impl<T: ?Sized> Default for OfGeneration<T> {
     fn default() -> Self {
@@ -161,7 +161,11 @@ impl<T: ?Sized> Default for OfGeneration<T> {
 
 impl<T: ?Sized> OfGeneration<T> {
     /// What was made of `generation`, made by `make` if nothing of it is kept.
-    fn get_or_make(&self, generation: u64, make: impl FnOnce() -> Arc<T>) -> Arc<T> {
+    pub(in crate::aggregator) fn get_or_make(
+        &self,
+        generation: u64,
+        make: impl FnOnce() -> Arc<T>,
+    ) -> Arc<T> {
         if let Some((g, kept)) = &*self.0.read() {
             if *g == generation {
                 return kept.clone();

@@ -7,7 +7,7 @@
 use mcp_server::{Outcome, RawResult, RequestContext};
 use mcp_types::protocol::method;
 use mcp_types::raw::RawObject;
-use mcp_types::ErrorObject;
+use mcp_types::{codes, ErrorObject};
 
 use super::Relay;
 use crate::aggregator::audited::{self, Audited, Refusal};
@@ -49,16 +49,21 @@ impl Relay {
         };
         a.arguments(params.get("arguments"));
         let route = self.own.host_route(ctx, name);
-        let why = match audited::refusal_of(error) {
-            Refusal::Unknown if self.catalog.denied_upstream(name).is_some() => Refusal::Policy,
-            Refusal::Unknown
+        // Of the gates, only the route answers invalid params: the tool is unknown to
+        // this principal, and the catalog says why.
+        let why = match error.code {
+            codes::INVALID_PARAMS if self.catalog.denied_upstream(name).is_some() => {
+                Refusal::Policy
+            }
+            codes::INVALID_PARAMS
                 if route
                     .as_ref()
                     .is_some_and(|r| !seen.sees_tool(r.upstream, name)) =>
             {
                 Refusal::View
             }
-            why => why,
+            codes::INVALID_PARAMS => Refusal::Unknown,
+            _ => audited::refusal_of(error),
         };
         if let Some(r) = &route {
             a.routed(self.pool().key(r.upstream), &r.tool.name);

@@ -23,8 +23,7 @@ pub(super) enum Limit {
 /// token's issuer and subject).
 pub(super) fn principal_key(ctx: &RequestContext) -> Option<String> {
     let p = ctx.principal()?;
-    let issuer = p.claims.get("iss").and_then(|v| v.as_str());
-    Some(match (&p.credential, issuer) {
+    Some(match (&p.credential, p.issuer()) {
         (Some(key), _) => format!("key:{key}"),
         (None, Some(iss)) => format!("{iss}#{}", p.subject),
         (None, None) => p.subject.clone(),
