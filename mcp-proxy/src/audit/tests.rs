@@ -145,9 +145,10 @@ impl AuditSink for GateSink {
     }
 }
 
-#[test]
-fn a_full_queue_drops_counts_and_writes_a_gap() {
-    let dir = TempDir::new("gap");
+/// A log over a [`GateSink`], given `options` (waking every millisecond), whose writer has
+/// taken a first record and is held in the sink until the gate opens: what is recorded
+/// meanwhile waits in the queue.
+fn held_writer(options: AuditOptions) -> (AuditLog, Arc<(Mutex<bool>, Condvar)>, MemorySink) {
     let gate = Arc::new((Mutex::new(false), Condvar::new()));
     let (entered, writer_busy) = mpsc::channel();
     let lines = MemorySink::new();
@@ -159,12 +160,17 @@ fn a_full_queue_drops_counts_and_writes_a_gap() {
     let log = AuditLog::new(
         vec![Box::new(sink)],
         Redaction::new(),
-        AuditOptions::new()
-            .queue(10)
-            .interval(Duration::from_millis(1)),
+        options.interval(Duration::from_millis(1)),
     );
     log.record(call(0));
     writer_busy.recv().unwrap();
+    (log, gate, lines)
+}
+
+#[test]
+fn a_full_queue_drops_counts_and_writes_a_gap() {
+    let dir = TempDir::new("gap");
+    let (log, gate, lines) = held_writer(AuditOptions::new().queue(10));
     for n in 1..=15 {
         log.record(call(n));
     }
@@ -184,23 +190,7 @@ fn a_full_queue_drops_counts_and_writes_a_gap() {
 #[test]
 fn a_queue_full_of_bytes_drops_too() {
     let dir = TempDir::new("gap-bytes");
-    let gate = Arc::new((Mutex::new(false), Condvar::new()));
-    let (entered, writer_busy) = mpsc::channel();
-    let lines = MemorySink::new();
-    let sink = GateSink {
-        open: Arc::clone(&gate),
-        entered,
-        lines: lines.clone(),
-    };
-    let log = AuditLog::new(
-        vec![Box::new(sink)],
-        Redaction::new(),
-        AuditOptions::new()
-            .queue_bytes(8 * 1024)
-            .interval(Duration::from_millis(1)),
-    );
-    log.record(call(0));
-    writer_busy.recv().unwrap();
+    let (log, gate, lines) = held_writer(AuditOptions::new().queue_bytes(8 * 1024));
     // Each record with 2 KiB of arguments counts 2.5 KiB: three fit in 8 KiB, not four.
     let big = format!(r#"{{"blob":"{}"}}"#, "x".repeat(2048 - 11));
     for n in 1..=5 {
