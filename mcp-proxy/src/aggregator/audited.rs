@@ -8,13 +8,11 @@
 //! failure, a timeout, the host going) finishes it once; a refusal before any upstream
 //! is recorded where it is made.
 
-use std::time::Instant;
-
 use mcp_server::RequestContext;
 use mcp_types::{codes, ErrorObject};
 use serde_json::value::RawValue;
 
-use crate::audit::{AuditLog, AuditOutcome, AuditPrincipal, AuditRecord};
+use crate::audit::{AuditLog, AuditOutcome, Field, Pending};
 use crate::metrics::CallOutcome;
 
 /// Why the gateway refused a request, as an audit record says it.
@@ -54,68 +52,76 @@ impl Refusal {
     }
 }
 
-/// One request on its way, with its record: finished once, by [`Audited::finish`].
+/// One request on its way, with what its record will say: finished once, by
+/// [`Audited::finish`]. Small (its texts are in storage the log lends), so a call's meter
+/// carries it without a box of its own.
 #[derive(Debug)]
-pub(crate) struct Audited {
-    log: AuditLog,
-    record: AuditRecord,
-    start: Instant,
-}
+pub(crate) struct Audited(Pending);
 
 /// A record of `method` for `name` as the host of `ctx` asked it: who, when, which
 /// request. `None` when nothing is audited.
 pub(crate) fn begin(
     log: Option<&AuditLog>,
     ctx: &RequestContext,
-    method: &str,
+    method: &'static str,
     name: &str,
 ) -> Option<Audited> {
-    let log = log?;
-    let mut record = AuditRecord::new(method);
-    record.principal = ctx.principal().map(|p| AuditPrincipal {
-        subject: Some(p.subject.clone()),
-        credential: p.credential.clone(),
-        issuer: p.issuer().map(str::to_owned),
-    });
-    record.session = ctx.host_session().map(|h| h.id().get().to_string());
-    record.request = ctx.request_id().map(ToString::to_string);
-    record.trace = ctx.trace_context().map(|t| t.trace_id().to_owned());
-    record.name = Some(name.to_owned());
-    Some(Audited {
-        log: log.clone(),
-        record,
-        start: Instant::now(),
-    })
+    use std::fmt::Write;
+    let mut p = log?.pending(method);
+    if let Some(principal) = ctx.principal() {
+        p.principal();
+        p.set(Field::Subject, &principal.subject);
+        if let Some(credential) = &principal.credential {
+            p.set(Field::Credential, credential);
+        }
+        if let Some(issuer) = principal.issuer() {
+            p.set(Field::Issuer, issuer);
+        }
+    }
+    if let Some(h) = ctx.host_session() {
+        let id = h.id().get();
+        p.set_with(Field::Session, |t| {
+            let _ = write!(t, "{id}");
+        });
+    }
+    if let Some(id) = ctx.request_id() {
+        p.set_with(Field::Request, |t| {
+            let _ = write!(t, "{id}");
+        });
+    }
+    if let Some(trace) = ctx.trace_context() {
+        p.set(Field::Trace, trace.trace_id());
+    }
+    p.set(Field::Name, name);
+    Some(Audited(p))
 }
 
 impl Audited {
     /// It goes to `upstream`, which knows it as `upstream_name`.
     pub(crate) fn routed(&mut self, upstream: &str, upstream_name: &str) {
-        self.record.upstream = Some(upstream.to_owned());
-        self.record.upstream_name = Some(upstream_name.to_owned());
+        self.0.set(Field::Upstream, upstream);
+        self.0.set(Field::UpstreamName, upstream_name);
     }
 
     /// Its arguments, as the host wrote them (their size is the request's).
     pub(crate) fn arguments(&mut self, arguments: Option<&RawValue>) {
-        self.record.request_bytes = arguments.map_or(0, |a| a.get().len() as u64);
-        self.record.arguments = arguments.map(|a| a.to_owned());
+        self.0
+            .request_bytes(arguments.map_or(0, |a| a.get().len() as u64));
+        if let Some(a) = arguments {
+            self.0.set(Field::Arguments, a.get());
+        }
     }
 
     /// It ended as `outcome` (for the reason `kind`, if it failed), with an answer of
     /// `response_bytes`: the record goes to the log.
     pub(crate) fn finish(
-        mut self,
+        self,
         outcome: AuditOutcome,
         kind: Option<&str>,
         message: Option<&str>,
         response_bytes: usize,
     ) {
-        self.record.outcome = outcome;
-        self.record.error_kind = kind.map(str::to_owned);
-        self.record.error_message = message.map(str::to_owned);
-        self.record.duration = self.start.elapsed();
-        self.record.response_bytes = response_bytes as u64;
-        self.log.record(self.record);
+        self.0.finish(outcome, kind, message, response_bytes as u64);
     }
 
     /// Not recorded: another round of the same request will be.

@@ -79,19 +79,26 @@ impl Chain {
     /// closing brace) into a chained line, no newline, and advances the chain.
     pub fn seal(&mut self, body: &[u8]) -> Vec<u8> {
         let mut line = Vec::with_capacity(self.sealed_len(body.len()));
+        self.seal_into(body, &mut line);
+        line
+    }
+
+    /// [`seal`](Chain::seal) into `line` (emptied first), so that a writer can keep one
+    /// buffer for every line.
+    pub(crate) fn seal_into(&mut self, body: &[u8], line: &mut Vec<u8>) {
+        line.clear();
         line.extend_from_slice(body);
         line.extend_from_slice(SEQ_HEAD);
-        line.extend_from_slice(self.next_seq.to_string().as_bytes());
+        super::record::push_u128(line, u128::from(self.next_seq));
         line.extend_from_slice(PREV_HEAD);
         line.extend_from_slice(&self.head);
         line.push(b'"');
-        let hash = line_hash(&line);
+        let hash = line_hash(line);
         line.extend_from_slice(HASH_TAIL);
         line.extend_from_slice(&hash);
         line.extend_from_slice(b"\"}");
         self.head = hash;
         self.next_seq = self.next_seq.saturating_add(1);
-        line
     }
 }
 
@@ -191,6 +198,7 @@ pub(crate) fn hex_into(bytes: &[u8], out: &mut [u8]) {
 }
 
 /// Lowercase hex of `bytes`.
+#[cfg(test)]
 pub(crate) fn hex(bytes: &[u8]) -> String {
     let mut out = vec![0; bytes.len() * 2];
     hex_into(bytes, &mut out);

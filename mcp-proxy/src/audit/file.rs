@@ -9,6 +9,10 @@ use std::path::{Path, PathBuf};
 use super::chain::{self, Link};
 use super::sink::{AuditSink, Resume};
 
+/// Bytes of the last line kept to name its `seq` and `hash` at rotation: more than a
+/// line's chain members (`seq` of 20 digits, `prev`, `hash`) take.
+const TAIL_KEPT: usize = 255;
+
 /// The write buffer: larger than any line the defaults make (arguments are cut at 64 KiB),
 /// so a line goes to the file in one piece or not at all.
 const BUFFER: usize = 256 * 1024;
@@ -75,8 +79,9 @@ pub struct FileSink {
     /// reopened file's last line lost its newline): one is written before the next line.
     needs_newline: bool,
     resume: Option<Resume>,
-    last_seq: u64,
-    last_hash: String,
+    /// `{` and the end of the last line written: enough to read its `seq` and `hash`
+    /// when they are logged at rotation, without reading every line as it is written.
+    last_tail: Vec<u8>,
 }
 
 impl FileSink {
@@ -91,8 +96,7 @@ impl FileSink {
             min_lines: 0,
             needs_newline: false,
             resume: None,
-            last_seq: 0,
-            last_hash: String::new(),
+            last_tail: Vec::new(),
         };
         let size = match fs::metadata(&sink.path) {
             Ok(meta) => meta.len(),
@@ -129,7 +133,7 @@ impl FileSink {
         match chain::check_line(&last) {
             Ok(link) => {
                 self.resume = Some(Resume::new(link.seq, link.hash_str()));
-                self.remember(link);
+                self.remember(&last);
                 self.size = size;
                 self.lines = 1;
                 self.needs_newline = !newline;
@@ -214,10 +218,11 @@ impl FileSink {
         Ok(file_name(&first))
     }
 
-    fn remember(&mut self, link: Link<'_>) {
-        self.last_seq = link.seq;
-        self.last_hash.clear();
-        self.last_hash.push_str(link.hash_str());
+    fn remember(&mut self, line: &[u8]) {
+        self.last_tail.clear();
+        self.last_tail.push(b'{');
+        self.last_tail
+            .extend_from_slice(&line[line.len().saturating_sub(TAIL_KEPT)..]);
     }
 }
 
@@ -246,9 +251,7 @@ impl AuditSink for FileSink {
         self.needs_newline = false;
         self.size += (line.len() + 1 + usize::from(newline_first)) as u64;
         self.lines += 1;
-        if let Ok(link) = chain::parse_link(line) {
-            self.remember(link);
-        }
+        self.remember(line);
         Ok(())
     }
 
@@ -271,11 +274,12 @@ impl AuditSink for FileSink {
         let previous = self.rotate_files()?;
         self.open_writer()?;
         self.min_lines = 1;
+        let link = chain::parse_link(&self.last_tail).ok();
         tracing::info!(
             file = %self.path.display(),
             previous_file = %previous,
-            seq = self.last_seq,
-            head = %self.last_hash,
+            seq = link.map(|l| l.seq),
+            head = link.as_ref().map(Link::hash_str),
             "audit file rotated; the head hash anchors the chain so far"
         );
         Ok(Some(previous))

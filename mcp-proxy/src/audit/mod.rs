@@ -26,14 +26,19 @@
 
 mod chain;
 mod file;
+mod member_names;
+mod pending;
+mod queue;
 mod record;
 mod redact;
 mod sink;
+mod time;
 mod verify;
 mod writer;
 
 pub use chain::{Chain, GENESIS};
 pub use file::{FileRotation, FileSink};
+pub(crate) use pending::{Field, Pending};
 pub use record::{AuditOutcome, AuditPrincipal, AuditRecord};
 pub use redact::{
     Redaction, RedactionRule, DEFAULT_MAX_BYTES, DEFAULT_MEMBERS, REDACTED, TRUNCATED, UNREADABLE,

@@ -2,14 +2,13 @@
 //! the bytes a line's hash covers do not depend on a serializer's choices, and writing can
 //! never fail or panic.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-/// Longest `errorMessage` written, in bytes: an upstream chooses its error text, and one
-/// answering with megabytes must not make every audit line that long.
-const MAX_ERROR_MESSAGE: usize = 4096;
+use super::queue::RecordParts;
+use super::time::{rfc3339_millis, write_rfc3339_millis};
 
 /// Who made a call, as the gateway's authentication established it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -79,6 +78,30 @@ impl AuditOutcome {
             AuditOutcome::Task => "task",
         }
     }
+
+    /// Its number in the queue's packing.
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            AuditOutcome::Ok => 0,
+            AuditOutcome::IsError => 1,
+            AuditOutcome::Error => 2,
+            AuditOutcome::Refused => 3,
+            AuditOutcome::InputRequired => 4,
+            AuditOutcome::Task => 5,
+        }
+    }
+
+    /// The outcome numbered `code` by [`AuditOutcome::code`].
+    pub(crate) fn from_code(code: u8) -> AuditOutcome {
+        match code {
+            1 => AuditOutcome::IsError,
+            2 => AuditOutcome::Error,
+            3 => AuditOutcome::Refused,
+            4 => AuditOutcome::InputRequired,
+            5 => AuditOutcome::Task,
+            _ => AuditOutcome::Ok,
+        }
+    }
 }
 
 /// One audited host request (`tools/call`, `prompts/get`, `resources/read`). Members are
@@ -146,51 +169,121 @@ impl AuditRecord {
         }
     }
 
-    /// Writes the record as a JSON object without its closing brace (the chain adds
-    /// `seq`, `prev` and `hash`), with the arguments already redacted and digested.
+    /// The record's members, borrowed.
+    pub(crate) fn parts(&self) -> RecordParts<'_> {
+        let mut parts = RecordParts::new(self.time, &self.method);
+        if let Some(p) = &self.principal {
+            parts.principal = true;
+            parts.subject = p.subject.as_deref();
+            parts.credential = p.credential.as_deref();
+            parts.issuer = p.issuer.as_deref();
+        }
+        parts.session = self.session.as_deref();
+        parts.request = self.request.as_deref();
+        parts.trace = self.trace.as_deref();
+        parts.name = self.name.as_deref();
+        parts.upstream = self.upstream.as_deref();
+        parts.upstream_name = self.upstream_name.as_deref();
+        parts.outcome = self.outcome;
+        parts.error_kind = self.error_kind.as_deref();
+        parts.error_message = self.error_message.as_deref();
+        parts.duration = self.duration;
+        parts.request_bytes = self.request_bytes;
+        parts.response_bytes = self.response_bytes;
+        parts.arguments = self.arguments.as_deref().map(RawValue::get);
+        parts.bounded()
+    }
+
+    /// Writes the record as [`write_body`] does.
+    #[cfg(test)]
     pub(crate) fn write_body(&self, out: &mut Vec<u8>, arguments: Option<(Written<'_>, &str)>) {
-        let mut obj = Object::open(out);
-        obj.str("time", &rfc3339_millis(self.time));
-        if let Some(principal) = &self.principal {
-            obj.key("principal");
-            let mut inner = Object::open(obj.out);
-            inner.opt_str("subject", principal.subject.as_deref());
-            inner.opt_str("credential", principal.credential.as_deref());
-            inner.opt_str("issuer", principal.issuer.as_deref());
-            inner.out.push(b'}');
-        }
-        obj.opt_str("session", self.session.as_deref());
-        obj.opt_str("request", self.request.as_deref());
-        obj.opt_str("trace", self.trace.as_deref());
-        obj.str("method", &self.method);
-        obj.opt_str("name", self.name.as_deref());
-        obj.opt_str("upstream", self.upstream.as_deref());
-        obj.opt_str("upstreamName", self.upstream_name.as_deref());
-        obj.str("outcome", self.outcome.as_str());
-        obj.opt_str("errorKind", self.error_kind.as_deref());
-        if let Some(message) = &self.error_message {
-            obj.str("errorMessage", &bounded(message, MAX_ERROR_MESSAGE));
-        }
-        let micros = self.duration.as_micros();
-        let duration = format!("{}.{:03}", micros / 1000, micros % 1000);
-        obj.raw("durationMs", duration.as_bytes());
-        obj.raw("requestBytes", self.request_bytes.to_string().as_bytes());
-        obj.raw("responseBytes", self.response_bytes.to_string().as_bytes());
-        if let Some((written, digest)) = arguments {
-            obj.key("arguments");
-            match written {
-                Written::AsSent(text) => obj.out.extend_from_slice(text.as_bytes()),
-                Written::Value(value) => {
-                    let start = obj.out.len();
-                    if serde_json::to_writer(&mut *obj.out, value).is_err() {
-                        obj.out.truncate(start);
-                        json_str(obj.out, super::redact::UNREADABLE);
-                    }
+        write_body(&self.parts(), out, arguments);
+    }
+}
+
+/// Writes a record as a JSON object without its closing brace (the chain adds `seq`,
+/// `prev` and `hash`), with the arguments already redacted and digested.
+pub(crate) fn write_body(
+    parts: &RecordParts<'_>,
+    out: &mut Vec<u8>,
+    arguments: Option<(Written<'_>, &str)>,
+) {
+    let mut obj = Object::open(out);
+    obj.key("time");
+    write_rfc3339_millis(obj.out, parts.time);
+    if parts.principal {
+        obj.key("principal");
+        let mut inner = Object::open(obj.out);
+        inner.opt_str("subject", parts.subject);
+        inner.opt_str("credential", parts.credential);
+        inner.opt_str("issuer", parts.issuer);
+        inner.out.push(b'}');
+    }
+    obj.opt_str("session", parts.session);
+    obj.opt_str("request", parts.request);
+    obj.opt_str("trace", parts.trace);
+    obj.str("method", parts.method);
+    obj.opt_str("name", parts.name);
+    obj.opt_str("upstream", parts.upstream);
+    obj.opt_str("upstreamName", parts.upstream_name);
+    obj.str("outcome", parts.outcome.as_str());
+    obj.opt_str("errorKind", parts.error_kind);
+    if let Some(message) = parts.error_message {
+        let (kept, cut) = super::queue::cut_at(message, super::queue::MAX_ERROR_MESSAGE);
+        obj.key("errorMessage");
+        let marker = if cut || parts.error_message_cut {
+            TRUNCATED_MARK
+        } else {
+            ""
+        };
+        json_str_then(obj.out, kept, marker);
+    }
+    let micros = parts.duration.as_micros();
+    obj.key("durationMs");
+    push_u128(obj.out, micros / 1000);
+    obj.out.push(b'.');
+    let frac = (micros % 1000) as u32;
+    obj.out.extend_from_slice(&[
+        b'0' + (frac / 100) as u8,
+        b'0' + (frac / 10 % 10) as u8,
+        b'0' + (frac % 10) as u8,
+    ]);
+    obj.key("requestBytes");
+    push_u128(obj.out, u128::from(parts.request_bytes));
+    obj.key("responseBytes");
+    push_u128(obj.out, u128::from(parts.response_bytes));
+    if let Some((written, digest)) = arguments {
+        obj.key("arguments");
+        match written {
+            Written::AsSent(text) => obj.out.extend_from_slice(text.as_bytes()),
+            Written::Value(value) => {
+                let start = obj.out.len();
+                if serde_json::to_writer(&mut *obj.out, value).is_err() {
+                    obj.out.truncate(start);
+                    json_str(obj.out, super::redact::UNREADABLE);
                 }
             }
-            obj.str("argumentsDigest", digest);
+        }
+        obj.str("argumentsDigest", digest);
+    }
+}
+
+/// What ends an error message cut to its bound.
+const TRUNCATED_MARK: &str = "…[TRUNCATED]";
+
+/// `n` in decimal.
+pub(crate) fn push_u128(out: &mut Vec<u8>, mut n: u128) {
+    let mut digits = [0u8; 39];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
         }
     }
+    out.extend_from_slice(&digits[at..]);
 }
 
 /// A record's arguments as written: as the host sent them, or redacted.
@@ -267,8 +360,10 @@ impl<'a> Object<'a> {
             self.out.push(b',');
         }
         self.first = false;
-        json_str(self.out, key);
-        self.out.push(b':');
+        // Keys are this file's own ASCII names: nothing to escape.
+        self.out.push(b'"');
+        self.out.extend_from_slice(key.as_bytes());
+        self.out.extend_from_slice(b"\":");
     }
 
     fn str(&mut self, key: &str, value: &str) {
@@ -291,9 +386,21 @@ impl<'a> Object<'a> {
 /// `s` as a JSON string. Control characters are escaped, so a written line never holds a
 /// raw newline (one line, one record).
 fn json_str(out: &mut Vec<u8>, s: &str) {
+    json_str_then(out, s, "");
+}
+
+/// `s` then `tail` (which needs no escaping) as one JSON string.
+fn json_str_then(out: &mut Vec<u8>, s: &str, tail: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     out.push(b'"');
     let bytes = s.as_bytes();
+    // Most text has nothing to escape: one check the compiler vectorises, one copy.
+    if !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.extend_from_slice(bytes);
+        out.extend_from_slice(tail.as_bytes());
+        out.push(b'"');
+        return;
+    }
     let mut plain = 0;
     for (i, &b) in bytes.iter().enumerate() {
         let escape: &[u8] = match b {
@@ -316,68 +423,14 @@ fn json_str(out: &mut Vec<u8>, s: &str) {
         }
     }
     out.extend_from_slice(&bytes[plain..]);
+    out.extend_from_slice(tail.as_bytes());
     out.push(b'"');
-}
-
-/// `s` cut to at most `max` bytes at a character boundary, marked when cut.
-fn bounded(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
-    if s.len() <= max {
-        return s.into();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…[TRUNCATED]", &s[..end]).into()
-}
-
-/// `time` as RFC 3339 UTC with milliseconds: `2026-12-06T02:40:00.123Z`.
-pub(crate) fn rfc3339_millis(time: SystemTime) -> String {
-    let millis: i64 = match time.duration_since(UNIX_EPOCH) {
-        Ok(after) => i64::try_from(after.as_millis()).unwrap_or(i64::MAX),
-        // Before 1970 (a clock set wrong): floor, so -1 ms is 23:59:59.999 the day before.
-        Err(before) => {
-            let d = before.duration();
-            let ms = i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
-            let partial = i64::from(d.subsec_nanos() % 1_000_000 != 0);
-            -(ms.saturating_add(partial))
-        }
-    };
-    let days = millis.div_euclid(86_400_000);
-    let in_day = millis.rem_euclid(86_400_000);
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        in_day / 3_600_000,
-        in_day / 60_000 % 60,
-        in_day / 1000 % 60,
-        in_day % 1000
-    )
-}
-
-/// The proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`): eras of 400 years, years starting in March so the leap day is last.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days.saturating_add(719_468);
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    // Both are in range by construction (1..=31, 1..=12).
-    (
-        year,
-        u32::try_from(month).unwrap_or(1),
-        u32::try_from(day).unwrap_or(1),
-    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::UNIX_EPOCH;
 
     fn at(secs: u64, millis: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_millis(secs * 1000 + millis)
@@ -388,52 +441,6 @@ mod tests {
         record.write_body(&mut out, arguments.map(|(v, d)| (Written::Value(v), d)));
         out.push(b'}');
         String::from_utf8(out).unwrap()
-    }
-
-    #[test]
-    fn times_are_rfc3339_utc_with_milliseconds() {
-        assert_eq!(rfc3339_millis(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
-        assert_eq!(
-            rfc3339_millis(at(951_782_400, 0)),
-            "2000-02-29T00:00:00.000Z"
-        );
-        assert_eq!(
-            rfc3339_millis(at(951_868_799, 999)),
-            "2000-02-29T23:59:59.999Z"
-        );
-        assert_eq!(
-            rfc3339_millis(at(951_868_800, 0)),
-            "2000-03-01T00:00:00.000Z"
-        );
-        assert_eq!(
-            rfc3339_millis(at(1_709_210_096, 789)),
-            "2024-02-29T12:34:56.789Z"
-        );
-        assert_eq!(
-            rfc3339_millis(at(1_796_524_800, 123)),
-            "2026-12-06T02:40:00.123Z"
-        );
-        assert_eq!(
-            rfc3339_millis(at(4_107_542_400, 0)),
-            "2100-03-01T00:00:00.000Z"
-        );
-        assert_eq!(
-            rfc3339_millis(at(1_735_689_599, 0)),
-            "2024-12-31T23:59:59.000Z"
-        );
-        let before = UNIX_EPOCH - Duration::from_millis(1);
-        assert_eq!(rfc3339_millis(before), "1969-12-31T23:59:59.999Z");
-        let sub_milli = UNIX_EPOCH + Duration::from_micros(1_999);
-        assert_eq!(rfc3339_millis(sub_milli), "1970-01-01T00:00:00.001Z");
-    }
-
-    #[test]
-    fn civil_from_days_matches_known_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
-        assert_eq!(civil_from_days(-719_468), (0, 3, 1));
     }
 
     #[test]
@@ -505,7 +512,7 @@ mod tests {
         record.error_message = Some("é".repeat(5000));
         let parsed: Value = serde_json::from_str(&body(&record, None)).unwrap();
         let message = parsed["errorMessage"].as_str().unwrap();
-        assert!(message.len() <= MAX_ERROR_MESSAGE + "…[TRUNCATED]".len());
+        assert!(message.len() <= crate::audit::queue::MAX_ERROR_MESSAGE + "…[TRUNCATED]".len());
         assert!(message.ends_with("…[TRUNCATED]"));
     }
 

@@ -13,7 +13,8 @@ use ring::hmac;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::chain::hex;
+use super::chain::hex_into;
+use super::member_names::{any_key_matches, normalise};
 
 /// What a redacted value is replaced with, whatever its type.
 pub const REDACTED: &str = "[REDACTED]";
@@ -198,33 +199,41 @@ impl Redaction {
     /// The redacted arguments of a call to `upstream`'s tool known by `names` (the exposed
     /// name and the upstream's own), and the digest of `raw`'s exact bytes.
     pub fn apply(&self, upstream: Option<&str>, names: &[&str], raw: &RawValue) -> (Value, String) {
-        match self.redacted(upstream, names, raw) {
-            (Redacted::AsSent, digest) => {
-                let value = serde_json::from_str(raw.get());
-                (
-                    value.unwrap_or_else(|_| Value::String(UNREADABLE.into())),
-                    digest,
-                )
+        let (redacted, digest) = self.redacted(upstream, names, raw.get());
+        let value = match redacted {
+            Redacted::AsSent => {
+                serde_json::from_str(raw.get()).unwrap_or_else(|_| Value::String(UNREADABLE.into()))
             }
-            (Redacted::Edited(value), digest) => (value, digest),
-        }
+            Redacted::Edited(value) => value,
+        };
+        (value, digest.as_str().to_owned())
     }
 
     /// [`Redaction::apply`], saying [`Redacted::AsSent`] for arguments with nothing to
     /// redact (the common call), which are written as they came rather than read and
     /// written again.
+    /// `text` is the arguments' JSON text as the host sent it.
     pub(crate) fn redacted(
         &self,
         upstream: Option<&str>,
         names: &[&str],
-        raw: &RawValue,
-    ) -> (Redacted, String) {
-        let text = raw.get();
-        let digest = self.digest(text.as_bytes());
+        text: &str,
+    ) -> (Redacted, Digest) {
+        let digest = self.digest_of(text.as_bytes());
         if text.len() > self.max_bytes {
             let mut marker = serde_json::Map::new();
             marker.insert(TRUNCATED.into(), Value::from(text.len()));
             return (Redacted::Edited(Value::Object(marker)), digest);
+        }
+        // A line break between tokens would end the record's line: such text is written
+        // again, on one line.
+        let one_line = memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_none();
+        // The common case, no per-tool rule nor pointer: nothing is allocated.
+        if self.rules.is_empty() && self.pointers.is_empty() && one_line {
+            let members = self.members.iter().map(String::as_str);
+            if !any_key_matches(text, members) {
+                return (Redacted::AsSent, digest);
+            }
         }
         let rules: Vec<&Compiled> = self
             .rules
@@ -238,10 +247,7 @@ impl Redaction {
             .chain(rules.iter().flat_map(|r| r.members.iter()))
             .map(String::as_str)
             .collect();
-        // A line break between tokens would end the record's line: such text is written
-        // again, on one line.
-        let one_line = memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_none();
-        if no_pointer && one_line && !any_key_matches(text, &members) {
+        if no_pointer && one_line && !any_key_matches(text, members.iter().copied()) {
             return (Redacted::AsSent, digest);
         }
         let Ok(mut value) = serde_json::from_str::<Value>(text) else {
@@ -262,10 +268,53 @@ impl Redaction {
 
     /// `sha256:<hex>`, or `hmac-sha256:<hex>` with a key, of `bytes`.
     pub fn digest(&self, bytes: &[u8]) -> String {
-        match &self.key {
-            Some(key) => format!("hmac-sha256:{}", hex(hmac::sign(key, bytes).as_ref())),
-            None => format!("sha256:{}", hex(digest(&SHA256, bytes).as_ref())),
-        }
+        self.digest_of(bytes).as_str().to_owned()
+    }
+
+    /// [`Redaction::digest`], held without allocating.
+    pub(crate) fn digest_of(&self, bytes: &[u8]) -> Digest {
+        let (prefix, sum) = match &self.key {
+            Some(key) => (
+                "hmac-sha256:",
+                hmac::sign(key, bytes).as_ref().to_owned_array(),
+            ),
+            None => ("sha256:", digest(&SHA256, bytes).as_ref().to_owned_array()),
+        };
+        let mut text = [0u8; DIGEST_TEXT];
+        text[..prefix.len()].copy_from_slice(prefix.as_bytes());
+        let len = prefix.len() + 64;
+        hex_into(&sum, &mut text[prefix.len()..len]);
+        Digest { text, len }
+    }
+}
+
+/// The longest digest's text: `hmac-sha256:` and 64 hex digits.
+const DIGEST_TEXT: usize = 12 + 64;
+
+/// A digest's text, `sha256:<hex>` or `hmac-sha256:<hex>`.
+#[derive(Clone, Copy)]
+pub(crate) struct Digest {
+    text: [u8; DIGEST_TEXT],
+    len: usize,
+}
+
+impl Digest {
+    pub(crate) fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.text[..self.len]).unwrap_or("")
+    }
+}
+
+/// A SHA-256 (32 bytes) as an array.
+trait OwnedArray {
+    fn to_owned_array(&self) -> [u8; 32];
+}
+
+impl OwnedArray for [u8] {
+    fn to_owned_array(&self) -> [u8; 32] {
+        let mut out = [0; 32];
+        let n = self.len().min(32);
+        out[..n].copy_from_slice(&self[..n]);
+        out
     }
 }
 
@@ -275,63 +324,6 @@ pub(crate) enum Redacted {
     AsSent,
     /// They are written as this.
     Edited(Value),
-}
-
-/// Whether some member name in the JSON `text` (at any depth) contains one of `members`
-/// once normalised, as [`redact_members`] would find it, read without building the
-/// document: string by string, a string followed by `:` being a name. Text it cannot
-/// read to the end says yes, so that it is read in full.
-fn any_key_matches(text: &str, members: &[&str]) -> bool {
-    if members.is_empty() {
-        return false;
-    }
-    let b = text.as_bytes();
-    let mut at = 0;
-    while let Some(q) = memchr::memchr(b'"', &b[at..]) {
-        let start = at + q + 1;
-        let mut end = start;
-        let mut escaped = false;
-        loop {
-            match memchr::memchr2(b'"', b'\\', &b[end..]) {
-                Some(k) if b[end + k] == b'\\' => {
-                    escaped = true;
-                    end += k + 2;
-                }
-                Some(k) => {
-                    end += k;
-                    break;
-                }
-                None => return true,
-            }
-            if end >= b.len() {
-                return true;
-            }
-        }
-        at = end + 1;
-        let after = b[at..].iter().position(|c| !c.is_ascii_whitespace());
-        if after.is_some_and(|p| b[at + p] == b':') {
-            let name: std::borrow::Cow<'_, str> = match escaped {
-                false => text[start..end].into(),
-                true => match serde_json::from_str::<String>(&text[start - 1..=end]) {
-                    Ok(s) => s.into(),
-                    Err(_) => return true,
-                },
-            };
-            let name = normalise(&name);
-            if members.iter().any(|m| name.contains(m)) {
-                return true;
-            }
-        }
-    }
-    false
-}
-
-/// Lowercase, without `_` and `-`: `X-Api-Key`, `api_key` and `apiKey` are one name.
-fn normalise(name: &str) -> String {
-    name.chars()
-        .filter(|c| *c != '_' && *c != '-')
-        .flat_map(char::to_lowercase)
-        .collect()
 }
 
 fn parse_pointer(pointer: &str) -> Option<Vec<String>> {
@@ -405,6 +397,7 @@ fn redact_members(value: &mut Value, members: &[&str], depth: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::audit::chain::hex;
     use serde_json::json;
 
     fn raw(text: &str) -> Box<RawValue> {
@@ -563,7 +556,7 @@ mod tests {
     fn arguments_are_written_as_sent_only_when_nothing_in_them_would_be_redacted() {
         let defaults = Redaction::new();
         let as_sent = |r: &Redaction, text: &str| {
-            matches!(r.redacted(None, &[], &raw(text)).0, Redacted::AsSent)
+            matches!(r.redacted(None, &[], raw(text).get()).0, Redacted::AsSent)
         };
         for text in [
             r#"{"text":"hello"}"#,

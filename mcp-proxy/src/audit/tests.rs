@@ -499,3 +499,35 @@ fn rotated_files_verify_in_order_and_a_missing_one_is_found() {
     }
     assert!(matches!(verify(&[]), Err(VerifyError::Empty { files: 0 })));
 }
+
+/// Says each line it takes on a channel.
+struct ChannelSink(mpsc::Sender<Vec<u8>>);
+
+impl AuditSink for ChannelSink {
+    fn write_line(&mut self, line: &[u8]) -> io::Result<()> {
+        let _ = self.0.send(line.to_vec());
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_record_reaches_the_sink_after_the_writer_slept_with_nothing_queued() {
+    let (tx, rx) = mpsc::channel();
+    let log = AuditLog::new(
+        vec![Box::new(ChannelSink(tx))],
+        Redaction::new(),
+        AuditOptions::new().interval(Duration::from_millis(5)),
+    );
+    for n in 0..3 {
+        // Nothing queued: the writer sleeps until this record wakes it; no flush is asked.
+        log.record(call(n));
+        let line = rx.recv_timeout(Duration::from_secs(10)).expect("written");
+        let line: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(line["seq"], n as u64);
+        assert!(rx.try_recv().is_err(), "one record, one line");
+    }
+}

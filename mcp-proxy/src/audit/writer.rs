@@ -1,10 +1,13 @@
 //! [`AuditLog`]: records queued by the request path under one short lock, and written by
 //! one thread of their own.
 //!
-//! The request path only pushes onto a vector: no parsing, hashing, I/O or thread wake-up
-//! per call. The writer thread wakes every `interval` (or when 1,024 records are waiting)
-//! and does the rest: redaction, digests, serialization, one seal per sink, writes, a
-//! flush.
+//! The request path only copies the record's parts into a byte buffer (see
+//! [`super::queue`]): no allocation, parsing, hashing, I/O or thread wake-up per call. The
+//! writer thread sleeps while nothing is queued; woken by the first record, it waits one
+//! `interval` (or until 64 records are waiting) for more, swaps the buffer for its empty
+//! one, and does the rest: redaction, digests, serialization, one seal per sink, writes, a
+//! flush. Small batches keep its work from taking a core for long at a time (a host's
+//! slowest answers are what that would cost).
 
 use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -16,18 +19,22 @@ use std::time::{Duration, Instant, SystemTime};
 use parking_lot::{Condvar, Mutex};
 
 use super::chain::Chain;
-use super::record::{anchor_body, gap_body, AuditRecord, Written};
+use super::pending::{Storage, POOLED};
+use super::queue::{pack, packed_len, Packed, RecordParts};
+use super::record::{anchor_body, gap_body, write_body, AuditRecord, Written};
 use super::redact::{Redacted, Redaction};
 use super::sink::AuditSink;
 
-/// Records waiting at which the writer is woken before its interval ends: one wake-up per
-/// this many records at most, and a burst does not wait for the timer.
-const WAKE_AT: usize = 1024;
+/// Records waiting at which the writer is woken before its interval ends: at most two
+/// wake-ups per this many records, and a burst does not wait for the timer.
+const WAKE_AT: usize = 64;
+/// Capacity a sink's line buffer keeps after a long line.
+const LINE_CAPACITY: usize = 64 * 1024;
 /// At most one log line per sink per this long about its failures.
 const ERROR_LOG_EVERY: Duration = Duration::from_secs(10);
-/// Capacity the writer keeps in its spare batch between drains: a burst's vector is not
+/// Bytes the writer keeps in its spare buffer between drains: a burst's buffer is not
 /// kept forever.
-const SPARE_CAPACITY: usize = 4096;
+const SPARE_CAPACITY: usize = 4 << 20;
 
 /// How [`AuditLog`] queues and writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,12 +43,14 @@ pub struct AuditOptions {
     /// Records held waiting for the writer; beyond this they are dropped, counted, and
     /// marked in the trail by a `gap` record (65,536).
     pub queue: usize,
-    /// Bytes of arguments (and a record's own, counted as 512) held waiting for the
-    /// writer, beyond which records are dropped as at [`AuditOptions::queue`] (64 MiB):
-    /// hosts sending large arguments faster than the disk takes them cannot make the
-    /// gateway hold more.
+    /// Bytes of records (their arguments and every other member, as queued) held
+    /// waiting for the writer, beyond which records are dropped as at
+    /// [`AuditOptions::queue`] (64 MiB): hosts sending large arguments faster than the
+    /// disk takes them cannot make the gateway hold more.
     pub queue_bytes: usize,
-    /// How often the writer wakes to write what is waiting (20 ms).
+    /// How long the writer lets records gather before it writes them (2 ms): how late a
+    /// record may reach the sinks, and, with [`AuditOptions::queue`], how many it can
+    /// take at a burst.
     pub interval: Duration,
 }
 
@@ -50,7 +59,7 @@ impl Default for AuditOptions {
         AuditOptions {
             queue: 65_536,
             queue_bytes: 64 << 20,
-            interval: Duration::from_millis(20),
+            interval: Duration::from_millis(2),
         }
     }
 }
@@ -73,7 +82,7 @@ impl AuditOptions {
         self
     }
 
-    /// Wakes the writer every `interval`.
+    /// Lets records gather for `interval` before writing them.
     pub fn interval(mut self, interval: Duration) -> Self {
         self.interval = interval;
         self
@@ -115,9 +124,10 @@ struct Shared {
 
 #[derive(Default)]
 struct State {
-    records: Vec<AuditRecord>,
-    /// What `records` hold, as [`queued_size`] counts it.
-    bytes: usize,
+    /// The records waiting, packed ([`super::queue`]).
+    records: Vec<u8>,
+    /// How many records `records` holds.
+    count: usize,
     /// Dropped since the last drain: the next drain writes a gap for them.
     dropped: u64,
     flush_requested: u64,
@@ -125,6 +135,12 @@ struct State {
     stop: bool,
     /// The writer thread is gone (or never started): nothing waits for it.
     dead: bool,
+    /// The writer sleeps until a record comes (rather than for an interval).
+    idle: bool,
+    /// Storage of finished records, lent again to the next ([`super::pending`]). Boxed:
+    /// it is lent as a box, so that a pending record is two pointers.
+    #[allow(clippy::vec_box)]
+    spare: Vec<Box<Storage>>,
 }
 
 impl AuditLog {
@@ -176,20 +192,30 @@ impl AuditLog {
     /// Queues `record` for writing. Takes one uncontended lock and never waits for I/O;
     /// when the queue is full the record is dropped and counted instead.
     pub fn record(&self, record: AuditRecord) {
+        self.record_parts(&record.parts());
+    }
+
+    /// [`AuditLog::record`] from borrowed parts (already bounded): the request path's
+    /// way, which copies them into the queue and allocates nothing.
+    pub(crate) fn record_parts(&self, parts: &RecordParts<'_>) {
         let shared = &self.inner.shared;
-        let size = queued_size(&record);
+        let size = packed_len(parts);
         let mut state = shared.state.lock();
-        let full = state.records.len() >= shared.queue
-            || state.bytes.saturating_add(size) > shared.queue_bytes;
+        let full = state.count >= shared.queue
+            || state.records.len().saturating_add(size) > shared.queue_bytes;
         if full || state.dead {
             state.dropped += 1;
+            let wake = state.idle;
             drop(state);
             shared.dropped.fetch_add(1, Ordering::Relaxed);
+            if wake {
+                shared.work.notify_one();
+            }
             return;
         }
-        state.records.push(record);
-        state.bytes += size;
-        let wake = state.records.len() == shared.wake_at;
+        pack(parts, &mut state.records);
+        state.count += 1;
+        let wake = state.count == shared.wake_at || state.idle;
         drop(state);
         if wake {
             shared.work.notify_one();
@@ -209,16 +235,33 @@ impl AuditLog {
         }
     }
 
+    /// Storage for a pending record: a spare one, else new.
+    pub(crate) fn lend(&self) -> Box<Storage> {
+        let spare = self.inner.shared.state.lock().spare.pop();
+        spare.unwrap_or_else(Storage::new)
+    }
+
+    /// Takes `storage` back for another record, unless enough are spare.
+    pub(crate) fn give_back(&self, storage: Box<Storage>) {
+        if !storage.reusable() {
+            return;
+        }
+        let mut state = self.inner.shared.state.lock();
+        if state.spare.len() < POOLED {
+            state.spare.push(storage);
+        }
+    }
+
+    /// How much storage is spare.
+    #[cfg(test)]
+    pub(crate) fn pooled(&self) -> usize {
+        self.inner.shared.state.lock().spare.len()
+    }
+
     /// Records dropped since the start because the queue was full.
     pub fn dropped(&self) -> u64 {
         self.inner.shared.dropped.load(Ordering::Relaxed)
     }
-}
-
-/// What a queued record counts for against [`AuditOptions::queue_bytes`]: its arguments
-/// and the rest of it, taken as 512 bytes.
-fn queued_size(record: &AuditRecord) -> usize {
-    512 + record.arguments.as_ref().map_or(0, |a| a.get().len())
 }
 
 impl Drop for Handle {
@@ -285,6 +328,7 @@ impl Writer {
                 );
             }
             batch.clear();
+            // Kept for the next swap, so a steady load queues without allocating.
             batch.shrink_to(SPARE_CAPACITY);
             if wrote || stop {
                 for slot in &mut self.slots {
@@ -304,16 +348,21 @@ impl Writer {
 
     /// Waits for work (at most one interval), then swaps the queue for `batch` (empty):
     /// returns the dropped count, the flush ticket the batch satisfies, and whether to stop.
-    fn take(&self, batch: &mut Vec<AuditRecord>) -> (u64, u64, bool) {
+    fn take(&self, batch: &mut Vec<u8>) -> (u64, u64, bool) {
         let mut state = self.shared.state.lock();
-        let waiting = !state.stop
-            && state.flush_requested == state.flushed
-            && state.records.len() < self.shared.wake_at;
-        if waiting {
+        let called = |s: &State| s.stop || s.flush_requested != s.flushed;
+        // Nothing queued: sleep until something is (no wake-up of an idle gateway).
+        while !called(&state) && state.count == 0 && state.dropped == 0 {
+            state.idle = true;
+            self.shared.work.wait(&mut state);
+            state.idle = false;
+        }
+        // Something is: give it one interval to gather company, so a batch is not a record.
+        if !called(&state) && state.count < self.shared.wake_at {
             self.shared.work.wait_for(&mut state, self.interval);
         }
         std::mem::swap(&mut state.records, batch);
-        state.bytes = 0;
+        state.count = 0;
         (
             std::mem::take(&mut state.dropped),
             state.flush_requested,
@@ -321,7 +370,7 @@ impl Writer {
         )
     }
 
-    fn write_batch(&mut self, batch: &[AuditRecord], dropped: u64, body: &mut Vec<u8>) {
+    fn write_batch(&mut self, batch: &[u8], dropped: u64, body: &mut Vec<u8>) {
         if dropped > 0 {
             self.unlogged_drops += dropped;
             let due = self
@@ -340,24 +389,27 @@ impl Writer {
                 slot.write(&gap);
             }
         }
-        for record in batch {
+        for record in Packed::new(batch) {
             body.clear();
-            let arguments = record.arguments.as_ref().map(|raw| {
-                let names = [record.name.as_deref(), record.upstream_name.as_deref()];
-                let names: Vec<&str> = names.into_iter().flatten().collect();
+            let arguments = record.arguments.map(|text| {
+                let mut names = [""; 2];
+                let mut n = 0;
+                for name in [record.name, record.upstream_name].into_iter().flatten() {
+                    names[n] = name;
+                    n += 1;
+                }
                 let (redacted, digest) =
-                    self.redaction
-                        .redacted(record.upstream.as_deref(), &names, raw);
-                (raw, redacted, digest)
+                    self.redaction.redacted(record.upstream, &names[..n], text);
+                (text, redacted, digest)
             });
-            let arguments = arguments.as_ref().map(|(raw, redacted, digest)| {
-                let written = match redacted {
-                    Redacted::AsSent => Written::AsSent(raw.get()),
+            let arguments = arguments.as_ref().map(|(text, redacted, digest)| {
+                let written = match &redacted {
+                    Redacted::AsSent => Written::AsSent(text),
                     Redacted::Edited(value) => Written::Value(value),
                 };
                 (written, digest.as_str())
             });
-            record.write_body(body, arguments);
+            write_body(&record, body, arguments);
             for slot in &mut self.slots {
                 slot.write(body);
             }
@@ -370,6 +422,8 @@ struct Slot {
     index: usize,
     sink: Box<dyn AuditSink>,
     chain: Chain,
+    /// The line being sealed, kept between lines.
+    line: Vec<u8>,
     /// Records the sink failed to take since it last took one: owed a gap record.
     lost: u64,
     errors: ErrorLog,
@@ -381,6 +435,7 @@ impl Slot {
             index,
             sink,
             chain: Chain::new(),
+            line: Vec::with_capacity(1024),
             lost: 0,
             errors: ErrorLog::default(),
         }
@@ -451,9 +506,12 @@ impl Slot {
     /// be the `prev` of the next.
     fn seal_and_write(&mut self, body: &[u8]) -> io::Result<()> {
         let mut next = self.chain;
-        let line = next.seal(body);
-        self.sink.write_line(&line)?;
+        next.seal_into(body, &mut self.line);
+        self.sink.write_line(&self.line)?;
         self.chain = next;
+        if self.line.capacity() > LINE_CAPACITY {
+            self.line = Vec::with_capacity(LINE_CAPACITY);
+        }
         Ok(())
     }
 

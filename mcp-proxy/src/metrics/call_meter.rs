@@ -59,15 +59,14 @@ pub(crate) struct CallMeter {
     meter: Option<Arc<ToolMeter>>,
     start: Instant,
     span: tracing::Span,
-    /// The call's audit record, finished as the call is counted. Boxed: a meter is
-    /// moved along with its call, and most calls have none.
-    audit: Option<Box<crate::aggregator::audited::Audited>>,
+    /// The call's audit record, finished as the call is counted.
+    audit: Option<crate::aggregator::audited::Audited>,
 }
 
 impl CallMeter {
     /// With `audit`, finished as the call is counted (however it ends).
     pub(crate) fn audited(mut self, audit: Option<crate::aggregator::audited::Audited>) -> Self {
-        self.audit = audit.map(Box::new);
+        self.audit = audit;
         self
     }
 
