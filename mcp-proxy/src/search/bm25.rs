@@ -1,10 +1,11 @@
 //! BM25F: the probabilistic relevance framework's ranking for documents with fields.
 //!
 //! A term's frequency in each field is normalised by that field's length relative to the
-//! field's average (`b`), weighted by the field's weight and summed into one pseudo
-//! frequency, saturated by `k1`, and multiplied by the term's inverse document frequency
-//! over the whole catalog (one IDF, not one per field). A document's score for a query is
-//! the sum over the query's distinct terms.
+//! field's average (as much as the field's `b` says), weighted by the field's weight and
+//! summed into one pseudo frequency, saturated by `k1`, and multiplied by the term's
+//! inverse document frequency over the whole catalog (one IDF, not one per field). A
+//! document's score for a query is the sum over the query's distinct terms. The
+//! parameters are [`Bm25`]'s.
 //!
 //! None of that depends on the query but the choice of terms, so each posting (term,
 //! document) holds its finished contribution: a search adds up the postings of the
@@ -12,153 +13,21 @@
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
-use std::sync::Arc;
 
 use ahash::AHashMap;
 
+use super::params::{Bm25, DESCRIPTION, FIELDS, NAME, PARAMETERS, TITLE};
 use super::tokens::{for_each_term, synonyms};
-use super::{SearchDocument, SearchHit, SearchIndex, ToolSearch};
-
-/// The fields, in the order of [`Bm25`]'s weights.
-const FIELDS: usize = 4;
-const NAME: usize = 0;
-const TITLE: usize = 1;
-const DESCRIPTION: usize = 2;
-const PARAMETERS: usize = 3;
+use super::{SearchDocument, SearchHit, SearchIndex};
 
 /// The longest query read, in bytes: the rest is ignored (cut at a character boundary).
 pub(crate) const MAX_QUERY_BYTES: usize = 1024;
 /// The most distinct terms of a query read; later ones are ignored.
 pub(crate) const MAX_QUERY_TERMS: usize = 64;
 
-/// BM25F over names, titles, descriptions and parameter names (the default ranking).
-///
-/// The defaults: weights name 3, title 2, description 1, parameters 0.5, so that a tool
-/// whose name says what the request asks for comes first and a description still carries
-/// a request put in other words; `b` 0.75; `k1` 0.6, lower than the usual 1.2 because a
-/// tool's word often recurs in its name, title and description, and what should count is
-/// how many of the request's words a tool has, more than how often; and synonyms at half
-/// weight ([`Bm25::synonym_weight`]).
-///
-/// A query is read up to its first 1 KiB and 64 distinct words; a search costs the
-/// postings of those words (and their synonyms) and a heap of `limit` entries, plus one
-/// score slot per document.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct Bm25 {
-    k1: f32,
-    b: f32,
-    weights: [f32; FIELDS],
-    synonyms: f32,
-}
-
-impl Default for Bm25 {
-    fn default() -> Self {
-        Bm25 {
-            k1: 0.6,
-            b: 0.75,
-            weights: [3.0, 2.0, 1.0, 0.5],
-            synonyms: 0.5,
-        }
-    }
-}
-
-impl Bm25 {
-    /// Term frequency saturation: 0 counts a term once however often it occurs; the larger,
-    /// the more repetitions count. Default 0.6. Negative or non-finite values are taken
-    /// as the default.
-    #[must_use]
-    pub fn k1(mut self, k1: f32) -> Self {
-        self.k1 = k1;
-        self
-    }
-
-    /// Length normalisation, 0 (none: a long description counts as much as a short one)
-    /// to 1 (full). Default 0.75. Values outside 0–1 are clamped, non-finite ones taken as
-    /// the default.
-    #[must_use]
-    pub fn b(mut self, b: f32) -> Self {
-        self.b = b;
-        self
-    }
-
-    /// The weight of the tool's name (split at `__`, `_`, `-` and `camelCase`). Default 3.
-    /// A weight of 0 leaves the field out; negative or non-finite ones are taken as 0.
-    #[must_use]
-    pub fn name_weight(mut self, w: f32) -> Self {
-        self.weights[NAME] = w;
-        self
-    }
-
-    /// The weight of the tool's title. Default 2.
-    #[must_use]
-    pub fn title_weight(mut self, w: f32) -> Self {
-        self.weights[TITLE] = w;
-        self
-    }
-
-    /// The weight of the tool's description. Default 1.
-    #[must_use]
-    pub fn description_weight(mut self, w: f32) -> Self {
-        self.weights[DESCRIPTION] = w;
-        self
-    }
-
-    /// The weight of the tool's parameter names. Default 0.5.
-    #[must_use]
-    pub fn parameters_weight(mut self, w: f32) -> Self {
-        self.weights[PARAMETERS] = w;
-        self
-    }
-
-    /// How much a synonym of a query's word counts, from 0 (synonyms are not looked up)
-    /// to 1 (as much as the word itself). Default 0.5. The synonyms are a small built-in
-    /// list of the words tool catalogs use for the same actions and things (`find` and
-    /// `search`, `bug` and `issue`, `meeting` and `event`); a document matching only a
-    /// synonym of a query's word is a match.
-    #[must_use]
-    pub fn synonym_weight(mut self, w: f32) -> Self {
-        self.synonyms = w;
-        self
-    }
-
-    /// The parameters as used: out-of-range values replaced as documented.
-    fn sane(&self) -> (f32, f32, [f32; FIELDS]) {
-        let d = Bm25::default();
-        let k1 = if self.k1.is_finite() && self.k1 >= 0.0 {
-            self.k1
-        } else {
-            d.k1
-        };
-        let b = if self.b.is_finite() {
-            self.b.clamp(0.0, 1.0)
-        } else {
-            d.b
-        };
-        let weights = self
-            .weights
-            .map(|w| if w.is_finite() && w > 0.0 { w } else { 0.0 });
-        (k1, b, weights)
-    }
-
-    fn sane_synonyms(&self) -> f32 {
-        if self.synonyms.is_finite() {
-            self.synonyms.clamp(0.0, 1.0)
-        } else {
-            0.0
-        }
-    }
-}
-
-impl ToolSearch for Bm25 {
-    fn index(&self, documents: &[SearchDocument]) -> Arc<dyn SearchIndex> {
-        Arc::new(Bm25Index::build(self, documents))
-    }
-}
-
 /// The built index: postings by term, each with its finished score contribution.
 #[derive(Debug)]
-struct Bm25Index {
+pub(super) struct Bm25Index {
     /// How much a synonym of a query's word counts.
     synonyms: f32,
     /// Term → its id, an index into `starts`.
@@ -172,8 +41,8 @@ struct Bm25Index {
 }
 
 impl Bm25Index {
-    fn build(params: &Bm25, documents: &[SearchDocument]) -> Bm25Index {
-        let (k1, b, weights) = params.sane();
+    pub(super) fn build(params: &Bm25, documents: &[SearchDocument]) -> Bm25Index {
+        let (k1, bs, weights) = params.sane();
         let mut terms: AHashMap<Box<str>, u32> = AHashMap::new();
         // Every document's (term, field) occurrences, then, per document, its distinct
         // terms with per-field counts.
@@ -264,13 +133,17 @@ impl Bm25Index {
             let length = lengths[doc];
             let norm: [f64; FIELDS] = std::array::from_fn(|f| {
                 if average[f] > 0.0 {
-                    1.0 - f64::from(b) + f64::from(b) * f64::from(length[f]) / average[f]
+                    let b = f64::from(bs[f]);
+                    1.0 - b + b * f64::from(length[f]) / average[f]
                 } else {
                     1.0
                 }
             });
             for &(id, counts) in &doc_terms[span[0]..span[1]] {
+                // A field without the term adds nothing (its norm may be 0: an empty
+                // field, fully normalised).
                 let tf: f64 = (0..FIELDS)
+                    .filter(|&f| counts[f] > 0)
                     .map(|f| f64::from(weights[f]) * f64::from(counts[f]) / norm[f])
                     .sum();
                 let k1 = f64::from(k1);
@@ -415,6 +288,7 @@ impl SearchIndex for Bm25Index {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::search::ToolSearch;
 
     fn doc(name: &str, description: &str) -> SearchDocument {
         SearchDocument::new(name).with_description(description)
@@ -537,6 +411,49 @@ mod tests {
             .parameters_weight(f32::NAN)
             .index(&small());
         assert!(found(&*nothing, "message").is_empty());
+    }
+
+    #[test]
+    fn length_normalisation_is_per_field() {
+        let score = |bm25: Bm25, docs: &[SearchDocument], query: &str| -> Vec<f32> {
+            let hits = bm25.index(docs).search(query, &all, 10);
+            let mut by_doc = vec![0.0; docs.len()];
+            for h in hits {
+                by_doc[h.document] = h.score;
+            }
+            by_doc
+        };
+        // Names: the shorter, each word a larger part of it, first; unless not normalised.
+        let names = [
+            SearchDocument::new("list_open_stale_issues"),
+            SearchDocument::new("create_issue"),
+        ];
+        let s = score(Bm25::default(), &names, "issue");
+        assert!(s[1] > s[0], "{s:?}");
+        let s = score(Bm25::default().name_b(0.0), &names, "issue");
+        assert_eq!(s[0], s[1]);
+        // Descriptions: a long one counts as much as a short one; unless normalised.
+        let descriptions = [
+            doc("a", "Send an email."),
+            doc(
+                "b",
+                "Send an email with a subject, a body, attachments and recipients.",
+            ),
+        ];
+        let s = score(Bm25::default(), &descriptions, "email");
+        assert_eq!(s[0], s[1]);
+        let s = score(Bm25::default().description_b(1.0), &descriptions, "email");
+        assert!(s[0] > s[1], "{s:?}");
+        let s = score(
+            Bm25::default().b(1.0).description_b(f32::NAN),
+            &descriptions,
+            "email",
+        );
+        assert_eq!(s[0], s[1]);
+        // An empty field, fully normalised, spoils nothing.
+        let empty = [doc("the", "Send an email."), doc("quux", "Send an email.")];
+        let s = score(Bm25::default().b(1.0), &empty, "email");
+        assert!(s[0] > 0.1 && s[0] == s[1], "{s:?}");
     }
 
     #[test]

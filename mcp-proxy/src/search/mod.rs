@@ -25,13 +25,14 @@
 //! ```
 
 mod bm25;
+mod params;
 mod tokens;
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use bm25::Bm25;
+pub use params::Bm25;
 
 /// One tool as a search reads it.
 #[derive(Debug, Clone, Default, PartialEq)]
