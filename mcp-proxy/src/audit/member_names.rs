@@ -13,7 +13,18 @@ pub(crate) fn any_key_matches<'m>(
     if members.clone().next().is_none() {
         return false;
     }
-    let mut name_buf = String::new();
+    // One buffer per thread for the names: this runs for every audited call.
+    thread_local! {
+        static NAME: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    }
+    NAME.with_borrow_mut(|name_buf| scan(text, members, name_buf))
+}
+
+fn scan<'m>(
+    text: &str,
+    members: impl Iterator<Item = &'m str> + Clone,
+    name_buf: &mut String,
+) -> bool {
     let b = text.as_bytes();
     let mut at = 0;
     while let Some(q) = memchr::memchr(b'"', &b[at..]) {
@@ -46,7 +57,7 @@ pub(crate) fn any_key_matches<'m>(
                     Err(_) => return true,
                 },
             };
-            normalise_into(&name, &mut name_buf);
+            normalise_into(&name, name_buf);
             if members.clone().any(|m| name_buf.contains(m)) {
                 return true;
             }
@@ -65,6 +76,14 @@ pub(crate) fn normalise(name: &str) -> String {
 /// [`normalise`] into `out` (emptied first): one buffer for every name of a call.
 fn normalise_into(name: &str, out: &mut String) {
     out.clear();
+    if name.is_ascii() {
+        out.extend(
+            name.bytes()
+                .filter(|b| *b != b'_' && *b != b'-')
+                .map(|b| char::from(b.to_ascii_lowercase())),
+        );
+        return;
+    }
     out.extend(
         name.chars()
             .filter(|c| *c != '_' && *c != '-')

@@ -389,13 +389,26 @@ fn json_str(out: &mut Vec<u8>, s: &str) {
     json_str_then(out, s, "");
 }
 
+/// Whether `bytes` hold a control character, `"` or `\\`: sixteen bytes at a time without
+/// a branch per byte, so that the check compiles to vector instructions.
+fn needs_escape(bytes: &[u8]) -> bool {
+    let special = |b: u8| (b < 0x20) | (b == b'"') | (b == b'\\');
+    let mut chunks = bytes.chunks_exact(16);
+    for chunk in &mut chunks {
+        if chunk.iter().fold(false, |m, &b| m | special(b)) {
+            return true;
+        }
+    }
+    chunks.remainder().iter().any(|&b| special(b))
+}
+
 /// `s` then `tail` (which needs no escaping) as one JSON string.
 fn json_str_then(out: &mut Vec<u8>, s: &str, tail: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     out.push(b'"');
     let bytes = s.as_bytes();
     // Most text has nothing to escape: one check the compiler vectorises, one copy.
-    if !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+    if !needs_escape(bytes) {
         out.extend_from_slice(bytes);
         out.extend_from_slice(tail.as_bytes());
         out.push(b'"');
@@ -480,6 +493,25 @@ mod tests {
         assert!(bare.ends_with(
             r#""method":"prompts/get","outcome":"ok","durationMs":0.000,"requestBytes":0,"responseBytes":0}"#
         ));
+    }
+
+    #[test]
+    fn strings_are_escaped_as_serde_json_escapes_them_wherever_the_character_falls() {
+        let base = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ";
+        for special in ['"', '\\', '\n', '\u{1}', '\u{1f}', 'é'] {
+            for at in [0, 1, 15, 16, 17, 31, 32, 40, base.len()] {
+                let mut s = base.to_owned();
+                s.insert(at, special);
+                let mut out = Vec::new();
+                json_str(&mut out, &s);
+                let expected = serde_json::to_string(&s).unwrap();
+                assert_eq!(
+                    String::from_utf8(out).unwrap(),
+                    expected,
+                    "{special:?} at {at}"
+                );
+            }
+        }
     }
 
     #[test]
