@@ -247,6 +247,24 @@ async fn buckets(store: Arc<dyn StateStore>) {
         taken += usize::from(r.await.expect("joined"));
     }
     assert_eq!(taken, 4, "the burst, and no more");
+    // A token given back is there to take again; given to a full bucket, it is lost.
+    let rate = TokenRate::new(0.01, 2);
+    assert!(store.take_token("p:give", rate).await.expect("take").taken);
+    assert!(store.take_token("p:give", rate).await.expect("take").taken);
+    assert!(!store.take_token("p:give", rate).await.expect("take").taken);
+    store.give_token("p:give", rate).await.expect("give");
+    assert_eq!(
+        store.take_token("p:give", rate).await.expect("take"),
+        TokenTaken::taken(0)
+    );
+    assert!(!store.take_token("p:give", rate).await.expect("take").taken);
+    store.give_token("p:full", rate).await.expect("give");
+    store.give_token("p:full", rate).await.expect("give");
+    for left in [1, 0] {
+        let t = store.take_token("p:full", rate).await.expect("take");
+        assert_eq!(t, TokenTaken::taken(left));
+    }
+    assert!(!store.take_token("p:full", rate).await.expect("take").taken);
 }
 
 #[tokio::test]

@@ -91,6 +91,12 @@ impl TokenBucket {
         Ok(())
     }
 
+    /// Puts back one token taken from it (a call another bucket then refused): the
+    /// bucket is as if that take had not been, whatever was taken since.
+    pub fn give_back(&mut self) {
+        self.full = self.full.saturating_sub(self.interval);
+    }
+
     /// The tokens in it at `now` (whole ones).
     pub fn remaining(&self, now: Instant) -> u32 {
         let now = self.at(now);
@@ -253,6 +259,23 @@ mod tests {
         assert_eq!(fastest.take(t0), Err(Duration::from_nanos(1)));
         // A time before the bucket was made is its first instant.
         assert!(fastest.take(t0 - ms(5)).is_err());
+    }
+
+    #[test]
+    fn a_token_given_back_is_there_to_take_again() {
+        let t0 = Instant::now();
+        let mut b = TokenBucket::new(Rate::per_second(1.0).burst(2), t0);
+        assert!(b.take(t0).is_ok() && b.take(t0).is_ok());
+        assert!(b.take(t0).is_err());
+        b.give_back();
+        assert_eq!(b.remaining(t0), 1);
+        assert!(b.take(t0).is_ok());
+        assert!(b.take(t0).is_err());
+        // Given back to a full bucket: still full, never more than its burst.
+        let t9 = t0 + ms(9_000);
+        b.give_back();
+        assert!(b.is_full(t9));
+        assert_eq!(b.remaining(t9), 2);
     }
 
     #[test]

@@ -108,6 +108,13 @@ impl LocalLimiter {
         taken.map_err(|retry_after| RateLimited::new(key, rate, retry_after))
     }
 
+    /// Puts back a token taken from `key`'s bucket ([`Limiter::give_back`]).
+    pub fn give_back_now(&self, key: &LimitKey) {
+        if let Some(bucket) = self.buckets.of(key).lock().get_mut(key) {
+            bucket.give_back();
+        }
+    }
+
     /// How many keys it keeps now.
     pub fn len(&self) -> usize {
         self.buckets.len()
@@ -123,6 +130,10 @@ impl LocalLimiter {
 impl Limiter for LocalLimiter {
     async fn take(&self, key: &LimitKey, rate: Rate) -> Result<(), LimitError> {
         self.take_now(key, rate).map_err(LimitError::Limited)
+    }
+
+    async fn give_back(&self, key: &LimitKey, _rate: Rate) {
+        self.give_back_now(key);
     }
 }
 

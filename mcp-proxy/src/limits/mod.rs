@@ -288,6 +288,13 @@ pub trait Limiter: Send + Sync + 'static {
     /// Takes one token from `key`'s bucket, shaped by `rate` (a bucket first used is full;
     /// one used before at another rate keeps what was taken from it).
     async fn take(&self, key: &LimitKey, rate: Rate) -> Result<(), LimitError>;
+
+    /// Puts back a token [`Limiter::take`] took from `key`'s bucket, for a call that a
+    /// later bucket refused: a call that does not go counts against no limit. Best effort
+    /// (a store that cannot be reached keeps the token); by default nothing is put back.
+    async fn give_back(&self, key: &LimitKey, rate: Rate) {
+        let _ = (key, rate);
+    }
 }
 
 #[cfg(test)]

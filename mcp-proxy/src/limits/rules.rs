@@ -141,11 +141,17 @@ impl RateLimits {
         let Keeper::Local(local) = &self.keeper else {
             return None;
         };
-        let taken = self
-            .buckets(principal, upstream, exposed)
-            .into_iter()
-            .try_for_each(|(key, rate)| local.take_now(&key, rate));
-        Some(taken.map_err(LimitError::from))
+        let buckets = self.buckets(principal, upstream, exposed);
+        for (i, (key, rate)) in buckets.iter().enumerate() {
+            if let Err(refused) = local.take_now(key, *rate) {
+                // The call does not go: what it took from the buckets before is put back.
+                for (key, _) in &buckets[..i] {
+                    local.give_back_now(key);
+                }
+                return Some(Err(refused.into()));
+            }
+        }
+        Some(Ok(()))
     }
 
     /// Takes the call's tokens wherever its buckets are kept.
@@ -159,8 +165,14 @@ impl RateLimits {
             Keeper::Local(l) => l.as_ref(),
             Keeper::Remote(r) => r.as_ref(),
         };
-        for (key, rate) in self.buckets(principal, upstream, exposed) {
-            limiter.take(&key, rate).await?;
+        let buckets = self.buckets(principal, upstream, exposed);
+        for (i, (key, rate)) in buckets.iter().enumerate() {
+            if let Err(refused) = limiter.take(key, *rate).await {
+                for (key, rate) in &buckets[..i] {
+                    limiter.give_back(key, *rate).await;
+                }
+                return Err(refused);
+            }
         }
         Ok(())
     }
@@ -206,5 +218,54 @@ mod tests {
         assert!(RateLimits::new()
             .tool("t", Rate::per_second(1.0))
             .applies("up", "t"));
+    }
+
+    /// Alice may make two calls (ever, near enough), one of them to `up__t`.
+    fn two_calls_one_to_t(limits: RateLimits) -> RateLimits {
+        limits
+            .per_principal(Rate::per_second(0.001).burst(2))
+            .tool("up__t", Rate::per_second(0.001).burst(1))
+    }
+
+    fn refused_by(r: Option<Result<(), LimitError>>) -> Option<String> {
+        match r {
+            Some(Err(LimitError::Limited(l))) => Some(l.key),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_call_a_later_bucket_refuses_puts_back_what_it_took_from_the_earlier() {
+        let limits = two_calls_one_to_t(RateLimits::new());
+        assert!(limits.take_now(Some("alice"), "up", "up__t") == Some(Ok(())));
+        // The tool's bucket is empty: each refusal puts Alice's token back.
+        for _ in 0..5 {
+            let r = limits.take_now(Some("alice"), "up", "up__t");
+            assert_eq!(refused_by(r).as_deref(), Some("up__t"));
+        }
+        assert!(limits.take_now(Some("alice"), "up", "other") == Some(Ok(())));
+        let r = limits.take_now(Some("alice"), "up", "other");
+        assert_eq!(refused_by(r).as_deref(), Some("alice"));
+    }
+
+    #[tokio::test]
+    async fn shared_buckets_are_put_back_too() {
+        let store: Arc<dyn StateStore> = Arc::new(crate::store::MemoryStore::new());
+        let limits = two_calls_one_to_t(RateLimits::shared(store, StoreDown::Closed));
+        let take = |tool: &'static str| limits.take(Some("alice"), "up", tool);
+        assert!(take("up__t").await.is_ok());
+        for _ in 0..5 {
+            let r = take("up__t").await;
+            assert!(
+                matches!(r, Err(LimitError::Limited(ref l)) if l.key == "up__t"),
+                "{r:?}"
+            );
+        }
+        assert!(take("other").await.is_ok());
+        let r = take("other").await;
+        assert!(
+            matches!(r, Err(LimitError::Limited(ref l)) if l.key == "alice"),
+            "{r:?}"
+        );
     }
 }

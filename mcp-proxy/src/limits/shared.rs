@@ -235,6 +235,17 @@ impl Limiter for SharedLimiter {
             }
         }
     }
+
+    async fn give_back(&self, key: &LimitKey, rate: Rate) {
+        if self.paused(Instant::now()).is_some() {
+            return;
+        }
+        let rate = TokenRate::new(rate.per_second, rate.burst);
+        if let Err(error) = self.store.give_token(&key.store_key(), rate).await {
+            // The token stays taken: the caller waits a token's worth more, no more.
+            tracing::debug!(%error, key = %key, "rate limit: a token could not be put back");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -193,4 +193,12 @@ impl StateStore for MemoryStore {
             Err(retry_after) => TokenTaken::refused(retry_after),
         })
     }
+
+    async fn give_token(&self, key: &str, rate: TokenRate) -> Result<(), StoreError> {
+        rate.rate()?;
+        if let Some(bucket) = self.buckets.lock().get_mut(key) {
+            bucket.give_back();
+        }
+        Ok(())
+    }
 }

@@ -285,6 +285,14 @@ pub trait StateStore: Send + Sync + 'static {
             "this state store keeps no rate limits".into(),
         ))
     }
+
+    /// Puts back into the bucket under `key` one token [`StateStore::take_token`] took (a
+    /// call that another bucket then refused): as if that take had not been, whatever was
+    /// taken since; a bucket full or gone stays so. Default: nothing to put back.
+    async fn give_token(&self, key: &str, rate: TokenRate) -> Result<(), StoreError> {
+        let _ = (key, rate);
+        Ok(())
+    }
 }
 
 /// What a store without the value methods answers them.

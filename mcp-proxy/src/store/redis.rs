@@ -74,6 +74,7 @@ pub struct RedisStore {
     put: redis::Script,
     remove: redis::Script,
     take: redis::Script,
+    give: redis::Script,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -140,6 +141,24 @@ redis.call('SET', KEYS[1], string.format('%.0f', full), 'PX', string.format('%.0
 return {1, 0, math.floor((now + span - full) / interval)}
 ";
 
+/// Puts a token back into a bucket (KEYS: the bucket; ARGV: one token's worth in µs): its
+/// full time moves a token's worth earlier, and a bucket then full is forgotten.
+const GIVE: &str = r"
+if redis.replicate_commands then redis.replicate_commands() end
+local full = tonumber(redis.call('GET', KEYS[1]))
+if not full then return 0 end
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+full = full - tonumber(ARGV[1])
+if full <= now then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+local ttl = math.min(math.max(1, math.ceil((full - now) / 1000)), 1e15)
+redis.call('SET', KEYS[1], string.format('%.0f', full), 'PX', string.format('%.0f', ttl))
+return 1
+";
+
 /// One token's worth of `per_second`, in µs, rounded up (never more generous than the
 /// rate): from 1 µs to 10¹⁵ µs (31 years), which keeps a burst's worth a finite double.
 fn micros_per_token(per_second: f64) -> u64 {
@@ -181,6 +200,7 @@ impl RedisStore {
             put: redis::Script::new(PUT),
             remove: redis::Script::new(REMOVE),
             take: redis::Script::new(TAKE),
+            give: redis::Script::new(GIVE),
         })
     }
 
@@ -449,5 +469,16 @@ impl StateStore for RedisStore {
             let wait = u64::try_from(wait).unwrap_or(0).max(1);
             TokenTaken::refused(Duration::from_micros(wait))
         })
+    }
+
+    async fn give_token(&self, key: &str, rate: TokenRate) -> Result<(), StoreError> {
+        let rate = rate.rate()?;
+        let mut c = self.connection().await?;
+        let mut call = self.give.key(self.key("rate", key));
+        call.arg(micros_per_token(rate.per_second));
+        let _: i64 = self
+            .bounded(async move { call.invoke_async(&mut c).await })
+            .await?;
+        Ok(())
     }
 }
