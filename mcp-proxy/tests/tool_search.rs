@@ -68,7 +68,7 @@ fn rank(
 
 /// How many of the twenty requests find their tool in the top five, at least: what the
 /// default ranking achieves on this catalog under the names the gateway gives it
-/// (`corpus__…`, see `examples/tests/gateway_search.rs`), kept from getting worse. Under
+/// (`corpus__…`, see `examples/tests/gateway_search/main.rs`), kept from getting worse. Under
 /// the names as they are it finds 12 (the twelfth, `currency__convert`, at rank 5; 6
 /// under the gateway's names); 7 with synonyms off. Not all twenty. Some requests share
 /// no word with their tool's text, or only one that hundreds of distractors share too,

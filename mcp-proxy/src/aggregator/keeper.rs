@@ -206,8 +206,9 @@ impl Keeper {
         }
     }
 
-    /// Lists upstream `i` again when it says a list changed (or a new session may offer
-    /// others), until `client`'s connection ends or this aggregator stops keeping it. A
+    /// Lists upstream `i` again when it says a list changed, on this connection or on
+    /// another of its sessions (or a new session may offer others), until `client`'s
+    /// connection ends or this aggregator stops keeping it. A
     /// flood of list changes is coalesced: the first is followed at once, the rest at most
     /// once per [`RELIST_INTERVAL`]; hosts hear only of the lists the upstream said changed
     /// or that read differently.
@@ -232,6 +233,7 @@ impl Keeper {
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => true,
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => false,
                 },
+                () = u.heard_elsewhere.notified() => true,
                 () = tokio::time::sleep_until(tick) => false,
             };
             let renewed = u.session_renewals.load(Ordering::Relaxed);

@@ -279,12 +279,40 @@ impl Links {
         // A host's own session or a pooled one: one host's calls at a time.
         let calls = Arc::new(Calls::for_one_host());
         let client = self.pool.open(u, calls.clone(), capabilities, era).await?;
+        watch_list_changes(&client, &u.heard_elsewhere);
         Ok(Link {
             client,
             calls,
             lease: None,
         })
     }
+}
+
+/// Tells the upstream's keeper of each list change `client` (a pooled session, or a
+/// host's own) hears, so that it lists the upstream again on its own connection: an
+/// upstream whose lists live outside its sessions (a database, a file, one server behind
+/// them all) says so only on the session whose call changed them. What the keeper's
+/// listing shows is what every host then sees; a change held in one session's process
+/// alone is not (another session would not have it). Ends when the session's client is
+/// gone.
+pub(super) fn watch_list_changes(client: &mcp_client::Client, heard: &Arc<tokio::sync::Notify>) {
+    use tokio::sync::broadcast::error::RecvError;
+    let mut notes = client.notifications();
+    let heard = Arc::downgrade(heard);
+    tokio::spawn(async move {
+        loop {
+            let list_changed = match notes.recv().await {
+                Ok(mcp_types::protocol::TypedNotification::Bare(_)) => true,
+                Ok(_) => false,
+                Err(RecvError::Lagged(_)) => true,
+                Err(RecvError::Closed) => return,
+            };
+            if list_changed {
+                let Some(heard) = heard.upgrade() else { return };
+                heard.notify_one();
+            }
+        }
+    });
 }
 
 /// Whether `host`'s calls may share a pooled session (see `sessions::pool`): it can be asked

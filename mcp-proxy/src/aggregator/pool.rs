@@ -44,6 +44,9 @@ pub(super) struct Upstream {
     pub(super) restarts: std::sync::atomic::AtomicU64,
     /// How often an HTTP upstream ended one of our sessions and a new one was started.
     pub(super) session_renewals: Arc<std::sync::atomic::AtomicU64>,
+    /// A list change heard on another of its sessions (pooled, or a host's own): its
+    /// keeper lists it again ([`super::links::watch_list_changes`]).
+    pub(super) heard_elsewhere: Arc<tokio::sync::Notify>,
     /// The generation of the aggregator that keeps it alive (connects, restarts it): one
     /// at a time, handed over by a reload ([`crate::Aggregator::reconfigured`]).
     pub(super) keeper: std::sync::atomic::AtomicU64,
@@ -77,6 +80,7 @@ impl Upstream {
             calls: Arc::new(Calls::default()),
             restarts: Default::default(),
             session_renewals: Default::default(),
+            heard_elsewhere: Default::default(),
             keeper: Default::default(),
         }
     }

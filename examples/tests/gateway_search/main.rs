@@ -11,11 +11,12 @@
 //! 6. a principal whose view allows only some tools is never shown another, not even the
 //!    best match for its request, and cannot call one;
 //! 7. a tool the upstream adds is found by the next searches, and one it removes is gone;
-//!    with an upstream session per host, for that host only.
+//!    with an upstream session per host, for that host only; with pooled sessions, when
+//!    the upstream keeps its list outside them (`changes.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use mcp_client::auth::{AuthError, AuthProvider, Refused};
 use mcp_client::http::HttpConfig;
@@ -25,6 +26,8 @@ use mcp_proxy::search::{Bm25, SearchDocument, ToolSearch};
 use mcp_types::Revision;
 use serde_json::{json, Value};
 
+mod changes;
+#[path = "../common/mod.rs"]
 mod common;
 use common::redis::scratch;
 use common::{announced_url, example, Stopped};
@@ -35,10 +38,13 @@ const BOB: &str = "bob-key-0123456789abcdef";
 /// The upstream: `python3 UPSTREAM tools.json`. Lists the tools in the file 1,000 a page
 /// (`nextCursor` an offset), answers a call to one of them with `called <name>`, and to
 /// `catalog_edit` by adding the tools in `add`, removing those named in `remove`, and
-/// saying its list changed.
+/// saying its list changed. With a second argument `kept`, the list is kept in the file
+/// (read at each request, written at each edit), as an upstream whose list lives in a
+/// database shares it among its sessions; else each process has its own.
 const UPSTREAM: &str = r#"
 import json, sys
 TOOLS = json.load(open(sys.argv[1]))
+KEPT = sys.argv[2:] == ["kept"]
 PAGE = 1000
 def send(obj):
     sys.stdout.write(json.dumps(obj) + "\n"); sys.stdout.flush()
@@ -51,6 +57,8 @@ for line in sys.stdin:
     if i is None or m is None:
         continue
     p = msg.get("params") or {}
+    if KEPT:
+        TOOLS[:] = json.load(open(sys.argv[1]))
     if m == "initialize":
         send({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": "2025-06-18",
               "capabilities": {"tools": {"listChanged": True}},
@@ -68,6 +76,11 @@ for line in sys.stdin:
         if name == "catalog_edit":
             gone = set(args.get("remove", []))
             TOOLS[:] = [t for t in TOOLS if t["name"] not in gone] + args.get("add", [])
+            if KEPT:
+                with open(sys.argv[1] + ".new", "w") as f:
+                    json.dump(TOOLS, f)
+                import os
+                os.replace(sys.argv[1] + ".new", sys.argv[1])
             send({"jsonrpc": "2.0", "id": i, "result": {"content": [
                   {"type": "text", "text": "%d tools" % len(TOOLS)}]}})
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
@@ -114,7 +127,14 @@ fn config(dir: &Path, distractors: usize, session: Option<&str>, extra: Value) -
     let mut server = json!({"command": "python3", "args": [script, dir.join("tools.json")]});
     if let Some(mode) = session {
         tools.push(edit_tool());
+        let (mode, kept) = match mode.strip_suffix(" kept") {
+            Some(mode) => (mode, true),
+            None => (mode, false),
+        };
         server["session"] = mode.into();
+        if kept {
+            server["args"] = json!([script, dir.join("tools.json"), "kept"]);
+        }
     }
     let listing = dir.join("tools.json");
     std::fs::write(&listing, Value::Array(tools).to_string()).expect("tools");
@@ -444,154 +464,5 @@ async fn a_view_limits_what_search_shows_and_what_can_be_called() {
     assert_eq!(text, "called github__create_issue");
     alice.close().await;
     bob.close().await;
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// Searches until `cond` holds of the names found (at most 10 s): whether it came to,
-/// and after how many searches.
-async fn searched_until(
-    host: &Client,
-    query: &str,
-    cond: impl Fn(&[String]) -> bool,
-) -> (bool, u32) {
-    let mut searches = 0;
-    let held = mcp_examples::wait_until(Duration::from_secs(10), || {
-        searches += 1;
-        let cond = &cond;
-        async move { cond(&search(host, query, 50, None).await.names) }
-    })
-    .await;
-    (held, searches)
-}
-
-/// Test 7. The upstream (2,020 tools here) adds a tool, then removes one; a legacy host
-/// searches. The upstream is `"session": "shared"`: the host's calls go on the
-/// connection the catalog is listed from (with the default, pooled sessions, the edit
-/// would be made in a pooled process of its own, whose list is not the catalog's).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_tool_added_upstream_is_found_and_one_removed_is_gone() {
-    let dir = scratch("search-change");
-    let (_gw, url) = gateway(&config(&dir, 2_000, Some("shared"), json!({})), &dir).await;
-    let alice = host(&url, None, legacy()).await;
-    let new = "corpus__zeta__frobnicate_quux";
-    let query = "frobnicate the quux widgets";
-    let before = search(&alice, query, 50, None).await;
-    assert!(!before.names.iter().any(|n| n == new), "{:?}", before.names);
-
-    let tool = json!({"name": "zeta__frobnicate_quux", "title": "Frobnicate quux widgets",
-        "description": "Frobnicates the quux widgets of a zeta reactor overnight.",
-        "inputSchema": {"type": "object", "properties": {"widget": {"type": "string"}}}});
-    let (error, text) = call(
-        &alice,
-        "call_tool",
-        json!({"name": "corpus__catalog_edit", "arguments": {"add": [tool]}}),
-    )
-    .await
-    .expect("edited");
-    assert!(!error && text == "2022 tools", "{text}");
-    let edited = Instant::now();
-    let (found, searches) = searched_until(&alice, query, |names| {
-        names.first().map(String::as_str) == Some(new)
-    })
-    .await;
-    eprintln!(
-        "the added tool was found first by search {searches} after the change ({:?})",
-        edited.elapsed()
-    );
-    assert!(found, "the added tool is found");
-    let (error, text) = call(&alice, "call_tool", json!({"name": new, "arguments": {}}))
-        .await
-        .expect("call_tool");
-    assert!(!error && text == "called zeta__frobnicate_quux", "{text}");
-
-    let gone = "corpus__weather__forecast";
-    let weather = "what will the weather be like in Paris tomorrow";
-    let top = search(&alice, weather, 5, None).await;
-    assert!(top.names.iter().any(|n| n == gone), "{:?}", top.names);
-    let (error, text) = call(
-        &alice,
-        "call_tool",
-        json!({"name": "corpus__catalog_edit", "arguments": {"remove": ["weather__forecast"]}}),
-    )
-    .await
-    .expect("edited");
-    assert!(!error && text == "2021 tools", "{text}");
-    let edited = Instant::now();
-    let (removed, searches) =
-        searched_until(&alice, weather, |names| !names.iter().any(|n| n == gone)).await;
-    eprintln!(
-        "the removed tool was gone from search {searches} after the change ({:?})",
-        edited.elapsed()
-    );
-    assert!(removed, "the removed tool is not found");
-    // Still there: what was added, and the rest.
-    let page = search(&alice, query, 5, None).await;
-    assert_eq!(page.names.first().map(String::as_str), Some(new));
-    let (error, text) = call(&alice, "call_tool", json!({"name": gone, "arguments": {}}))
-        .await
-        .expect("call_tool answered");
-    assert!(error, "a removed tool was called: {text}");
-    alice.close().await;
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// Test 7, with an upstream that keeps a session per host (`"session": "per-host"`): the
-/// tool a host's own upstream session adds is found by that host's searches (made over
-/// its own listing), never by another host's; the one it removes is gone for it only.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_hosts_own_upstream_session_changes_only_its_own_search() {
-    let dir = scratch("search-own");
-    let (_gw, url) = gateway(&config(&dir, 2_000, Some("per-host"), json!({})), &dir).await;
-    let (a, b) = (
-        host(&url, None, legacy()).await,
-        host(&url, None, legacy()).await,
-    );
-    // Each opens its upstream session with a call.
-    for h in [&a, &b] {
-        let args = json!({"name": "corpus__weather__forecast", "arguments": {}});
-        let (error, text) = call(h, "call_tool", args).await.expect("call_tool");
-        assert!(!error, "{text}");
-    }
-    let new = "corpus__zeta__frobnicate_quux";
-    let query = "frobnicate the quux widgets";
-    let tool = json!({"name": "zeta__frobnicate_quux", "title": "Frobnicate quux widgets",
-        "description": "Frobnicates the quux widgets of a zeta reactor overnight.",
-        "inputSchema": {"type": "object", "properties": {"widget": {"type": "string"}}}});
-    let edit = json!({"name": "corpus__catalog_edit",
-                      "arguments": {"add": [tool], "remove": ["weather__forecast"]}});
-    let (error, text) = call(&b, "call_tool", edit).await.expect("edited");
-    assert!(!error && text == "2021 tools", "{text}");
-    let edited = Instant::now();
-    let (found, searches) = searched_until(&b, query, |names| {
-        names.first().map(String::as_str) == Some(new)
-    })
-    .await;
-    eprintln!(
-        "b's own added tool found by its search {searches} ({:?})",
-        edited.elapsed()
-    );
-    assert!(found, "b finds the tool its own session added");
-    let weather = "what will the weather be like in Paris tomorrow";
-    let gone = "corpus__weather__forecast";
-    let b_weather = search(&b, weather, 50, None).await;
-    assert!(
-        !b_weather.names.iter().any(|n| n == gone),
-        "removed from b's own listing: {:?}",
-        b_weather.names
-    );
-    let a_query = search(&a, query, 50, None).await;
-    assert!(
-        !a_query.names.iter().any(|n| n == new),
-        "a was shown b's own tool: {:?}",
-        a_query.names
-    );
-    let a_weather = search(&a, weather, 5, None).await;
-    assert!(
-        a_weather.names.iter().any(|n| n == gone),
-        "a still finds what only b's session removed: {:?}",
-        a_weather.names
-    );
-    a.close().await;
-    b.close().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
