@@ -289,7 +289,7 @@ impl RequestContext {
         self.log_level.as_ref()
     }
 
-    /// Whether this request may be answered with [`Outcome::Task`]: a 2026-07-28 client
+    /// Whether this request may be answered with [`Outcome::Task`](crate::Outcome::Task): a 2026-07-28 client
     /// that declared the tasks extension, or a 2025-11-25 client that asked for a task.
     pub fn accepts_task(&self) -> bool {
         if features::has_tasks_extension(self.revision) {

@@ -14,10 +14,10 @@
 //! [`crate::AggregatorOptions::startup_wait`]).
 //!
 //! The file is read in three steps: its keys are checked against the schema, so that an
-//! unknown key is an error naming the nearest known one (see [`keys`]); it is deserialized
+//! unknown key is an error naming the nearest known one (see `keys.rs`); it is deserialized
 //! into the types of [`file`], which the schema is generated from, so a value of the wrong
 //! kind is an error naming where it is; and those are turned into the gateway's own types
-//! with the checks only the whole file can make (see [`server`]): a server's `type`
+//! with the checks only the whole file can make (see `server.rs`): a server's `type`
 //! (`"stdio"`, `"http"`, `"streamable-http"`, `"sse"`, as other hosts write) must agree
 //! with its `command` or `url`, views name servers that exist, secrets' variables are set.
 //! `"disabled": true` leaves a server out before its values are read.

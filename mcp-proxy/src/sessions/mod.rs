@@ -5,7 +5,7 @@
 //! its own:
 //!
 //! - [`SessionMode::Pooled`] (the default): a bounded pool of upstream sessions
-//!   ([`pool::SessionPool`]), each carrying **one call at a time**, so whatever the
+//!   (`pool::SessionPool`), each carrying **one call at a time**, so whatever the
 //!   upstream asks or logs during a call belongs to that call's host; a host that can be
 //!   asked nothing (it declared none of sampling, elicitation, roots) has all its calls in
 //!   flight share one session, whose upstream has nobody to ask. A session declares
@@ -14,7 +14,7 @@
 //!   subscription, a task) gets a session of its own from then on, as in `PerHost`.
 //! - [`SessionMode::PerHost`]: each host session ([`mcp_server::HostSession`]: a stdio
 //!   connection, a legacy HTTP session) has an upstream session to itself
-//!   ([`host::HostLinks`]), opened at its first request there with exactly that host's
+//!   (`host::HostLinks`), opened at its first request there with exactly that host's
 //!   capabilities, capped, and closed when the host goes or after it has been idle: for an
 //!   upstream that keeps per-client state a pool would mix.
 //!

@@ -5,7 +5,7 @@
 use http::{HeaderMap, HeaderName, HeaderValue};
 use mcp_types::Request;
 
-/// [`super::checks`]' check of a 2026-07-28 request's mirrored headers against its body,
+/// `checks`' check of a 2026-07-28 request's mirrored headers against its body,
 /// with the headers given as name/value pairs; a pair hyper could not have parsed (an
 /// invalid name or value) is left out, as it would never reach the check.
 pub fn check_modern_headers(
