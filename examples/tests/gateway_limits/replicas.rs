@@ -153,6 +153,13 @@ async fn replicas_sharing_redis_hold_one_rate_and_a_store_down_is_open_or_closed
     // A store that cannot answer is not the caller's doing: a JSON-RPC internal error, as
     // any failure to serve the call, never the rate limit's 429.
     assert_eq!(refused_raw.status, 200, "{}", refused_raw.head);
+    // Counted, apart from the limits reached: the raw POST and the five calls.
+    let metrics = get(closed.admin, "/metrics").await;
+    let counted = metric(
+        &metrics,
+        "mcp_gateway_rate_limited_total{scope=\"store_unavailable\"}",
+    );
+    assert_eq!(counted, Some(6), "{metrics}");
 
     // Redis back (empty): the closed replica serves again within its pause (2 s) and a
     // store timeout.

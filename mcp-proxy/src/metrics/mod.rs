@@ -216,7 +216,7 @@ impl Metrics {
         let rate_limited = Family::<ScopeLabels, Counter>::default();
         registry.register(
             "rate_limited",
-            "Tool calls refused by a rate limit, by the limit's scope: principal, upstream, tool",
+            "Tool calls refused by a rate limit, by the limit's scope: principal, upstream, tool; store_unavailable when the shared store could not say (whenStoreDown: closed)",
             rate_limited.clone(),
         );
         registry.register(

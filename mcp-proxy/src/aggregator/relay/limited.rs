@@ -9,6 +9,10 @@ use mcp_types::{codes, ErrorObject};
 use super::Relay;
 use crate::limits::LimitError;
 
+/// The metric's scope for a call refused because the shared store could not say whether
+/// a limit was reached (`whenStoreDown: closed`).
+const STORE_UNAVAILABLE: &str = "store_unavailable";
+
 /// What the rate-limit gate said of a call where it arrived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Limit {
@@ -84,9 +88,11 @@ impl Relay {
 
     /// `e`, counted and answered.
     fn limited(&self, e: &LimitError) -> ErrorObject {
-        if let LimitError::Limited(l) = e {
-            self.metrics.rate_limited(l.scope.as_str());
-        }
+        let scope = match e {
+            LimitError::Limited(l) => l.scope.as_str(),
+            LimitError::StoreUnavailable { .. } => STORE_UNAVAILABLE,
+        };
+        self.metrics.rate_limited(scope);
         refusal(e)
     }
 }
