@@ -3,10 +3,43 @@
 use std::time::{Duration, Instant};
 
 use mcp_client::Client;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::common::redis::scratch;
 use super::{call, config, gateway, host, legacy, search};
+
+/// The tool the tests add, as the gateway names it, and a request it answers best.
+const NEW: &str = "corpus__zeta__frobnicate_quux";
+const QUERY: &str = "frobnicate the quux widgets";
+
+/// [`NEW`] as the upstream lists it.
+fn new_tool() -> Value {
+    json!({"name": "zeta__frobnicate_quux", "title": "Frobnicate quux widgets",
+        "description": "Frobnicates the quux widgets of a zeta reactor overnight.",
+        "inputSchema": {"type": "object", "properties": {"widget": {"type": "string"}}}})
+}
+
+/// `host` has the upstream (2,021 tools) add [`NEW`] through its call going `via`
+/// (said in the log), searches until it comes first (at most 10 s), and calls it.
+async fn added_found_and_called(host: &Client, via: &str) {
+    let edit = json!({"name": "corpus__catalog_edit", "arguments": {"add": [new_tool()]}});
+    let (error, text) = call(host, "call_tool", edit).await.expect("edited");
+    assert!(!error && text == "2022 tools", "{text}");
+    let edited = Instant::now();
+    let (found, searches) = searched_until(host, QUERY, |names| {
+        names.first().map(String::as_str) == Some(NEW)
+    })
+    .await;
+    eprintln!(
+        "added through {via}: found first by search {searches} ({:?})",
+        edited.elapsed()
+    );
+    assert!(found, "the tool added through {via} is found");
+    let (error, text) = call(host, "call_tool", json!({"name": NEW, "arguments": {}}))
+        .await
+        .expect("call_tool");
+    assert!(!error && text == "called zeta__frobnicate_quux", "{text}");
+}
 
 /// Searches until `cond` holds of the names found (at most 10 s): whether it came to,
 /// and after how many searches.
@@ -34,36 +67,9 @@ async fn a_tool_added_upstream_is_found_and_one_removed_is_gone() {
     let dir = scratch("search-change");
     let (_gw, url) = gateway(&config(&dir, 2_000, Some("shared"), json!({})), &dir).await;
     let alice = host(&url, None, legacy()).await;
-    let new = "corpus__zeta__frobnicate_quux";
-    let query = "frobnicate the quux widgets";
-    let before = search(&alice, query, 50, None).await;
-    assert!(!before.names.iter().any(|n| n == new), "{:?}", before.names);
-
-    let tool = json!({"name": "zeta__frobnicate_quux", "title": "Frobnicate quux widgets",
-        "description": "Frobnicates the quux widgets of a zeta reactor overnight.",
-        "inputSchema": {"type": "object", "properties": {"widget": {"type": "string"}}}});
-    let (error, text) = call(
-        &alice,
-        "call_tool",
-        json!({"name": "corpus__catalog_edit", "arguments": {"add": [tool]}}),
-    )
-    .await
-    .expect("edited");
-    assert!(!error && text == "2022 tools", "{text}");
-    let edited = Instant::now();
-    let (found, searches) = searched_until(&alice, query, |names| {
-        names.first().map(String::as_str) == Some(new)
-    })
-    .await;
-    eprintln!(
-        "the added tool was found first by search {searches} after the change ({:?})",
-        edited.elapsed()
-    );
-    assert!(found, "the added tool is found");
-    let (error, text) = call(&alice, "call_tool", json!({"name": new, "arguments": {}}))
-        .await
-        .expect("call_tool");
-    assert!(!error && text == "called zeta__frobnicate_quux", "{text}");
+    let before = search(&alice, QUERY, 50, None).await;
+    assert!(!before.names.iter().any(|n| n == NEW), "{:?}", before.names);
+    added_found_and_called(&alice, "the upstream's own connection").await;
 
     let gone = "corpus__weather__forecast";
     let weather = "what will the weather be like in Paris tomorrow";
@@ -86,8 +92,8 @@ async fn a_tool_added_upstream_is_found_and_one_removed_is_gone() {
     );
     assert!(removed, "the removed tool is not found");
     // Still there: what was added, and the rest.
-    let page = search(&alice, query, 5, None).await;
-    assert_eq!(page.names.first().map(String::as_str), Some(new));
+    let page = search(&alice, QUERY, 5, None).await;
+    assert_eq!(page.names.first().map(String::as_str), Some(NEW));
     let (error, text) = call(&alice, "call_tool", json!({"name": gone, "arguments": {}}))
         .await
         .expect("call_tool answered");
@@ -112,28 +118,7 @@ async fn a_list_change_heard_on_a_pooled_session_reaches_search() {
     let (error, text) = call(&bob, "call_tool", args).await.expect("call_tool");
     assert!(!error, "{text}");
     let alice = host(&url, None, legacy()).await;
-    let new = "corpus__zeta__frobnicate_quux";
-    let query = "frobnicate the quux widgets";
-    let tool = json!({"name": "zeta__frobnicate_quux", "title": "Frobnicate quux widgets",
-        "description": "Frobnicates the quux widgets of a zeta reactor overnight.",
-        "inputSchema": {"type": "object", "properties": {"widget": {"type": "string"}}}});
-    let edit = json!({"name": "corpus__catalog_edit", "arguments": {"add": [tool]}});
-    let (error, text) = call(&alice, "call_tool", edit).await.expect("edited");
-    assert!(!error && text == "2022 tools", "{text}");
-    let edited = Instant::now();
-    let (found, searches) = searched_until(&alice, query, |names| {
-        names.first().map(String::as_str) == Some(new)
-    })
-    .await;
-    eprintln!(
-        "found by search {searches} after the pooled session's change ({:?})",
-        edited.elapsed()
-    );
-    assert!(found, "the tool added through a pooled session is found");
-    let (error, text) = call(&alice, "call_tool", json!({"name": new, "arguments": {}}))
-        .await
-        .expect("call_tool");
-    assert!(!error && text == "called zeta__frobnicate_quux", "{text}");
+    added_found_and_called(&alice, "a pooled session").await;
     alice.close().await;
     bob.close().await;
     let _ = std::fs::remove_dir_all(&dir);
@@ -156,13 +141,9 @@ async fn a_hosts_own_upstream_session_changes_only_its_own_search() {
         let (error, text) = call(h, "call_tool", args).await.expect("call_tool");
         assert!(!error, "{text}");
     }
-    let new = "corpus__zeta__frobnicate_quux";
-    let query = "frobnicate the quux widgets";
-    let tool = json!({"name": "zeta__frobnicate_quux", "title": "Frobnicate quux widgets",
-        "description": "Frobnicates the quux widgets of a zeta reactor overnight.",
-        "inputSchema": {"type": "object", "properties": {"widget": {"type": "string"}}}});
+    let (new, query) = (NEW, QUERY);
     let edit = json!({"name": "corpus__catalog_edit",
-                      "arguments": {"add": [tool], "remove": ["weather__forecast"]}});
+                      "arguments": {"add": [new_tool()], "remove": ["weather__forecast"]}});
     let (error, text) = call(&b, "call_tool", edit).await.expect("edited");
     assert!(!error && text == "2021 tools", "{text}");
     let edited = Instant::now();
